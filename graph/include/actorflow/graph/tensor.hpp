@@ -1,0 +1,212 @@
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "actorflow/graph/status.hpp"
+
+namespace actorflow {
+
+/// Element types, numbered as TensorFlow's DataType enum.
+enum class dtype : uint8_t {
+  invalid = 0,
+  float32 = 1,
+  float64 = 2,
+  int32 = 3,
+  string = 7,
+  int64 = 9,
+  bool_ = 10,
+};
+
+/// TensorFlow's name of a dtype: "float32", "int64", "bool", ...
+std::string_view to_string(dtype t);
+
+/// Parses a dtype name ("float32", "float", "double", "int32", ...).
+/// Returns dtype::invalid for an unknown name.
+dtype parse_dtype(std::string_view name);
+
+/// Size of one element in bytes; 0 for strings.
+size_t dtype_size(dtype t);
+
+template <class T>
+struct dtype_of;
+template <>
+struct dtype_of<float> : std::integral_constant<dtype, dtype::float32> {};
+template <>
+struct dtype_of<double> : std::integral_constant<dtype, dtype::float64> {};
+template <>
+struct dtype_of<int32_t> : std::integral_constant<dtype, dtype::int32> {};
+template <>
+struct dtype_of<int64_t> : std::integral_constant<dtype, dtype::int64> {};
+template <>
+struct dtype_of<bool> : std::integral_constant<dtype, dtype::bool_> {};
+template <>
+struct dtype_of<std::string> : std::integral_constant<dtype, dtype::string> {
+};
+
+/// A shape whose rank or dimensions may be unknown (-1), as placeholders
+/// allow. A default-constructed shape is a scalar.
+class tensor_shape {
+public:
+  tensor_shape() = default;
+  tensor_shape(std::initializer_list<int64_t> dims) : dims_(dims) {
+    // nop
+  }
+  explicit tensor_shape(std::vector<int64_t> dims) : dims_(std::move(dims)) {
+    // nop
+  }
+  /// A shape of unknown rank.
+  static tensor_shape unknown();
+
+  bool unknown_rank() const noexcept {
+    return unknown_rank_;
+  }
+  /// Number of dimensions, -1 when the rank is unknown.
+  int rank() const noexcept {
+    return unknown_rank_ ? -1 : static_cast<int>(dims_.size());
+  }
+  int64_t dim(int i) const {
+    return dims_.at(static_cast<size_t>(i));
+  }
+  const std::vector<int64_t>& dims() const noexcept {
+    return dims_;
+  }
+  bool fully_defined() const noexcept;
+  /// Product of the dimensions (1 for a scalar); -1 unless fully defined.
+  int64_t num_elements() const noexcept;
+  /// True if some fully defined shape matches both.
+  bool is_compatible_with(const tensor_shape& other) const noexcept;
+  /// "[2,3]", "[?,3]", "<unknown>".
+  std::string to_string() const;
+
+  friend bool operator==(const tensor_shape& x, const tensor_shape& y) {
+    return x.unknown_rank_ == y.unknown_rank_ && x.dims_ == y.dims_;
+  }
+
+private:
+  std::vector<int64_t> dims_;
+  bool unknown_rank_ = false;
+};
+
+/// A typed n-dimensional array. Copies share the buffer (a tensor is
+/// immutable once handed to another owner); `unique()` tells whether it may
+/// be updated in place.
+class tensor {
+public:
+  /// An empty, invalid tensor (dtype::invalid).
+  tensor() = default;
+  /// A zero-filled (or empty-string-filled) tensor. The shape must be fully
+  /// defined.
+  tensor(dtype type, tensor_shape shape);
+
+  template <class T>
+  static tensor scalar(T value) {
+    using U = storage_t<T>;
+    tensor t{dtype_of<U>::value, tensor_shape{}};
+    t.flat<U>()[0] = U(std::move(value));
+    return t;
+  }
+
+  template <class T>
+  static tensor from_vector(std::vector<T> values, tensor_shape shape) {
+    using U = storage_t<T>;
+    tensor t{dtype_of<U>::value, std::move(shape)};
+    auto dst = t.flat<U>();
+    if (dst.size() != values.size())
+      throw op_error(error_code::invalid_argument,
+                     "tensor of shape " + t.shape().to_string() + " needs "
+                       + std::to_string(dst.size()) + " values, got "
+                       + std::to_string(values.size()));
+    for (size_t i = 0; i < values.size(); ++i)
+      dst[i] = U(values[i]);
+    return t;
+  }
+
+  /// A 1-D tensor.
+  template <class T>
+  static tensor vec(std::vector<T> values) {
+    auto n = static_cast<int64_t>(values.size());
+    return from_vector(std::move(values), tensor_shape{n});
+  }
+
+  bool valid() const noexcept {
+    return type_ != dtype::invalid;
+  }
+  dtype type() const noexcept {
+    return type_;
+  }
+  const tensor_shape& shape() const noexcept {
+    return shape_;
+  }
+  int64_t num_elements() const noexcept {
+    return num_elements_;
+  }
+  /// Bytes of element data (for strings: the sum of their lengths).
+  size_t byte_size() const noexcept;
+  /// True if no other tensor shares this buffer.
+  bool unique() const noexcept {
+    return buf_.use_count() <= 1;
+  }
+  /// The same buffer under another shape with as many elements.
+  tensor reshaped(tensor_shape shape) const;
+  /// A deep copy with a buffer of its own.
+  tensor deep_copy() const;
+
+  /// Typed view of the elements in row-major order. Throws `op_error`
+  /// (Internal) if T does not match the dtype.
+  template <class T>
+  std::span<T> flat() {
+    check_type(dtype_of<std::remove_const_t<T>>::value);
+    return {static_cast<T*>(raw()), static_cast<size_t>(num_elements_)};
+  }
+  template <class T>
+  std::span<const T> flat() const {
+    check_type(dtype_of<T>::value);
+    return {static_cast<const T*>(raw()),
+            static_cast<size_t>(num_elements_)};
+  }
+  /// The single element of a scalar (or one-element) tensor.
+  template <class T>
+  T scalar_value() const {
+    auto xs = flat<T>();
+    if (xs.size() != 1)
+      throw op_error(error_code::invalid_argument,
+                     "expected a scalar, got shape " + shape_.to_string());
+    return xs[0];
+  }
+
+  /// Raw element bytes (not for strings).
+  void* raw() noexcept;
+  const void* raw() const noexcept;
+
+  /// The values as TensorFlow (numpy) prints them: "3.0", "[1. 2.]",
+  /// "[[1 2]\n [3 4]]", "Hello".
+  std::string to_string() const;
+  /// "Tensor<type: float32 shape: [2] values: ...>".
+  std::string debug_string() const;
+
+  /// Element-wise equality of dtype, shape and values.
+  friend bool operator==(const tensor& x, const tensor& y);
+
+private:
+  template <class T>
+  using storage_t = std::conditional_t<
+    std::is_same_v<std::decay_t<T>, const char*>
+      || std::is_same_v<std::decay_t<T>, char*>
+      || std::is_same_v<std::decay_t<T>, std::string_view>,
+    std::string, std::decay_t<T>>;
+  void check_type(dtype expected) const;
+  struct buffer;
+  dtype type_ = dtype::invalid;
+  tensor_shape shape_;
+  int64_t num_elements_ = 0;
+  std::shared_ptr<buffer> buf_;
+};
+
+} // namespace actorflow

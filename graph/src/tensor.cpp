@@ -1,0 +1,335 @@
+#include "actorflow/graph/tensor.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <sstream>
+
+namespace actorflow {
+
+std::string_view to_string(dtype t) {
+  switch (t) {
+    case dtype::float32:
+      return "float32";
+    case dtype::float64:
+      return "float64";
+    case dtype::int32:
+      return "int32";
+    case dtype::int64:
+      return "int64";
+    case dtype::bool_:
+      return "bool";
+    case dtype::string:
+      return "string";
+    case dtype::invalid:
+      break;
+  }
+  return "invalid";
+}
+
+dtype parse_dtype(std::string_view name) {
+  if (name == "float32" || name == "float")
+    return dtype::float32;
+  if (name == "float64" || name == "double")
+    return dtype::float64;
+  if (name == "int32")
+    return dtype::int32;
+  if (name == "int64")
+    return dtype::int64;
+  if (name == "bool")
+    return dtype::bool_;
+  if (name == "string")
+    return dtype::string;
+  return dtype::invalid;
+}
+
+size_t dtype_size(dtype t) {
+  switch (t) {
+    case dtype::float32:
+    case dtype::int32:
+      return 4;
+    case dtype::float64:
+    case dtype::int64:
+      return 8;
+    case dtype::bool_:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+// -- tensor_shape -------------------------------------------------------------
+
+tensor_shape tensor_shape::unknown() {
+  tensor_shape result;
+  result.unknown_rank_ = true;
+  return result;
+}
+
+bool tensor_shape::fully_defined() const noexcept {
+  if (unknown_rank_)
+    return false;
+  for (auto d : dims_)
+    if (d < 0)
+      return false;
+  return true;
+}
+
+int64_t tensor_shape::num_elements() const noexcept {
+  if (!fully_defined())
+    return -1;
+  int64_t n = 1;
+  for (auto d : dims_)
+    n *= d;
+  return n;
+}
+
+bool tensor_shape::is_compatible_with(
+  const tensor_shape& other) const noexcept {
+  if (unknown_rank_ || other.unknown_rank_)
+    return true;
+  if (dims_.size() != other.dims_.size())
+    return false;
+  for (size_t i = 0; i < dims_.size(); ++i)
+    if (dims_[i] >= 0 && other.dims_[i] >= 0 && dims_[i] != other.dims_[i])
+      return false;
+  return true;
+}
+
+std::string tensor_shape::to_string() const {
+  if (unknown_rank_)
+    return "<unknown>";
+  std::string result = "[";
+  for (size_t i = 0; i < dims_.size(); ++i) {
+    if (i > 0)
+      result += ',';
+    result += dims_[i] < 0 ? std::string{"?"} : std::to_string(dims_[i]);
+  }
+  result += ']';
+  return result;
+}
+
+// -- tensor buffer ------------------------------------------------------------
+
+// Element storage: 64-byte aligned so Eigen may vectorize over it; strings
+// are constructed in place.
+struct tensor::buffer {
+  buffer(dtype t, int64_t n) : type(t), count(n) {
+    auto n_bytes = t == dtype::string ? sizeof(std::string) * n
+                                      : dtype_size(t) * n;
+    auto rounded = ((n_bytes + 63) / 64) * 64;
+    data = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+    if (data == nullptr)
+      throw std::bad_alloc{};
+    if (t == dtype::string) {
+      auto strs = static_cast<std::string*>(data);
+      for (int64_t i = 0; i < n; ++i)
+        new (strs + i) std::string();
+    } else if (n_bytes > 0) {
+      std::memset(data, 0, n_bytes);
+    }
+  }
+  ~buffer() {
+    if (type == dtype::string) {
+      auto strs = static_cast<std::string*>(data);
+      for (int64_t i = 0; i < count; ++i)
+        strs[i].~basic_string();
+    }
+    std::free(data);
+  }
+  buffer(const buffer&) = delete;
+  buffer& operator=(const buffer&) = delete;
+  dtype type;
+  int64_t count;
+  void* data = nullptr;
+};
+
+tensor::tensor(dtype type, tensor_shape shape)
+  : type_(type), shape_(std::move(shape)) {
+  if (type == dtype::invalid)
+    throw op_error(error_code::invalid_argument, "tensor of invalid dtype");
+  if (!shape_.fully_defined())
+    throw op_error(error_code::invalid_argument,
+                   "tensor needs a fully defined shape, got "
+                     + shape_.to_string());
+  num_elements_ = shape_.num_elements();
+  buf_ = std::make_shared<buffer>(type, num_elements_);
+}
+
+size_t tensor::byte_size() const noexcept {
+  if (!valid())
+    return 0;
+  if (type_ != dtype::string)
+    return dtype_size(type_) * static_cast<size_t>(num_elements_);
+  size_t n = 0;
+  for (auto& s : flat<std::string>())
+    n += s.size();
+  return n;
+}
+
+tensor tensor::reshaped(tensor_shape shape) const {
+  if (shape.num_elements() != num_elements_)
+    throw op_error(error_code::invalid_argument,
+                   "cannot reshape a tensor with "
+                     + std::to_string(num_elements_) + " elements to shape "
+                     + shape.to_string());
+  tensor result = *this;
+  result.shape_ = std::move(shape);
+  return result;
+}
+
+tensor tensor::deep_copy() const {
+  if (!valid())
+    return {};
+  tensor result{type_, shape_};
+  if (type_ == dtype::string) {
+    auto src = flat<std::string>();
+    auto dst = result.flat<std::string>();
+    for (size_t i = 0; i < src.size(); ++i)
+      dst[i] = src[i];
+  } else {
+    std::memcpy(result.raw(), raw(), byte_size());
+  }
+  return result;
+}
+
+void* tensor::raw() noexcept {
+  return buf_ ? buf_->data : nullptr;
+}
+
+const void* tensor::raw() const noexcept {
+  return buf_ ? buf_->data : nullptr;
+}
+
+void tensor::check_type(dtype expected) const {
+  if (type_ != expected)
+    throw op_error(error_code::internal,
+                   "tensor of type " + std::string{actorflow::to_string(type_)}
+                     + " accessed as "
+                     + std::string{actorflow::to_string(expected)});
+}
+
+bool operator==(const tensor& x, const tensor& y) {
+  if (x.type_ != y.type_ || !(x.shape_ == y.shape_))
+    return false;
+  if (!x.valid())
+    return true;
+  if (x.type_ == dtype::string) {
+    auto xs = x.flat<std::string>();
+    auto ys = y.flat<std::string>();
+    return std::equal(xs.begin(), xs.end(), ys.begin());
+  }
+  return std::memcmp(x.raw(), y.raw(), x.byte_size()) == 0;
+}
+
+// -- printing -----------------------------------------------------------------
+
+namespace {
+
+// Python's repr of a float: shortest round-trip digits, ".0" for integral
+// values, exponent form for very large or small magnitudes.
+template <class T>
+std::string float_repr(T x) {
+  if (std::isnan(x))
+    return "nan";
+  if (std::isinf(x))
+    return x < 0 ? "-inf" : "inf";
+  char buf[64];
+  constexpr int max_digits = std::is_same_v<T, float> ? 9 : 17;
+  for (int prec = 1; prec <= max_digits; ++prec) {
+    std::snprintf(buf, sizeof(buf), "%.*g", prec, static_cast<double>(x));
+    if (static_cast<T>(std::strtod(buf, nullptr)) == x)
+      break;
+  }
+  std::string s = buf;
+  auto ax = std::fabs(static_cast<double>(x));
+  if (s.find_first_of(".e") == std::string::npos && ax < 1e16)
+    s += ".0";
+  return s;
+}
+
+// numpy's element form inside arrays: "1." for integral floats.
+template <class T>
+std::string float_elem(T x) {
+  auto s = float_repr(x);
+  if (s.size() > 2 && s.compare(s.size() - 2, 2, ".0") == 0)
+    s.pop_back();
+  return s;
+}
+
+template <class T>
+std::string elem(const tensor& t, int64_t i, bool in_array) {
+  auto v = t.flat<T>()[static_cast<size_t>(i)];
+  if constexpr (std::is_floating_point_v<T>) {
+    return in_array ? float_elem(v) : float_repr(v);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return v ? "True" : "False";
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return v;
+  } else {
+    return std::to_string(v);
+  }
+}
+
+std::string element_string(const tensor& t, int64_t i, bool in_array) {
+  switch (t.type()) {
+    case dtype::float32:
+      return elem<float>(t, i, in_array);
+    case dtype::float64:
+      return elem<double>(t, i, in_array);
+    case dtype::int32:
+      return elem<int32_t>(t, i, in_array);
+    case dtype::int64:
+      return elem<int64_t>(t, i, in_array);
+    case dtype::bool_:
+      return elem<bool>(t, i, in_array);
+    case dtype::string:
+      return elem<std::string>(t, i, in_array);
+    default:
+      return "?";
+  }
+}
+
+void print_array(std::ostringstream& out, const tensor& t, size_t axis,
+                 int64_t offset, int64_t stride) {
+  auto& dims = t.shape().dims();
+  auto n = dims[axis];
+  auto inner = stride / (n == 0 ? 1 : n);
+  out << '[';
+  for (int64_t i = 0; i < n; ++i) {
+    if (i > 0) {
+      if (axis + 1 == dims.size()) {
+        out << ' ';
+      } else {
+        out << std::string(dims.size() - axis - 1, '\n')
+            << std::string(axis + 1, ' ');
+      }
+    }
+    if (axis + 1 == dims.size())
+      out << element_string(t, offset + i, true);
+    else
+      print_array(out, t, axis + 1, offset + i * inner, inner);
+  }
+  out << ']';
+}
+
+} // namespace
+
+std::string tensor::to_string() const {
+  if (!valid())
+    return "<invalid tensor>";
+  if (shape_.rank() == 0)
+    return element_string(*this, 0, false);
+  std::ostringstream out;
+  print_array(out, *this, 0, 0, num_elements_);
+  return out.str();
+}
+
+std::string tensor::debug_string() const {
+  return "Tensor<type: " + std::string{actorflow::to_string(type_)}
+         + " shape: " + shape_.to_string() + " values: " + to_string() + ">";
+}
+
+} // namespace actorflow
