@@ -29,6 +29,17 @@ struct device_name {
   /// Parses or throws op_error (InvalidArgument).
   static device_name parse_or_throw(std::string_view text);
 
+  /// Parses like Python TF1's `DeviceSpec.from_string`, the parser behind
+  /// `tf.device` scopes and `replica_device_setter`: the text is split on
+  /// `/` and `:`; `job:X` keeps X literally (even `*`), `replica:N` and
+  /// `task:N` go through Python's `int()`, `cpu|gpu[:N|*]` (any case) gives
+  /// "CPU"/"GPU", `device:TYPE:N|*` keeps TYPE verbatim; empty components
+  /// are skipped. Stricter than `parse`: `/device:GPU` without an index is
+  /// rejected. Errors (InvalidArgument, TF's ValueError texts): "invalid
+  /// literal for int() with base 10: 'x'", "Cannot specify multiple device
+  /// types: <text>", "Unknown attribute: 'x' in '<text>'".
+  static status parse_spec(std::string_view text, device_name& out);
+
   /// Canonical form: only the set fields, in the order job, replica, task,
   /// device; `/device:TYPE:*` when the type is set without an id.
   std::string to_string() const;
@@ -65,7 +76,8 @@ bool is_specification(const device_name& less, const device_name& more);
 status merge_device_names(device_name& target, const device_name& other,
                           bool allow_soft_placement = false);
 
-/// Python's `canonical_name`: parse then print; "" for "".
+/// Python's `canonical_name`: `parse_spec` then `to_string`; "" for "".
+/// Throws op_error (InvalidArgument) where `parse_spec` fails.
 std::string canonical_device(std::string_view text);
 
 } // namespace actorflow

@@ -1,0 +1,119 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "actorflow/graph/status.hpp"
+#include "actorflow/graph/tensor.hpp"
+
+/// Plain data exchanged between the client API and the runtime actors
+/// (no CAF here: type_ids.hpp registers them with CAF).
+namespace actorflow {
+
+/// TensorFlow's ConfigProto, the parts a session uses.
+struct session_config {
+  bool allow_soft_placement = false;
+  bool log_device_placement = false;
+  /// Default deadline of every run (0 = none).
+  int64_t operation_timeout_in_ms = 0;
+};
+
+/// TensorFlow's RunOptions.
+struct run_options {
+  enum trace_level_t : int32_t {
+    no_trace = 0,
+    software_trace = 1,
+    hardware_trace = 2,
+    full_trace = 3,
+  };
+  int32_t trace_level = no_trace;
+  /// Deadline of this run (0 = the session's default).
+  int64_t timeout_in_ms = 0;
+};
+
+/// TensorFlow's NodeExecStats (times in microseconds since the epoch).
+struct node_exec_stats {
+  std::string node_name;
+  int64_t all_start_micros = 0;
+  int64_t op_start_rel_micros = 0;
+  int64_t op_end_rel_micros = 0;
+  int64_t all_end_rel_micros = 0;
+  std::string timeline_label;
+};
+
+/// TensorFlow's DeviceStepStats.
+struct device_step_stats {
+  std::string device;
+  std::vector<node_exec_stats> node_stats;
+};
+
+/// TensorFlow's StepStats.
+struct step_stats {
+  std::vector<device_step_stats> dev_stats;
+};
+
+/// TensorFlow's RunMetadata.
+struct run_metadata {
+  bool has_step_stats = false;
+  step_stats stats;
+  /// The step as Chrome trace-event JSON (chrome://tracing, Perfetto).
+  std::string to_chrome_trace() const;
+};
+
+/// Client -> master: one `Session::run`.
+struct run_step_request {
+  std::string session_handle;
+  /// Encoded graph_def holding the nodes the master has not seen yet.
+  std::string graph_delta;
+  /// How many nodes the client had sent before this delta.
+  int64_t graph_base = 0;
+  std::vector<std::string> feed_names;
+  std::vector<tensor> feed_values;
+  std::vector<std::string> fetches;
+  std::vector<std::string> targets;
+  run_options options;
+};
+
+/// Master -> client.
+struct run_step_response {
+  status result;
+  std::vector<tensor> outputs;
+  step_stats stats;
+  bool has_stats = false;
+};
+
+/// Master -> worker executor: run one step of a registered partition.
+struct run_graph_request {
+  int64_t step_id = 0;
+  /// Feeds by `_Arg` index.
+  std::vector<std::pair<int64_t, tensor>> feeds;
+  /// Full device name -> executor of that partition, for `_Send`.
+  std::vector<std::string> peer_devices;
+  bool trace = false;
+};
+
+/// Worker executor -> master.
+struct run_graph_response {
+  status result;
+  /// Fetched values by `_Retval` index.
+  std::vector<std::pair<int64_t, tensor>> outputs;
+  std::vector<node_exec_stats> node_stats;
+  std::vector<node_exec_stats> recv_stats;
+};
+
+/// The counters every task actor keeps (read by the monitoring console).
+struct task_stats {
+  std::string task;
+  uint64_t messages_handled = 0;
+  uint64_t bytes_in = 0;
+  uint64_t bytes_out = 0;
+  uint64_t mailbox_depth = 0;
+  uint64_t steps_run = 0;
+  uint64_t sessions = 0;
+  uint64_t variables = 0;
+  uint64_t partitions = 0;
+};
+
+} // namespace actorflow

@@ -1,0 +1,31 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace caf {
+class actor;
+class actor_system;
+} // namespace caf
+
+namespace actorflow {
+
+/// What a task actor needs to know about itself and its cluster.
+struct task_options {
+  /// This task's job and index.
+  std::string job;
+  int task = 0;
+  /// Every task of the cluster: "/job:J/replica:0/task:T" -> "host:port".
+  /// A private in-process engine lists only itself with an empty address.
+  std::map<std::string, std::string> cluster;
+};
+
+/// Spawns the actor of one task: master service (sessions, placement,
+/// partitioning, step fan-out), worker service (registered partitions,
+/// executors) and the task's resource manager (containers of variables).
+/// The caller publishes it (net/) or talks to it in process. It stops on an
+/// exit message; its executors and variables go with it.
+caf::actor spawn_task(caf::actor_system& sys, task_options opts);
+
+} // namespace actorflow

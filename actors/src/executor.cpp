@@ -1,0 +1,555 @@
+// The partition executor: runs one registered partition, step by step.
+// Ready nodes run one after another on the actor (a LIFO stack, so a
+// node's freshly readied consumers run next, as TensorFlow's inline ready
+// queue does). Variable ops, reads of refs and Recv are asynchronous: they
+// send a request and the step continues in the reply handler. Nothing here
+// ever blocks a scheduler thread.
+
+#include <chrono>
+#include <deque>
+#include <random>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "actorflow/actors/type_ids.hpp"
+#include "actorflow/kernels/kernel.hpp"
+#include "runtime.hpp"
+
+namespace actorflow {
+
+int64_t now_micros() {
+  using namespace std::chrono;
+  return duration_cast<microseconds>(system_clock::now().time_since_epoch())
+    .count();
+}
+
+namespace {
+
+bool is_ref_producer(const std::string& op) {
+  return op == "VariableV2" || op == "Variable";
+}
+
+// Ops that take a variable's ref itself rather than its value.
+bool is_ref_consumer(const std::string& op) {
+  return op == "Assign" || op == "AssignAdd" || op == "AssignSub"
+         || op == "IsVariableInitialized";
+}
+
+bool is_plumbing(const std::string& op) {
+  return op == "_Send" || op == "_Recv" || op == "_Arg" || op == "_Retval";
+}
+
+struct node_plan {
+  node_def def;
+  /// Data inputs as (producer, output index).
+  std::vector<std::pair<int, int>> inputs;
+  /// Consumers, one entry per edge (data or control).
+  std::vector<int> out_edges;
+  int num_deps = 0;
+  bool ref_output = false;
+  bool ref_consumer = false;
+  /// Random ops keep their generator across steps, as TF's kernels do.
+  std::unique_ptr<std::mt19937_64> rng;
+  /// VariableV2: the variable's actor, looked up once.
+  caf::actor var;
+  std::string rendezvous_key;
+};
+
+struct step_state {
+  int64_t id = 0;
+  caf::response_promise rp;
+  std::vector<int> pending;
+  std::vector<std::vector<tensor>> outs;
+  std::vector<int> ready;
+  size_t remaining = 0;
+  size_t in_flight = 0;
+  bool trace = false;
+  std::unordered_map<int64_t, tensor> feeds;
+  std::unordered_map<std::string, caf::actor> peers;
+  /// Recv nodes waiting for their tensor, by rendezvous key.
+  std::unordered_map<std::string, int> waiting;
+  /// Tensors that arrived before their Recv ran.
+  std::unordered_map<std::string, tensor> arrived;
+  run_graph_response response;
+  /// Index into response.node_stats per node (-1 = not traced).
+  std::vector<int> stat_index;
+};
+
+struct executor_state {
+  std::vector<node_plan> nodes;
+  std::string device;
+  std::string default_container;
+  caf::actor task;
+  std::shared_ptr<task_counters> counters;
+  std::unordered_map<int64_t, step_state> steps;
+  /// Tensors for steps that have not started here yet.
+  std::unordered_map<int64_t, std::unordered_map<std::string, tensor>> early;
+  /// Steps that ended here: late tensors for them are dropped.
+  std::unordered_set<int64_t> finished;
+  std::deque<int64_t> finished_order;
+  static inline const char* name = "actorflow.executor";
+};
+
+using executor_actor = caf::stateful_actor<executor_state>;
+
+void mark_finished(executor_state& st, int64_t step) {
+  st.early.erase(step);
+  if (st.finished.insert(step).second) {
+    st.finished_order.push_back(step);
+    // Bounded memory: a tensor for a step this old cannot still be coming.
+    if (st.finished_order.size() > 4096) {
+      st.finished.erase(st.finished_order.front());
+      st.finished_order.pop_front();
+    }
+  }
+}
+
+void fail_step(executor_actor* self, int64_t id, status err) {
+  auto& st = self->state;
+  auto i = st.steps.find(id);
+  if (i == st.steps.end())
+    return;
+  auto& step = i->second;
+  step.response.result = std::move(err);
+  step.response.outputs.clear();
+  step.rp.deliver(std::move(step.response));
+  st.steps.erase(i);
+  mark_finished(st, id);
+}
+
+void finish_if_done(executor_actor* self, step_state& step) {
+  if (step.remaining > 0 || step.in_flight > 0)
+    return;
+  auto id = step.id;
+  step.rp.deliver(std::move(step.response));
+  self->state.steps.erase(id);
+  mark_finished(self->state, id);
+  self->state.counters->steps.fetch_add(1, std::memory_order_relaxed);
+}
+
+void drive(executor_actor* self, int64_t id);
+
+void complete_node(executor_actor* self, step_state& step, int i,
+                   std::vector<tensor> outputs) {
+  auto& plan = self->state.nodes[static_cast<size_t>(i)];
+  step.outs[static_cast<size_t>(i)] = std::move(outputs);
+  if (step.trace && step.stat_index[static_cast<size_t>(i)] >= 0) {
+    auto& s = step.response.node_stats[static_cast<size_t>(
+      step.stat_index[static_cast<size_t>(i)])];
+    auto rel = now_micros() - s.all_start_micros;
+    s.op_end_rel_micros = rel;
+    s.all_end_rel_micros = rel;
+  }
+  for (auto c : plan.out_edges)
+    if (--step.pending[static_cast<size_t>(c)] == 0)
+      step.ready.push_back(c);
+  --step.remaining;
+}
+
+// Continues a step after an asynchronous part of node `i` finished.
+void resume(executor_actor* self, int64_t id, int i, status st,
+            std::vector<tensor> outputs) {
+  auto s = self->state.steps.find(id);
+  if (s == self->state.steps.end())
+    return; // aborted meanwhile
+  auto& step = s->second;
+  --step.in_flight;
+  if (!st.ok()) {
+    auto& name = self->state.nodes[static_cast<size_t>(i)].def.name;
+    if (st.message().find("[[node") == std::string::npos)
+      st = status{st.code(), st.message() + " [[node " + name + "]]"};
+    fail_step(self, id, std::move(st));
+    return;
+  }
+  complete_node(self, step, i, std::move(outputs));
+  drive(self, id);
+}
+
+template <class... Ts>
+void request_async(executor_actor* self, const caf::actor& dest, int64_t id,
+                   int i, Ts&&... xs) {
+  ++self->state.steps.at(id).in_flight;
+  self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
+    .then(
+      [self, id, i](status& st, tensor& value) {
+        std::vector<tensor> outs;
+        if (st.ok())
+          outs.push_back(std::move(value));
+        resume(self, id, i, std::move(st), std::move(outs));
+      },
+      [self, id, i](caf::error& err) {
+        resume(self, id, i, to_status(err, "variable actor"), {});
+      });
+}
+
+// Runs node `i` once the values of its ref inputs are known.
+void compute(executor_actor* self, step_state& step, int i,
+             std::vector<tensor> inputs) {
+  auto& st = self->state;
+  auto& plan = st.nodes[static_cast<size_t>(i)];
+  auto& op = plan.def.op;
+  auto id = step.id;
+  auto fail = [&](status err) {
+    if (err.message().find("[[node") == std::string::npos)
+      err = status{err.code(), err.message() + " [[node " + plan.def.name
+                                 + "]]"};
+    fail_step(self, id, std::move(err));
+  };
+  if (op == "_Arg") {
+    auto index = plan.def.attr_or<int64_t>("index", -1);
+    auto f = step.feeds.find(index);
+    if (f == step.feeds.end())
+      return fail(internal_error("missing feed for _Arg index "
+                                 + std::to_string(index)));
+    complete_node(self, step, i, {f->second});
+    return;
+  }
+  if (op == "_Retval") {
+    auto index = plan.def.attr_or<int64_t>("index", -1);
+    step.response.outputs.emplace_back(index, inputs.at(0));
+    complete_node(self, step, i, {});
+    return;
+  }
+  if (op == "_Send") {
+    auto recv_device = plan.def.attr_or<std::string>("recv_device", "");
+    auto peer = step.peers.find(recv_device);
+    if (peer == step.peers.end())
+      return fail(internal_error("no executor for device " + recv_device));
+    auto value = inputs.empty() ? tensor{} : inputs.front();
+    st.counters->bytes_out.fetch_add(value.byte_size(),
+                                     std::memory_order_relaxed);
+    self->send(peer->second, recv_tensor_atom_v, id, plan.rendezvous_key,
+               std::move(value));
+    complete_node(self, step, i, {});
+    return;
+  }
+  if (op == "_Recv") {
+    auto a = step.arrived.find(plan.rendezvous_key);
+    if (a != step.arrived.end()) {
+      auto value = std::move(a->second);
+      step.arrived.erase(a);
+      complete_node(self, step, i, {std::move(value)});
+      return;
+    }
+    step.waiting.emplace(plan.rendezvous_key, i);
+    ++step.in_flight;
+    return;
+  }
+  if (op == "Placeholder") {
+    auto type = plan.def.attr_or<dtype>("dtype", dtype::invalid);
+    auto shape = plan.def.attr_or<tensor_shape>("shape",
+                                                 tensor_shape::unknown());
+    return fail(invalid_argument(
+      "You must feed a value for placeholder tensor '" + plan.def.name
+      + "' with dtype " + std::string{to_string(type)} + " and shape "
+      + shape.to_string()));
+  }
+  if (op == "NoOp") {
+    complete_node(self, step, i, {});
+    return;
+  }
+  if (plan.ref_output) {
+    if (plan.var) {
+      complete_node(self, step, i, {tensor{}});
+      return;
+    }
+    auto container = plan.def.attr_or<std::string>("container", "");
+    if (container.empty())
+      container = st.default_container;
+    auto shared = plan.def.attr_or<std::string>("shared_name", "");
+    auto name = shared.empty() ? plan.def.name : shared;
+    auto type = plan.def.attr_or<dtype>("dtype", dtype::invalid);
+    auto shape = plan.def.attr_or<tensor_shape>("shape",
+                                                tensor_shape::unknown());
+    std::string shape_bytes;
+    byte_writer w{shape_bytes};
+    encode(w, shape);
+    ++step.in_flight;
+    self
+      ->request(st.task, caf::infinite, get_variable_atom_v, container, name,
+                static_cast<int32_t>(type), shape_bytes)
+      .then(
+        [self, id, i](status& err, caf::actor& var) {
+          if (err.ok())
+            self->state.nodes[static_cast<size_t>(i)].var = var;
+          resume(self, id, i, std::move(err), {tensor{}});
+        },
+        [self, id, i](caf::error& err) {
+          resume(self, id, i, to_status(err, "task actor"), {});
+        });
+    return;
+  }
+  if (plan.ref_consumer) {
+    auto producer = plan.inputs.at(0).first;
+    auto& var = st.nodes[static_cast<size_t>(producer)].var;
+    if (op == "IsVariableInitialized") {
+      ++step.in_flight;
+      self->request(var, caf::infinite, is_initialized_atom_v)
+        .then(
+          [self, id, i](bool initialized) {
+            resume(self, id, i, {}, {tensor::scalar(initialized)});
+          },
+          [self, id, i](caf::error& err) {
+            resume(self, id, i, to_status(err, "variable actor"), {});
+          });
+      return;
+    }
+    auto value = inputs.at(1);
+    if (op == "Assign")
+      request_async(self, var, id, i, assign_atom_v, std::move(value),
+                    plan.def.attr_or<bool>("validate_shape", true));
+    else if (op == "AssignAdd")
+      request_async(self, var, id, i, assign_add_atom_v, std::move(value));
+    else
+      request_async(self, var, id, i, assign_sub_atom_v, std::move(value));
+    return;
+  }
+  // A synchronous kernel.
+  kernel_context ctx{plan.def, inputs, {}, plan.rng.get(), {}};
+  auto result = run_kernel(ctx);
+  if (!result.ok())
+    return fail(std::move(result));
+  complete_node(self, step, i, std::move(ctx.outputs));
+}
+
+// Starts node `i`: gathers its inputs, reading refs first if it needs
+// values.
+void start_node(executor_actor* self, step_state& step, int i) {
+  auto& st = self->state;
+  auto& plan = st.nodes[static_cast<size_t>(i)];
+  if (step.trace && !is_plumbing(plan.def.op)) {
+    step.stat_index[static_cast<size_t>(i)]
+      = static_cast<int>(step.response.node_stats.size());
+    node_exec_stats s;
+    s.node_name = plan.def.name;
+    s.all_start_micros = now_micros();
+    s.timeline_label = plan.def.name + " = " + plan.def.op + "()";
+    step.response.node_stats.push_back(std::move(s));
+  }
+  std::vector<tensor> inputs;
+  inputs.reserve(plan.inputs.size());
+  std::vector<std::pair<size_t, caf::actor>> reads;
+  for (auto [producer, index] : plan.inputs) {
+    auto& p = st.nodes[static_cast<size_t>(producer)];
+    if (p.ref_output && !plan.ref_consumer) {
+      reads.emplace_back(inputs.size(), p.var);
+      inputs.emplace_back();
+      continue;
+    }
+    auto& outs = step.outs[static_cast<size_t>(producer)];
+    if (static_cast<size_t>(index) >= outs.size()) {
+      fail_step(self, step.id,
+                internal_error("node '" + p.def.name + "' produced no output "
+                               + std::to_string(index) + " for '"
+                               + plan.def.name + "'"));
+      return;
+    }
+    inputs.push_back(outs[static_cast<size_t>(index)]);
+  }
+  if (reads.empty()) {
+    compute(self, step, i, std::move(inputs));
+    return;
+  }
+  // Dereference refs: read every variable, then compute.
+  struct pending_reads {
+    std::vector<tensor> inputs;
+    size_t left;
+    bool failed = false;
+  };
+  auto pr = std::make_shared<pending_reads>();
+  pr->inputs = std::move(inputs);
+  pr->left = reads.size();
+  auto id = step.id;
+  step.in_flight += 1;
+  for (auto& [slot, var] : reads) {
+    auto on_value = [self, id, i, pr, slot = slot](status& err,
+                                                    tensor& value) {
+      if (pr->failed)
+        return;
+      if (!err.ok()) {
+        pr->failed = true;
+        resume(self, id, i, std::move(err), {});
+        return;
+      }
+      pr->inputs[slot] = std::move(value);
+      if (--pr->left > 0)
+        return;
+      auto s = self->state.steps.find(id);
+      if (s == self->state.steps.end())
+        return;
+      --s->second.in_flight;
+      compute(self, s->second, i, std::move(pr->inputs));
+      drive(self, id);
+    };
+    auto on_error = [self, id, i, pr](caf::error& err) {
+      if (pr->failed)
+        return;
+      pr->failed = true;
+      resume(self, id, i, to_status(err, "variable actor"), {});
+    };
+    self->request(var, caf::infinite, read_atom_v).then(on_value, on_error);
+  }
+}
+
+void drive(executor_actor* self, int64_t id) {
+  for (;;) {
+    auto s = self->state.steps.find(id);
+    if (s == self->state.steps.end())
+      return;
+    auto& step = s->second;
+    if (step.ready.empty()) {
+      finish_if_done(self, step);
+      return;
+    }
+    auto i = step.ready.back();
+    step.ready.pop_back();
+    start_node(self, step, i);
+  }
+}
+
+caf::behavior executor(executor_actor* self, caf::actor task,
+                       graph_def partition, std::string device,
+                       std::string default_container,
+                       std::shared_ptr<task_counters> counters) {
+  auto& st = self->state;
+  st.task = std::move(task);
+  st.device = std::move(device);
+  st.default_container = std::move(default_container);
+  st.counters = std::move(counters);
+  std::unordered_map<std::string, int> index;
+  st.nodes.resize(partition.nodes.size());
+  for (size_t i = 0; i < partition.nodes.size(); ++i) {
+    auto& plan = st.nodes[i];
+    plan.def = std::move(partition.nodes[i]);
+    index.emplace(plan.def.name, static_cast<int>(i));
+    plan.ref_output = is_ref_producer(plan.def.op);
+    plan.ref_consumer = is_ref_consumer(plan.def.op);
+    plan.rendezvous_key = plan.def.attr_or<std::string>("tensor_name", "");
+    if (plan.def.op == "RandomStandardNormal"
+        || plan.def.op == "TruncatedNormal" || plan.def.op == "RandomUniform") {
+      auto seed = plan.def.attr_or<int64_t>("seed", 0);
+      auto seed2 = plan.def.attr_or<int64_t>("seed2", 0);
+      if (seed == 0 && seed2 == 0) {
+        std::random_device rd;
+        plan.rng = std::make_unique<std::mt19937_64>(
+          (static_cast<uint64_t>(rd()) << 32) ^ rd());
+      } else {
+        std::seed_seq seq{static_cast<uint32_t>(seed),
+                          static_cast<uint32_t>(seed >> 32),
+                          static_cast<uint32_t>(seed2),
+                          static_cast<uint32_t>(seed2 >> 32)};
+        plan.rng = std::make_unique<std::mt19937_64>(seq);
+      }
+    }
+  }
+  for (size_t i = 0; i < st.nodes.size(); ++i) {
+    auto& plan = st.nodes[i];
+    for (auto& in : plan.def.inputs) {
+      auto ref = parse_input(in);
+      auto p = index.find(ref.node);
+      if (p == index.end())
+        continue; // validated by the master; a dangling edge never fires
+      st.nodes[static_cast<size_t>(p->second)].out_edges.push_back(
+        static_cast<int>(i));
+      ++plan.num_deps;
+      if (!ref.control)
+        plan.inputs.emplace_back(p->second, ref.index);
+    }
+  }
+  return {
+    [self](run_graph_atom, run_graph_request& req,
+           std::vector<caf::actor>& peers) {
+      auto& st = self->state;
+      auto id = req.step_id;
+      auto rp = self->make_response_promise();
+      if (st.finished.count(id) > 0 || st.steps.count(id) > 0) {
+        // Aborted before it started here, or a duplicate.
+        run_graph_response resp;
+        resp.result = {error_code::aborted,
+                       "step " + std::to_string(id) + " was aborted"};
+        rp.deliver(std::move(resp));
+        return rp;
+      }
+      auto& step = st.steps[id];
+      step.id = id;
+      step.rp = rp;
+      step.trace = req.trace;
+      for (auto& [k, v] : req.feeds) {
+        st.counters->bytes_in.fetch_add(v.byte_size(),
+                                        std::memory_order_relaxed);
+        step.feeds.emplace(k, std::move(v));
+      }
+      for (size_t p = 0; p < peers.size() && p < req.peer_devices.size(); ++p)
+        step.peers.emplace(req.peer_devices[p], std::move(peers[p]));
+      if (auto e = st.early.find(id); e != st.early.end()) {
+        step.arrived = std::move(e->second);
+        st.early.erase(e);
+      }
+      auto n = st.nodes.size();
+      step.pending.resize(n);
+      step.outs.resize(n);
+      step.stat_index.assign(n, -1);
+      step.remaining = n;
+      if (step.trace) {
+        node_exec_stats source;
+        source.node_name = "_SOURCE";
+        source.all_start_micros = now_micros();
+        source.timeline_label = "_SOURCE = NoOp()";
+        step.response.node_stats.push_back(std::move(source));
+      }
+      for (size_t i = 0; i < n; ++i) {
+        step.pending[i] = st.nodes[i].num_deps;
+        if (step.pending[i] == 0)
+          step.ready.push_back(static_cast<int>(i));
+      }
+      drive(self, id);
+      return rp;
+    },
+    [self](recv_tensor_atom, int64_t id, std::string& key, tensor& value) {
+      auto& st = self->state;
+      st.counters->bytes_in.fetch_add(value.byte_size(),
+                                      std::memory_order_relaxed);
+      if (st.finished.count(id) > 0)
+        return;
+      auto s = st.steps.find(id);
+      if (s == st.steps.end()) {
+        st.early[id].emplace(std::move(key), std::move(value));
+        return;
+      }
+      auto& step = s->second;
+      auto w = step.waiting.find(key);
+      if (w == step.waiting.end()) {
+        step.arrived.emplace(std::move(key), std::move(value));
+        return;
+      }
+      auto i = w->second;
+      step.waiting.erase(w);
+      if (step.trace) {
+        node_exec_stats r;
+        r.node_name = "RecvTensor";
+        r.all_start_micros = now_micros();
+        r.timeline_label = "RecvTensor " + key;
+        step.response.recv_stats.push_back(std::move(r));
+      }
+      resume(self, id, i, {}, {std::move(value)});
+    },
+    [self](abort_step_atom, int64_t id, status& why) {
+      fail_step(self, id, std::move(why));
+      mark_finished(self->state, id);
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_executor(caf::actor_system& sys, caf::actor task,
+                          graph_def partition, std::string device,
+                          std::string default_container,
+                          std::shared_ptr<task_counters> counters) {
+  return sys.spawn(executor, std::move(task), std::move(partition),
+                   std::move(device), std::move(default_container),
+                   std::move(counters));
+}
+
+} // namespace actorflow

@@ -1,0 +1,600 @@
+// The task actor: master service (sessions, prune/place/partition, step
+// fan-out and fan-in), worker service (partition registration) and the
+// task's resource manager (containers of variable actors).
+
+#include <iostream>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <unordered_map>
+
+#include <caf/io/middleman.hpp>
+#include <caf/io/middleman_actor.hpp>
+
+#include "actorflow/actors/task.hpp"
+#include "actorflow/actors/type_ids.hpp"
+#include "actorflow/graph/device_name.hpp"
+#include "actorflow/graph/partition.hpp"
+#include "actorflow/graph/placer.hpp"
+#include "actorflow/graph/subgraph.hpp"
+#include "runtime.hpp"
+
+namespace actorflow {
+
+namespace {
+
+/// A registered partition of a cached plan.
+struct plan_part {
+  std::string device;
+  caf::actor executor;
+  /// Feed positions this partition's `_Arg` nodes read.
+  std::vector<int64_t> feeds;
+};
+
+/// Everything a repeated run with the same signature reuses.
+struct step_plan {
+  std::vector<plan_part> parts;
+  std::vector<std::string> peer_devices;
+  std::vector<caf::actor> peers;
+};
+
+struct master_session {
+  session_config config;
+  graph_def graph;
+  std::unordered_map<std::string, step_plan> plans;
+};
+
+/// Fan-in state of one step on the master.
+struct master_step {
+  caf::response_promise rp;
+  size_t remaining = 0;
+  bool done = false;
+  bool trace = false;
+  std::vector<plan_part> parts;
+  std::vector<tensor> outputs;
+  std::vector<run_graph_response> responses;
+};
+
+using peer_callback = std::function<void(status, caf::actor)>;
+
+struct task_state {
+  task_options opts;
+  std::string task_prefix; // "/job:J/replica:0/task:T"
+  std::string device;      // task_prefix + "/device:CPU:0"
+  std::map<std::pair<std::string, std::string>, caf::actor> variables;
+  std::unordered_map<std::string, master_session> sessions;
+  std::vector<caf::actor> executors;
+  std::unordered_map<std::string, caf::actor> peers;
+  std::unordered_map<std::string, std::vector<peer_callback>> connecting;
+  std::unordered_map<int64_t, master_step> steps;
+  std::shared_ptr<task_counters> counters = std::make_shared<task_counters>();
+  uint64_t next_session = 0;
+  int64_t step_base = 0;
+  int64_t next_step = 0;
+  static inline const char* name = "actorflow.task";
+};
+
+using task_actor = caf::stateful_actor<task_state>;
+
+bool valid_container(const std::string& c) {
+  static const std::regex re{"[A-Za-z0-9.][A-Za-z0-9_.\\-/]*"};
+  return std::regex_match(c, re);
+}
+
+std::string signature(const run_step_request& req) {
+  std::string s;
+  for (auto& f : req.feed_names)
+    s += f + ",";
+  s += "|";
+  for (auto& f : req.fetches)
+    s += f + ",";
+  s += "|";
+  for (auto& t : req.targets)
+    s += t + ",";
+  return s;
+}
+
+// Checks fed values against the placeholders they replace.
+status check_feeds(const graph_def& g, const run_step_request& req) {
+  if (req.feed_names.size() != req.feed_values.size())
+    return invalid_argument("feed names and values differ in number");
+  std::unordered_map<std::string, const node_def*> nodes;
+  for (auto& n : g.nodes)
+    nodes.emplace(n.name, &n);
+  for (size_t i = 0; i < req.feed_names.size(); ++i) {
+    auto ref = parse_input(req.feed_names[i]);
+    auto n = nodes.find(ref.node);
+    if (n == nodes.end())
+      return not_found("Feed " + req.feed_names[i] + ": not found in graph");
+    auto& value = req.feed_values[i];
+    if (!value.valid())
+      return invalid_argument("Feed for " + req.feed_names[i]
+                              + " is an empty tensor");
+    auto& node = *n->second;
+    if (node.op != "Placeholder")
+      continue;
+    auto type = node.attr_or<dtype>("dtype", dtype::invalid);
+    if (value.type() != type)
+      return invalid_argument(
+        "Cannot feed value of type " + std::string{to_string(value.type())}
+        + " for Tensor '" + tensor_name(node.name, 0) + "', which has type "
+        + std::string{to_string(type)});
+    auto shape = node.attr_or<tensor_shape>("shape", tensor_shape::unknown());
+    if (!shape.is_compatible_with(value.shape()))
+      return invalid_argument("Cannot feed value of shape "
+                              + value.shape().to_string() + " for Tensor '"
+                              + tensor_name(node.name, 0)
+                              + "', which has shape " + shape.to_string());
+  }
+  return {};
+}
+
+void deliver_error(caf::response_promise& rp, status err) {
+  run_step_response resp;
+  resp.result = std::move(err);
+  rp.deliver(std::move(resp));
+}
+
+// -- directory of remote tasks -----------------------------------------------
+
+void connect_peer(task_actor* self, const std::string& task,
+                  caf::actor_clock::time_point deadline, int attempt);
+
+void resolve_peer(task_actor* self, const std::string& task,
+                  caf::actor_clock::time_point deadline, peer_callback k) {
+  auto& st = self->state;
+  if (task == st.task_prefix) {
+    k({}, caf::actor_cast<caf::actor>(self));
+    return;
+  }
+  if (auto i = st.peers.find(task); i != st.peers.end()) {
+    k({}, i->second);
+    return;
+  }
+  auto& waiters = st.connecting[task];
+  waiters.push_back(std::move(k));
+  if (waiters.size() == 1)
+    connect_peer(self, task, deadline, 0);
+}
+
+void finish_connect(task_actor* self, const std::string& task, status err,
+                    caf::actor peer) {
+  auto i = self->state.connecting.find(task);
+  if (i == self->state.connecting.end())
+    return;
+  auto waiters = std::move(i->second);
+  self->state.connecting.erase(i);
+  for (auto& k : waiters)
+    k(err, peer);
+}
+
+void connect_peer(task_actor* self, const std::string& task,
+                  caf::actor_clock::time_point deadline, int attempt) {
+  auto& st = self->state;
+  auto a = st.opts.cluster.find(task);
+  if (a == st.opts.cluster.end() || a->second.empty()) {
+    finish_connect(self, task,
+                   invalid_argument("Task " + task + " is not in the cluster"),
+                   {});
+    return;
+  }
+  auto address = a->second;
+  auto colon = address.rfind(':');
+  uint16_t port = 0;
+  std::string host = address.substr(0, colon);
+  try {
+    port = static_cast<uint16_t>(std::stoi(address.substr(colon + 1)));
+  } catch (...) {
+    finish_connect(self, task,
+                   invalid_argument("Could not parse port of " + task
+                                    + " from \"" + address + "\""),
+                   {});
+    return;
+  }
+  auto mm = self->home_system().middleman().actor_handle();
+  self->request(mm, std::chrono::seconds(5), caf::connect_atom::value, host, port)
+    .then(
+      [self, task](const caf::node_id&, caf::strong_actor_ptr& ptr,
+                   const std::set<std::string>&) {
+        auto peer = caf::actor_cast<caf::actor>(ptr);
+        if (!peer) {
+          finish_connect(self, task,
+                         {error_code::unavailable,
+                          "No actor published for " + task},
+                         {});
+          return;
+        }
+        self->state.peers[task] = peer;
+        // Forget the handle when the peer goes away, so the next step
+        // reconnects (a restarted task gets a fresh connection).
+        self->monitor(peer);
+        finish_connect(self, task, {}, peer);
+      },
+      [self, task, address, deadline, attempt](caf::error& err) {
+        auto now = self->clock().now();
+        // Tasks of a cluster start in any order: retry with back-off
+        // until the step's deadline.
+        auto delay = std::chrono::milliseconds(
+          std::min(1000, 50 * (1 << std::min(attempt, 5))));
+        if (now + delay >= deadline) {
+          finish_connect(self, task,
+                         {error_code::unavailable,
+                          "Could not connect to " + task + " at " + address
+                            + ": " + self->system().render(err)},
+                         {});
+          return;
+        }
+        self->delayed_send(self, delay, caf::connect_atom::value, task,
+                           deadline.time_since_epoch().count(), attempt + 1);
+      });
+}
+
+// -- master ---------------------------------------------------------------------
+
+std::vector<std::string> cluster_devices(const task_state& st) {
+  std::vector<std::string> devices;
+  for (auto& [task, addr] : st.opts.cluster)
+    devices.push_back(task + "/device:CPU:0");
+  return devices;
+}
+
+void start_step(task_actor* self, caf::response_promise rp,
+                const step_plan& plan, run_step_request& req,
+                int64_t timeout_ms);
+
+void on_step_reply(task_actor* self, int64_t id, size_t part,
+                   run_graph_response resp) {
+  auto& st = self->state;
+  auto i = st.steps.find(id);
+  if (i == st.steps.end() || i->second.done)
+    return;
+  auto& step = i->second;
+  if (!resp.result.ok()) {
+    // The first error aborts the step everywhere; the client gets it.
+    step.done = true;
+    for (auto& p : step.parts)
+      self->send(p.executor, abort_step_atom_v, id,
+                 status{error_code::aborted, "step aborted"});
+    deliver_error(step.rp, resp.result);
+    st.steps.erase(i);
+    return;
+  }
+  for (auto& [index, value] : resp.outputs)
+    if (index >= 0 && static_cast<size_t>(index) < step.outputs.size())
+      step.outputs[static_cast<size_t>(index)] = std::move(value);
+  step.responses[part] = std::move(resp);
+  if (--step.remaining > 0)
+    return;
+  run_step_response out;
+  out.outputs = std::move(step.outputs);
+  if (step.trace) {
+    out.has_stats = true;
+    // Receives first (TF lists RecvTensor per receiving device), then each
+    // partition, the master's own device first.
+    for (size_t p = 0; p < step.parts.size(); ++p)
+      if (!step.responses[p].recv_stats.empty())
+        out.stats.dev_stats.push_back(
+          {step.parts[p].device, std::move(step.responses[p].recv_stats)});
+    for (size_t p = 0; p < step.parts.size(); ++p)
+      out.stats.dev_stats.push_back(
+        {step.parts[p].device, std::move(step.responses[p].node_stats)});
+  }
+  step.rp.deliver(std::move(out));
+  st.steps.erase(i);
+  st.counters->steps.fetch_add(1, std::memory_order_relaxed);
+}
+
+void start_step(task_actor* self, caf::response_promise rp,
+                const step_plan& plan, run_step_request& req,
+                int64_t timeout_ms) {
+  auto& st = self->state;
+  auto id = st.step_base + st.next_step++;
+  auto& step = st.steps[id];
+  step.rp = std::move(rp);
+  step.remaining = plan.parts.size();
+  step.trace = req.options.trace_level > run_options::no_trace;
+  step.parts = plan.parts;
+  step.outputs.resize(req.fetches.size() + req.targets.size());
+  step.responses.resize(plan.parts.size());
+  if (plan.parts.empty()) {
+    on_step_reply(self, id, 0, {});
+    return;
+  }
+  auto timeout = timeout_ms > 0
+                   ? caf::duration{std::chrono::milliseconds(timeout_ms)}
+                   : caf::infinite;
+  for (size_t p = 0; p < plan.parts.size(); ++p) {
+    auto& part = plan.parts[p];
+    run_graph_request rg;
+    rg.step_id = id;
+    rg.trace = step.trace;
+    rg.peer_devices = plan.peer_devices;
+    for (auto f : part.feeds)
+      rg.feeds.emplace_back(f, req.feed_values[static_cast<size_t>(f)]);
+    self->request(part.executor, timeout, run_graph_atom_v, std::move(rg),
+                  plan.peers)
+      .then(
+        [self, id, p](run_graph_response& resp) {
+          on_step_reply(self, id, p, std::move(resp));
+        },
+        [self, id, p, timeout_ms, device = part.device](caf::error& err) {
+          run_graph_response resp;
+          if (err == caf::sec::request_timeout)
+            resp.result = {error_code::deadline_exceeded,
+                           "Timed out after " + std::to_string(timeout_ms)
+                             + " ms waiting for the step on " + device};
+          else
+            resp.result = to_status(err, device);
+          on_step_reply(self, id, p, std::move(resp));
+        });
+  }
+}
+
+// Builds, registers and caches the plan of a signature, then runs the step.
+void plan_and_run(task_actor* self, caf::response_promise rp,
+                  std::string handle, run_step_request req,
+                  int64_t timeout_ms) {
+  auto& st = self->state;
+  auto& sess = st.sessions.at(handle);
+  subgraph sub;
+  if (auto err = build_subgraph(sess.graph, req.feed_names, req.fetches,
+                                req.targets, sub);
+      !err.ok())
+    return deliver_error(rp, err);
+  placer_options popts;
+  popts.devices = cluster_devices(st);
+  popts.allow_soft_placement = sess.config.allow_soft_placement;
+  // Fetches go through the master's own device, as in TensorFlow.
+  for (auto& n : sub.def.nodes)
+    if (n.op == "_Retval")
+      n.device = st.device;
+  std::vector<placement_record> log;
+  if (auto err = place(sub.def, popts, &log); !err.ok())
+    return deliver_error(rp, err);
+  if (sess.config.log_device_placement) {
+    std::ostringstream out;
+    for (auto& r : log)
+      out << r.node << ": (" << r.op << "): " << r.device << "\n";
+    std::cout << out.str() << std::flush;
+  }
+  std::map<std::string, graph_def> partitions;
+  if (auto err = partition(sub.def, partitions); !err.ok())
+    return deliver_error(rp, err);
+  // Register every partition with its task; the master's own first.
+  auto plan = std::make_shared<step_plan>();
+  std::vector<std::pair<std::string, graph_def*>> order;
+  if (auto own = partitions.find(st.device); own != partitions.end())
+    order.emplace_back(own->first, &own->second);
+  for (auto& [dev, g] : partitions)
+    if (dev != st.device)
+      order.emplace_back(dev, &g);
+  for (auto& [dev, g] : order) {
+    plan_part part;
+    part.device = dev;
+    for (auto& n : g->nodes)
+      if (n.op == "_Arg")
+        part.feeds.push_back(n.attr_or<int64_t>("index", 0));
+    plan->parts.push_back(std::move(part));
+    plan->peer_devices.push_back(dev);
+  }
+  plan->peers.resize(plan->parts.size());
+  auto left = std::make_shared<size_t>(order.size());
+  auto failed = std::make_shared<bool>(false);
+  auto deadline = self->clock().now()
+                  + (timeout_ms > 0 ? std::chrono::milliseconds(timeout_ms)
+                                    : std::chrono::milliseconds(30000));
+  auto shared_req = std::make_shared<run_step_request>(std::move(req));
+  for (size_t p = 0; p < order.size(); ++p) {
+    auto dev = order[p].first;
+    auto bytes = to_bytes(*order[p].second);
+    device_name parsed;
+    device_name::parse(dev, parsed);
+    auto task = "/job:" + parsed.job.value_or("") + "/replica:0/task:"
+                + std::to_string(parsed.task.value_or(0));
+    auto on_registered = [self, rp, handle, plan, left, failed, p, shared_req,
+                          timeout_ms, dev](status err,
+                                           caf::actor exec) mutable {
+      if (*failed)
+        return;
+      if (!err.ok()) {
+        *failed = true;
+        return deliver_error(rp, err);
+      }
+      plan->parts[p].executor = exec;
+      plan->peers[p] = exec;
+      if (--*left > 0)
+        return;
+      auto s = self->state.sessions.find(handle);
+      if (s == self->state.sessions.end())
+        return deliver_error(rp, {error_code::aborted,
+                                  "Session " + handle + " is not found."});
+      auto& cached = s->second.plans[signature(*shared_req)] = *plan;
+      start_step(self, rp, cached, *shared_req, timeout_ms);
+    };
+    resolve_peer(
+      self, task, deadline,
+      [self, bytes, dev, on_registered](status err, caf::actor peer) mutable {
+        if (!err.ok())
+          return on_registered(err, {});
+        self
+          ->request(peer, std::chrono::seconds(30), register_graph_atom_v,
+                    bytes, dev)
+          .then(
+            [on_registered](status& err, caf::actor& exec) mutable {
+              on_registered(err, exec);
+            },
+            [self, on_registered, dev](caf::error& err) mutable {
+              on_registered(to_status(err, dev), {});
+            });
+      });
+  }
+}
+
+caf::behavior task(task_actor* self, task_options opts) {
+  auto& st = self->state;
+  st.opts = std::move(opts);
+  st.task_prefix = "/job:" + st.opts.job
+                   + "/replica:0/task:" + std::to_string(st.opts.task);
+  st.device = st.task_prefix + "/device:CPU:0";
+  std::random_device rd;
+  // Step ids from different masters must not collide on a shared worker.
+  st.step_base = static_cast<int64_t>(((static_cast<uint64_t>(rd()) << 32)
+                                       ^ rd())
+                                      & 0x7fffffff00000000ULL);
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& peers = self->state.peers;
+    for (auto i = peers.begin(); i != peers.end(); ++i)
+      if (i->second.address() == dm.source) {
+        peers.erase(i);
+        break;
+      }
+  });
+  auto count = [self] {
+    self->state.counters->messages.fetch_add(1, std::memory_order_relaxed);
+  };
+  return {
+    // -- master service ------------------------------------------------------
+    [self, count](create_session_atom, session_config& config) {
+      count();
+      auto& st = self->state;
+      auto handle = st.task_prefix + "/session:"
+                    + std::to_string(st.next_session++);
+      st.sessions[handle].config = config;
+      return handle;
+    },
+    [self, count](close_session_atom, const std::string& handle) {
+      count();
+      auto n = self->state.sessions.erase(handle);
+      if (n == 0)
+        return status{error_code::aborted, "Session " + handle
+                                               + " is not found. Possibly, "
+                                                 "this master has restarted."};
+      return status{};
+    },
+    [self, count](run_step_atom, run_step_request& req) {
+      count();
+      auto& st = self->state;
+      auto rp = self->make_response_promise();
+      auto s = st.sessions.find(req.session_handle);
+      if (s == st.sessions.end()) {
+        deliver_error(rp, {error_code::aborted, "Session "
+                                                  + req.session_handle
+                                                  + " is not found."});
+        return rp;
+      }
+      auto& sess = s->second;
+      for (auto& v : req.feed_values)
+        st.counters->bytes_in.fetch_add(v.byte_size(),
+                                        std::memory_order_relaxed);
+      if (!req.graph_delta.empty()) {
+        if (req.graph_base != static_cast<int64_t>(sess.graph.nodes.size())) {
+          deliver_error(rp, {error_code::aborted,
+                             "graph version mismatch: master has "
+                               + std::to_string(sess.graph.nodes.size())
+                               + " nodes, client sent a delta from "
+                               + std::to_string(req.graph_base)});
+          return rp;
+        }
+        graph_def delta;
+        if (auto err = from_bytes(req.graph_delta, delta); !err.ok()) {
+          deliver_error(rp, err);
+          return rp;
+        }
+        sess.graph.seed = delta.seed;
+        for (auto& n : delta.nodes)
+          sess.graph.nodes.push_back(std::move(n));
+        req.graph_delta.clear();
+      }
+      if (auto err = check_feeds(sess.graph, req); !err.ok()) {
+        deliver_error(rp, err);
+        return rp;
+      }
+      auto timeout_ms = req.options.timeout_in_ms > 0
+                          ? req.options.timeout_in_ms
+                          : sess.config.operation_timeout_in_ms;
+      auto p = sess.plans.find(signature(req));
+      if (p != sess.plans.end())
+        start_step(self, rp, p->second, req, timeout_ms);
+      else {
+        auto handle = req.session_handle;
+        plan_and_run(self, rp, std::move(handle), std::move(req), timeout_ms);
+      }
+      return rp;
+    },
+    // -- worker service -------------------------------------------------------
+    [self, count](register_graph_atom, const std::string& bytes,
+                  const std::string& device) {
+      count();
+      auto& st = self->state;
+      graph_def g;
+      if (auto err = from_bytes(bytes, g); !err.ok())
+        return caf::make_message(err, caf::actor{});
+      if (device != st.device)
+        return caf::make_message(
+          invalid_argument("partition for " + device + " sent to " + st.device),
+          caf::actor{});
+      auto exec = spawn_executor(self->system(),
+                                 caf::actor_cast<caf::actor>(self),
+                                 std::move(g), device, st.opts.job,
+                                 st.counters);
+      self->link_to(exec);
+      st.executors.push_back(exec);
+      return caf::make_message(status{}, exec);
+    },
+    [self, count](get_variable_atom, const std::string& container,
+                  const std::string& name, int32_t type,
+                  const std::string& shape_bytes) {
+      count();
+      auto& st = self->state;
+      if (!valid_container(container))
+        return caf::make_message(
+          invalid_argument("container contains invalid characters: "
+                           + container),
+          caf::actor{});
+      auto key = std::make_pair(container, name);
+      auto i = st.variables.find(key);
+      if (i == st.variables.end()) {
+        tensor_shape shape = tensor_shape::unknown();
+        byte_reader r{shape_bytes};
+        decode(r, shape);
+        auto var = spawn_variable(self->system(), name,
+                                  static_cast<dtype>(type), shape);
+        self->link_to(var);
+        i = st.variables.emplace(key, var).first;
+      }
+      return caf::make_message(status{}, i->second);
+    },
+    [self, count](get_stats_atom) {
+      count();
+      auto& st = self->state;
+      task_stats s;
+      s.task = st.task_prefix;
+      s.messages_handled = st.counters->messages.load();
+      s.bytes_in = st.counters->bytes_in.load();
+      s.bytes_out = st.counters->bytes_out.load();
+      s.mailbox_depth = self->mailbox().size();
+      s.steps_run = st.counters->steps.load();
+      s.sessions = st.sessions.size();
+      s.variables = st.variables.size();
+      s.partitions = st.executors.size();
+      return s;
+    },
+    [self](caf::connect_atom, const std::string& task, int64_t deadline_ns,
+           int attempt) {
+      auto deadline = caf::actor_clock::time_point{
+        caf::actor_clock::duration_type{deadline_ns}};
+      connect_peer(self, task, deadline, attempt);
+    },
+    [self](stop_atom) {
+      self->quit(caf::exit_reason::user_shutdown);
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_task(caf::actor_system& sys, task_options opts) {
+  return sys.spawn(task, std::move(opts));
+}
+
+} // namespace actorflow

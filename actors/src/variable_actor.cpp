@@ -1,0 +1,120 @@
+#include "actorflow/actors/type_ids.hpp"
+#include "runtime.hpp"
+
+namespace actorflow {
+
+namespace {
+
+struct variable_state {
+  std::string name;
+  dtype type = dtype::invalid;
+  tensor_shape shape;
+  tensor value;
+  static inline const char* name_v = "actorflow.variable";
+};
+
+status uninitialized(const variable_state& st) {
+  return failed_precondition("Attempting to use uninitialized value "
+                             + st.name);
+}
+
+status check_type(const variable_state& st, const tensor& x) {
+  if (x.type() != st.type)
+    return invalid_argument("Variable " + st.name + " holds "
+                            + std::string{to_string(st.type)}
+                            + ", cannot assign a "
+                            + std::string{to_string(x.type())});
+  return {};
+}
+
+// Element-wise x += sign * y into a buffer of our own (copy-on-write: a
+// reader may still share the old one).
+template <class T>
+void accumulate(tensor& dst, const tensor& src, T sign) {
+  auto d = dst.flat<T>();
+  auto s = src.flat<T>();
+  for (size_t i = 0; i < d.size(); ++i)
+    d[i] += sign * s[i];
+}
+
+status add_into(variable_state& st, const tensor& delta, int sign) {
+  if (!st.value.valid())
+    return uninitialized(st);
+  if (auto err = check_type(st, delta); !err.ok())
+    return err;
+  if (!(delta.shape() == st.value.shape()))
+    return invalid_argument("Update of " + st.name + " needs shape "
+                            + st.value.shape().to_string() + ", got "
+                            + delta.shape().to_string());
+  auto next = st.value.unique() ? st.value : st.value.deep_copy();
+  switch (st.type) {
+    case dtype::float32:
+      accumulate<float>(next, delta, static_cast<float>(sign));
+      break;
+    case dtype::float64:
+      accumulate<double>(next, delta, static_cast<double>(sign));
+      break;
+    case dtype::int32:
+      accumulate<int32_t>(next, delta, sign);
+      break;
+    case dtype::int64:
+      accumulate<int64_t>(next, delta, sign);
+      break;
+    default:
+      return invalid_argument("Variable " + st.name + " of type "
+                              + std::string{to_string(st.type)}
+                              + " does not support assign_add/assign_sub");
+  }
+  st.value = std::move(next);
+  return {};
+}
+
+caf::behavior variable_actor(caf::stateful_actor<variable_state>* self,
+                             std::string name, dtype type,
+                             tensor_shape shape) {
+  self->state.name = std::move(name);
+  self->state.type = type;
+  self->state.shape = std::move(shape);
+  return {
+    [self](read_atom) -> caf::result<status, tensor> {
+      auto& st = self->state;
+      if (!st.value.valid())
+        return {uninitialized(st), tensor{}};
+      return {status{}, st.value};
+    },
+    [self](assign_atom, tensor& x, bool validate_shape)
+      -> caf::result<status, tensor> {
+      auto& st = self->state;
+      if (auto err = check_type(st, x); !err.ok())
+        return {err, tensor{}};
+      if (validate_shape && !st.shape.is_compatible_with(x.shape()))
+        return {invalid_argument("Assign requires shapes of both tensors to "
+                                 "match. lhs shape= "
+                                 + st.shape.to_string() + " rhs shape= "
+                                 + x.shape().to_string()),
+                tensor{}};
+      st.value = std::move(x);
+      return {status{}, st.value};
+    },
+    [self](assign_add_atom, const tensor& x) -> caf::result<status, tensor> {
+      auto err = add_into(self->state, x, 1);
+      return {err, err.ok() ? self->state.value : tensor{}};
+    },
+    [self](assign_sub_atom, const tensor& x) -> caf::result<status, tensor> {
+      auto err = add_into(self->state, x, -1);
+      return {err, err.ok() ? self->state.value : tensor{}};
+    },
+    [self](is_initialized_atom) {
+      return self->state.value.valid();
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_variable(caf::actor_system& sys, std::string name,
+                          dtype type, tensor_shape shape) {
+  return sys.spawn(variable_actor, std::move(name), type, std::move(shape));
+}
+
+} // namespace actorflow

@@ -1,0 +1,276 @@
+#pragma once
+
+// Private helpers shared by the built-in kernel translation units: dtype
+// dispatch, input/attribute checks that report statuses instead of
+// throwing, and the guard every registered kernel runs under.
+
+#include <cstdint>
+#include <limits>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "actorflow/kernels/kernel.hpp"
+
+namespace actorflow::detail {
+
+/// Registers Add ... Max (element-wise math, MatMul, reductions).
+void register_math_kernels(kernel_registry& registry);
+
+/// Registers Const, Identity, NoOp, Print, Split, ConcatV2, Pack, Reshape,
+/// Cast and Fill.
+void register_array_kernels(kernel_registry& registry);
+
+/// Registers RandomStandardNormal, TruncatedNormal and RandomUniform.
+void register_random_kernels(kernel_registry& registry);
+
+/// Carries an element type into a generic lambda: `[&]<class T>(type_tag<T>)`.
+template <class T>
+struct type_tag {
+  using type = T;
+};
+
+/// Integer Add/Sub/Mul/Neg/Square/Sum/MatMul run on the unsigned
+/// counterpart: two's complement arithmetic is bit-identical, and unsigned
+/// overflow wraps (as TensorFlow's results do) instead of being undefined.
+template <class T>
+struct wrapping {
+  using type = T;
+};
+template <>
+struct wrapping<int32_t> {
+  using type = uint32_t;
+};
+template <>
+struct wrapping<int64_t> {
+  using type = uint64_t;
+};
+template <class T>
+using wrapping_t = typename wrapping<T>::type;
+
+/// InvalidArgument: the node's op has no kernel for `t`.
+inline status unsupported_dtype(const kernel_context& ctx, dtype t) {
+  return invalid_argument("Op '" + ctx.node.op + "' does not support dtype "
+                          + std::string{to_string(t)});
+}
+
+/// Calls `f(type_tag<T>{})` for float32 and float64; InvalidArgument
+/// naming the dtype otherwise.
+template <class F>
+status visit_float(const kernel_context& ctx, dtype t, F&& f) {
+  switch (t) {
+    case dtype::float32:
+      return f(type_tag<float>{});
+    case dtype::float64:
+      return f(type_tag<double>{});
+    default:
+      return unsupported_dtype(ctx, t);
+  }
+}
+
+/// As visit_float, plus int32 and int64.
+template <class F>
+status visit_numeric(const kernel_context& ctx, dtype t, F&& f) {
+  switch (t) {
+    case dtype::float32:
+      return f(type_tag<float>{});
+    case dtype::float64:
+      return f(type_tag<double>{});
+    case dtype::int32:
+      return f(type_tag<int32_t>{});
+    case dtype::int64:
+      return f(type_tag<int64_t>{});
+    default:
+      return unsupported_dtype(ctx, t);
+  }
+}
+
+/// As visit_numeric, plus bool (the types Cast converts between).
+template <class F>
+status visit_castable(const kernel_context& ctx, dtype t, F&& f) {
+  if (t == dtype::bool_)
+    return f(type_tag<bool>{});
+  return visit_numeric(ctx, t, std::forward<F>(f));
+}
+
+/// As visit_castable, plus string: every dtype a tensor can hold.
+template <class F>
+status visit_all(const kernel_context& ctx, dtype t, F&& f) {
+  if (t == dtype::string)
+    return f(type_tag<std::string>{});
+  return visit_castable(ctx, t, std::forward<F>(f));
+}
+
+/// InvalidArgument unless the node has exactly `n` data inputs.
+inline status expect_inputs(const kernel_context& ctx, size_t n) {
+  if (ctx.inputs.size() == n)
+    return {};
+  return invalid_argument(ctx.node.op + " expects " + std::to_string(n)
+                          + " input(s), got "
+                          + std::to_string(ctx.inputs.size()));
+}
+
+/// InvalidArgument unless the node has at least `n` data inputs.
+inline status expect_min_inputs(const kernel_context& ctx, size_t n) {
+  if (ctx.inputs.size() >= n)
+    return {};
+  return invalid_argument(ctx.node.op + " expects at least "
+                          + std::to_string(n) + " input(s), got "
+                          + std::to_string(ctx.inputs.size()));
+}
+
+/// Reads the optional attribute `key` into `out`, leaving `out` untouched
+/// when absent; InvalidArgument if it has another kind. (node_def::attr_or
+/// throws instead.)
+template <class T>
+status read_attr(const kernel_context& ctx, const std::string& key, T& out) {
+  auto i = ctx.node.attrs.find(key);
+  if (i == ctx.node.attrs.end())
+    return {};
+  if (auto p = std::get_if<T>(&i->second)) {
+    out = *p;
+    return {};
+  }
+  return invalid_argument("attribute '" + key + "' of node '" + ctx.node.name
+                          + "' has the wrong kind");
+}
+
+/// As read_attr, but the attribute must be present.
+template <class T>
+status read_required_attr(const kernel_context& ctx, const std::string& key,
+                          T& out) {
+  if (!ctx.node.has_attr(key))
+    return invalid_argument("node '" + ctx.node.name + "' lacks attribute '"
+                            + key + "'");
+  return read_attr(ctx, key, out);
+}
+
+/// If the node carries the type attribute `key` (e.g. "T"), it must agree
+/// with the dtype the inputs actually have.
+inline status check_type_attr(const kernel_context& ctx,
+                              const std::string& key, dtype actual) {
+  auto declared = actual;
+  if (auto st = read_attr(ctx, key, declared); !st.ok())
+    return st;
+  if (declared == actual)
+    return {};
+  return invalid_argument("attribute " + key + " of " + ctx.node.op + " is "
+                          + std::string{to_string(declared)}
+                          + " but the input is "
+                          + std::string{to_string(actual)});
+}
+
+/// InvalidArgument unless input `i` has dtype `want` (TensorFlow's
+/// wording).
+inline status expect_input_type(const kernel_context& ctx, size_t i,
+                                dtype want) {
+  auto got = ctx.inputs[i].type();
+  if (got == want)
+    return {};
+  return invalid_argument("cannot compute " + ctx.node.op + " as input #"
+                          + std::to_string(i)
+                          + "(zero-based) was expected to be a "
+                          + std::string{to_string(want)}
+                          + " tensor but is a " + std::string{to_string(got)}
+                          + " tensor");
+}
+
+/// Reads an int32 or int64 tensor (of any shape) as int64 values.
+inline status read_ints(const kernel_context& ctx, const tensor& t,
+                        const char* what, std::vector<int64_t>& out) {
+  out.clear();
+  if (t.type() == dtype::int32) {
+    for (auto v : t.flat<int32_t>())
+      out.push_back(v);
+    return {};
+  }
+  if (t.type() == dtype::int64) {
+    auto xs = t.flat<int64_t>();
+    out.assign(xs.begin(), xs.end());
+    return {};
+  }
+  return invalid_argument(std::string{what} + " of " + ctx.node.op
+                          + " must be int32 or int64, got "
+                          + std::string{to_string(t.type())});
+}
+
+/// Reads a 1-D int32/int64 tensor (a shape or a list of axes).
+inline status read_int_vector(const kernel_context& ctx, const tensor& t,
+                              const char* what, std::vector<int64_t>& out) {
+  if (t.shape().rank() != 1)
+    return invalid_argument(std::string{what} + " must be a vector, got shape "
+                            + t.shape().to_string());
+  return read_ints(ctx, t, what, out);
+}
+
+/// Reads a scalar int32/int64 tensor (an axis).
+inline status read_int_scalar(const kernel_context& ctx, const tensor& t,
+                              const char* what, int64_t& out) {
+  if (t.shape().rank() != 0)
+    return invalid_argument(std::string{what}
+                            + " must be a scalar but has rank "
+                            + std::to_string(t.shape().rank()));
+  std::vector<int64_t> xs;
+  if (auto st = read_ints(ctx, t, what, xs); !st.ok())
+    return st;
+  out = xs.at(0);
+  return {};
+}
+
+/// Builds a fully defined shape from requested dimensions: each must be
+/// non-negative and their product must fit in int64.
+inline status make_shape(const std::vector<int64_t>& dims,
+                         tensor_shape& out) {
+  int64_t n = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0)
+      return invalid_argument("Dimension " + std::to_string(dims[i])
+                              + " must be >= 0");
+    if (dims[i] > 0 && n > std::numeric_limits<int64_t>::max() / dims[i])
+      return invalid_argument("Shape " + tensor_shape{dims}.to_string()
+                              + " has too many elements");
+    n *= dims[i];
+  }
+  out = tensor_shape{dims};
+  return {};
+}
+
+/// Appends the node's name to a failed status, in run_kernel's format, so
+/// that returned errors name their node just like thrown ones.
+inline status name_node(status st, const kernel_context& ctx) {
+  if (st.ok())
+    return st;
+  return {st.code(), st.message() + " [[node " + ctx.node.name + "]]"};
+}
+
+/// Runs kernel F so that it never throws: kernels report bad input as
+/// statuses themselves, and this catches the rest (an attribute of the
+/// wrong kind, an allocation too large to satisfy). On failure no partial
+/// outputs are left behind.
+template <status (*F)(kernel_context&)>
+status guarded(kernel_context& ctx) noexcept {
+  status st;
+  try {
+    ctx.outputs.clear();
+    st = F(ctx);
+  } catch (const op_error& e) {
+    st = e.get_status();
+  } catch (const std::bad_alloc&) {
+    st = {error_code::resource_exhausted,
+          "OOM when allocating an output of " + ctx.node.op};
+  } catch (const std::exception& e) {
+    st = internal_error(e.what());
+  }
+  if (!st.ok())
+    ctx.outputs.clear();
+  return name_node(std::move(st), ctx);
+}
+
+/// Registers F under `op`, wrapped in `guarded`.
+template <status (*F)(kernel_context&)>
+void add_kernel(kernel_registry& registry, const char* op) {
+  registry.add(op, &guarded<F>);
+}
+
+} // namespace actorflow::detail

@@ -1,0 +1,17 @@
+#pragma once
+
+/// Umbrella header: everything a user needs to build graphs, start servers
+/// and run sessions.
+
+#include "actorflow/actors/messages.hpp"
+#include "actorflow/graph/device_name.hpp"
+#include "actorflow/graph/device_setter.hpp"
+#include "actorflow/graph/graph.hpp"
+#include "actorflow/graph/ops.hpp"
+#include "actorflow/graph/status.hpp"
+#include "actorflow/graph/tensor.hpp"
+#include "actorflow/net/cluster_spec.hpp"
+#include "actorflow/net/device_setter.hpp"
+#include "actorflow/net/runtime.hpp"
+#include "actorflow/net/server.hpp"
+#include "actorflow/net/session.hpp"

@@ -1,0 +1,182 @@
+#include "actorflow/net/server.hpp"
+
+#include <condition_variable>
+#include <mutex>
+
+#include <caf/io/middleman.hpp>
+
+#include "actorflow/actors/task.hpp"
+#include "actorflow/actors/type_ids.hpp"
+#include "actorflow/graph/device_name.hpp"
+#include "actorflow/net/runtime.hpp"
+#include "address.hpp"
+
+namespace actorflow {
+
+struct server::impl {
+  caf::actor_system* sys = nullptr;
+  cluster_spec cluster;
+  std::string job;
+  int task = 0;
+  uint16_t port = 0;
+  caf::actor actor;
+  std::mutex mtx;
+  std::condition_variable cv;
+  bool stopped = false;
+};
+
+server::server(const cluster_spec& cluster, const std::string& job, int task)
+  : server(default_system(), cluster, job, task) {
+  // nop
+}
+
+server::server(caf::actor_system& sys, const cluster_spec& cluster,
+               const std::string& job, int task)
+  : impl_(std::make_unique<impl>()) {
+  if (!cluster.has_job(job))
+    throw op_error(error_code::invalid_argument,
+                   "Job \"" + job + "\" was not defined in cluster");
+  if (!cluster.has_task(job, task))
+    throw op_error(error_code::invalid_argument,
+                   "Task " + std::to_string(task)
+                     + " was not defined in job \"" + job + "\"");
+  auto& address = cluster.task_address(job, task);
+  auto parsed = parse_address(address);
+  if (!parsed)
+    throw op_error(error_code::invalid_argument,
+                   "Could not parse port for local server from \"" + address
+                     + "\"");
+  impl_->sys = &sys;
+  impl_->cluster = cluster;
+  impl_->job = job;
+  impl_->task = task;
+  task_options opts;
+  opts.job = job;
+  opts.task = task;
+  for (auto& name : cluster.task_names()) {
+    device_name d;
+    device_name::parse(name, d);
+    opts.cluster[name] = cluster.task_address(*d.job, *d.task);
+  }
+  impl_->actor = spawn_task(sys, opts);
+  // TF binds every interface; loopback addresses bind loopback only, so
+  // tests never open ports to the network.
+  const char* in = nullptr;
+  if (parsed->host == "localhost" || parsed->host.rfind("127.", 0) == 0)
+    in = "127.0.0.1";
+  auto res = sys.middleman().publish(impl_->actor, parsed->port, in, false);
+  if (!res) {
+    caf::anon_send_exit(impl_->actor, caf::exit_reason::user_shutdown);
+    throw op_error(error_code::unknown,
+                   "Could not start server for /job:" + job + "/task:"
+                     + std::to_string(task) + " on " + address + ": "
+                     + sys.render(res.error()));
+  }
+  impl_->port = *res;
+}
+
+server::server(const cluster_spec& cluster)
+  : server(cluster,
+           [&] {
+             auto jobs = cluster.jobs();
+             if (jobs.size() != 1)
+               throw op_error(error_code::invalid_argument,
+                              "Must specify an explicit `job_name`.");
+             return jobs.front();
+           }(),
+           [&] {
+             auto idx = cluster.task_indices(cluster.jobs().front());
+             if (idx.size() != 1)
+               throw op_error(error_code::invalid_argument,
+                              "Must specify an explicit `task_index`.");
+             return idx.front();
+           }()) {
+  // nop
+}
+
+server server::create_local_server() {
+  return server{cluster_spec{std::map<std::string, std::vector<std::string>>{
+                  {"local", {"localhost:0"}}}},
+                "local", 0};
+}
+
+server::server(server&&) noexcept = default;
+
+server& server::operator=(server&& other) noexcept {
+  if (this != &other) {
+    stop();
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+
+server::~server() {
+  stop();
+}
+
+std::string server::target() const {
+  return "caf://localhost:" + std::to_string(impl_->port);
+}
+
+uint16_t server::port() const {
+  return impl_->port;
+}
+
+const cluster_spec& server::cluster() const {
+  return impl_->cluster;
+}
+
+const std::string& server::job_name() const {
+  return impl_->job;
+}
+
+int server::task_index() const {
+  return impl_->task;
+}
+
+std::string server::device() const {
+  return "/job:" + impl_->job + "/replica:0/task:"
+         + std::to_string(impl_->task) + "/device:CPU:0";
+}
+
+void server::join() {
+  if (!impl_)
+    return;
+  std::unique_lock<std::mutex> guard{impl_->mtx};
+  impl_->cv.wait(guard, [this] { return impl_->stopped; });
+}
+
+void server::stop() {
+  if (!impl_)
+    return;
+  {
+    std::lock_guard<std::mutex> guard{impl_->mtx};
+    if (impl_->stopped)
+      return;
+    impl_->stopped = true;
+  }
+  impl_->sys->middleman().unpublish(impl_->actor, impl_->port);
+  // The task's executors and variables are linked to it and go with it.
+  caf::anon_send_exit(impl_->actor, caf::exit_reason::user_shutdown);
+  impl_->cv.notify_all();
+}
+
+bool server::stopped() const {
+  if (!impl_)
+    return true;
+  std::lock_guard<std::mutex> guard{impl_->mtx};
+  return impl_->stopped;
+}
+
+task_stats server::stats() const {
+  caf::scoped_actor self{*impl_->sys};
+  task_stats result;
+  status err;
+  self->request(impl_->actor, std::chrono::seconds(5), get_stats_atom_v)
+    .receive([&](task_stats& s) { result = std::move(s); },
+             [&](caf::error& e) { err = to_status(e, device()); });
+  throw_if_error(err);
+  return result;
+}
+
+} // namespace actorflow

@@ -1,0 +1,233 @@
+#include "actorflow/net/session.hpp"
+
+#include <caf/io/middleman.hpp>
+#include <caf/io/middleman_actor.hpp>
+
+#include "actorflow/actors/task.hpp"
+#include "actorflow/actors/type_ids.hpp"
+#include "actorflow/graph/wire.hpp"
+#include "actorflow/net/runtime.hpp"
+#include "address.hpp"
+
+namespace actorflow {
+
+struct session::impl {
+  caf::actor_system* sys = nullptr;
+  graph* g = nullptr;
+  session_config config;
+  caf::actor master;
+  /// Set for a private in-process engine, which this session owns.
+  bool owns_master = false;
+  std::string target;
+  std::string handle;
+  /// Nodes of `g` the master has already received.
+  int sent_nodes = 0;
+  bool closed = false;
+};
+
+namespace {
+
+std::chrono::milliseconds connect_timeout(const session_config& config) {
+  return std::chrono::milliseconds(
+    config.operation_timeout_in_ms > 0 ? config.operation_timeout_in_ms
+                                       : 10000);
+}
+
+// Opens the master session; returns its handle.
+std::string create_master_session(caf::actor_system& sys,
+                                  const caf::actor& master,
+                                  const session_config& config,
+                                  const std::string& what) {
+  caf::scoped_actor self{sys};
+  std::string handle;
+  status err;
+  self
+    ->request(master, connect_timeout(config), create_session_atom_v, config)
+    .receive([&](std::string& h) { handle = std::move(h); },
+             [&](caf::error& e) {
+               err = to_status(e, what);
+               if (err.code() == error_code::deadline_exceeded)
+                 err = {error_code::unavailable,
+                        "Master at " + what + " did not answer: "
+                          + err.message()};
+             });
+  throw_if_error(err);
+  return handle;
+}
+
+} // namespace
+
+session::session(session_config config, graph* g)
+  : impl_(std::make_unique<impl>()) {
+  impl_->sys = &default_system();
+  impl_->g = g != nullptr ? g : &default_graph();
+  impl_->config = config;
+  task_options opts;
+  opts.job = "localhost";
+  opts.task = 0;
+  opts.cluster["/job:localhost/replica:0/task:0"] = "";
+  impl_->master = spawn_task(*impl_->sys, opts);
+  impl_->owns_master = true;
+  impl_->target = "";
+  impl_->handle = create_master_session(*impl_->sys, impl_->master, config,
+                                        "in-process engine");
+}
+
+session::session(const std::string& target, session_config config, graph* g)
+  : session(default_system(), target, config, g) {
+  // nop
+}
+
+session::session(caf::actor_system& sys, const std::string& target,
+                 session_config config, graph* g)
+  : impl_(std::make_unique<impl>()) {
+  impl_->sys = &sys;
+  impl_->g = g != nullptr ? g : &default_graph();
+  impl_->config = config;
+  impl_->target = target;
+  auto address = strip_scheme(target);
+  auto parsed = parse_address(address);
+  if (!parsed)
+    throw op_error(error_code::invalid_argument,
+                   "Malformed session target \"" + target
+                     + "\": expected caf://host:port or grpc://host:port");
+  // Connect through the middleman actor so that the wait has a deadline.
+  caf::scoped_actor self{sys};
+  status err;
+  auto mm = sys.middleman().actor_handle();
+  self
+    ->request(mm, connect_timeout(config), caf::connect_atom::value,
+              parsed->host, parsed->port)
+    .receive(
+      [&](const caf::node_id&, caf::strong_actor_ptr& ptr,
+          const std::set<std::string>&) {
+        impl_->master = caf::actor_cast<caf::actor>(ptr);
+        if (!impl_->master)
+          err = {error_code::unavailable,
+                 "No master published at " + std::string{address}};
+      },
+      [&](caf::error& e) {
+        err = {error_code::unavailable,
+               "Could not connect to master at " + std::string{address} + ": "
+                 + sys.render(e)};
+      });
+  throw_if_error(err);
+  impl_->handle = create_master_session(sys, impl_->master, config,
+                                        std::string{address});
+}
+
+session::session(session&&) noexcept = default;
+
+session& session::operator=(session&& other) noexcept {
+  if (this != &other) {
+    close();
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+
+session::~session() {
+  close();
+}
+
+graph& session::get_graph() const {
+  return *impl_->g;
+}
+
+void session::close() {
+  if (!impl_ || impl_->closed)
+    return;
+  impl_->closed = true;
+  if (impl_->owns_master) {
+    caf::anon_send_exit(impl_->master, caf::exit_reason::user_shutdown);
+    return;
+  }
+  // Best effort: a master that is gone has nothing left to release.
+  caf::anon_send(impl_->master, close_session_atom_v, impl_->handle);
+}
+
+std::vector<tensor> session::run(const std::vector<fetch>& fetches,
+                                 const feed_dict& feeds,
+                                 const run_options& options,
+                                 run_metadata* metadata) {
+  auto& im = *impl_;
+  if (im.closed)
+    throw op_error(error_code::aborted, "Attempted to use a closed Session.");
+  run_step_request req;
+  req.session_handle = im.handle;
+  req.options = options;
+  std::vector<int> fetch_slot;
+  for (auto& f : fetches) {
+    if (f.g != nullptr && f.g != im.g)
+      throw op_error(error_code::invalid_argument,
+                     "Fetch " + f.name
+                       + " is not an element of this session's graph");
+    if (f.target) {
+      req.targets.push_back(f.name);
+      fetch_slot.push_back(-1);
+    } else {
+      fetch_slot.push_back(static_cast<int>(req.fetches.size()));
+      req.fetches.push_back(f.name);
+    }
+  }
+  for (auto& [out, value] : feeds) {
+    if (out.owner() != im.g)
+      throw op_error(error_code::invalid_argument,
+                     "Feed " + (out.valid() ? out.name() : std::string{"?"})
+                       + " is not an element of this session's graph");
+    req.feed_names.push_back(out.name());
+    req.feed_values.push_back(value);
+  }
+  // Send what the master has not seen of the (append-only) graph.
+  auto& nodes = im.g->def().nodes;
+  auto total = static_cast<int>(nodes.size());
+  if (total > im.sent_nodes || im.sent_nodes == 0) {
+    graph_def delta;
+    delta.seed = im.g->seed();
+    delta.nodes.assign(nodes.begin() + im.sent_nodes, nodes.end());
+    req.graph_delta = to_bytes(delta);
+    req.graph_base = im.sent_nodes;
+  }
+  auto timeout_ms = options.timeout_in_ms > 0
+                      ? options.timeout_in_ms
+                      : im.config.operation_timeout_in_ms;
+  // The master enforces the step deadline; the client waits a little
+  // longer so that the master's DeadlineExceeded (not a local timeout)
+  // reaches the caller, and never forever when a deadline is set.
+  auto wait = timeout_ms > 0
+                ? caf::duration{std::chrono::milliseconds(timeout_ms + 5000)}
+                : caf::infinite;
+  caf::scoped_actor self{*im.sys};
+  run_step_response resp;
+  status transport;
+  self->request(im.master, wait, run_step_atom_v, std::move(req))
+    .receive([&](run_step_response& r) { resp = std::move(r); },
+             [&](caf::error& e) {
+               transport = to_status(e, im.target.empty() ? "in-process "
+                                                            "engine"
+                                                          : im.target);
+             });
+  throw_if_error(transport);
+  // The master applied the delta unless it rejected the session itself.
+  if (resp.result.ok() || resp.result.code() != error_code::aborted)
+    im.sent_nodes = total;
+  throw_if_error(resp.result);
+  std::vector<tensor> result;
+  for (auto slot : fetch_slot)
+    result.push_back(slot >= 0 && static_cast<size_t>(slot)
+                                    < resp.outputs.size()
+                       ? resp.outputs[static_cast<size_t>(slot)]
+                       : tensor{});
+  if (metadata != nullptr) {
+    metadata->has_step_stats = resp.has_stats;
+    metadata->stats = std::move(resp.stats);
+  }
+  return result;
+}
+
+tensor session::run(const fetch& f, const feed_dict& feeds,
+                    const run_options& options, run_metadata* metadata) {
+  return run(std::vector<fetch>{f}, feeds, options, metadata).front();
+}
+
+} // namespace actorflow
