@@ -10,7 +10,6 @@ struct variable_state {
   dtype type = dtype::invalid;
   tensor_shape shape;
   tensor value;
-  static inline const char* name_v = "actorflow.variable";
 };
 
 status uninitialized(const variable_state& st) {

@@ -136,7 +136,9 @@ output variable::initialized_value() const {
   auto prev = graph::default_guard{*graph_};
   control_dependencies none{nullptr};
   control_dependencies after{initializer()};
-  return identity(value(), info().var_node + "/initialized_value");
+  // Reads the ref itself: the existing snapshot could run before the
+  // initializer.
+  return identity(ref(), info().var_node + "/initialized_value");
 }
 
 dtype variable::type() const {
