@@ -258,12 +258,19 @@ output binary_with_scalar(const std::string& op, const std::string& name,
 
 device_scope::device_scope(std::string_view spec)
   : graph_(&default_graph()) {
-  auto parsed = device_name::parse_or_throw(spec);
+  // tf.device strings follow Python's DeviceSpec rules (not the C++
+  // parser the placer uses): "*" stays literal, "/device:GPU" needs an id.
+  auto parse = [](std::string_view text) {
+    device_name d;
+    throw_if_error(device_name::parse_spec(text, d));
+    return d;
+  };
+  auto parsed = parse(spec);
   graph_->scopes().devices.emplace_back(
-    device_function{[parsed](const node_def& node) {
+    device_function{[parsed, parse](const node_def& node) {
       auto result = parsed;
       if (!node.device.empty())
-        result.merge_from(device_name::parse_or_throw(node.device));
+        result.merge_from(parse(node.device));
       return result.to_string();
     }});
 }

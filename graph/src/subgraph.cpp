@@ -22,6 +22,28 @@ std::string flat_name(const std::string& tensor) {
   return s;
 }
 
+// Outputs of a node of a built-in op (graph_def carries no output list);
+// -1 when the op is not one we know.
+int64_t num_outputs(const node_def& n) {
+  static const std::set<std::string> single{
+    "Const", "Placeholder", "Identity", "Print", "Add", "Sub", "Mul",
+    "RealDiv", "Div", "Neg", "Square", "Exp", "Log", "Relu", "Sigmoid",
+    "Tanh", "MatMul", "Sum", "Mean", "Max", "ConcatV2", "Pack", "Reshape",
+    "Cast", "Fill", "RandomStandardNormal", "TruncatedNormal",
+    "RandomUniform", "VariableV2", "Assign", "AssignAdd", "AssignSub",
+    "IsVariableInitialized", "_Arg", "_Recv"};
+  if (n.op == "NoOp" || n.op == "_Retval" || n.op == "_Send")
+    return 0;
+  if (n.op == "Split")
+    return n.attr_or<int64_t>("num_split", 1);
+  return single.count(n.op) > 0 ? 1 : -1;
+}
+
+bool lacks_output(const node_def& n, int index) {
+  auto count = num_outputs(n);
+  return count >= 0 && index >= count;
+}
+
 } // namespace
 
 status build_subgraph(const graph_def& g, const std::vector<std::string>& feeds,
@@ -37,6 +59,11 @@ status build_subgraph(const graph_def& g, const std::vector<std::string>& feeds,
     if (ref.control || index.count(ref.node) == 0)
       return not_found("Feed " + feeds[i] + ": not found in graph; the "
                        "tensor '" + feeds[i] + "' cannot be fed");
+    auto& node = g.nodes[index.at(ref.node)];
+    if (lacks_output(node, ref.index))
+      return invalid_argument("FeedInputs: " + feeds[i]
+                              + " should have output index < "
+                              + std::to_string(num_outputs(node)));
     auto key = tensor_name(ref.node, ref.index);
     if (!fed.emplace(key, i).second)
       return invalid_argument("Tensor " + key + " is fed more than once");
@@ -46,6 +73,11 @@ status build_subgraph(const graph_def& g, const std::vector<std::string>& feeds,
     auto ref = parse_input(f);
     if (ref.control || index.count(ref.node) == 0)
       return not_found("FetchOutputs node " + f + ": not found");
+    auto& node = g.nodes[index.at(ref.node)];
+    if (lacks_output(node, ref.index))
+      return invalid_argument("FetchOutputs: " + f
+                              + " should have output index < "
+                              + std::to_string(num_outputs(node)));
     fetch_refs.push_back(ref);
   }
   for (auto& t : targets)

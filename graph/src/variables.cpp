@@ -136,6 +136,7 @@ output variable::initialized_value() const {
   auto prev = graph::default_guard{*graph_};
   control_dependencies none{nullptr};
   control_dependencies after{initializer()};
+  colocate_with near{op()};
   // Reads the ref itself: the existing snapshot could run before the
   // initializer.
   return identity(ref(), info().var_node + "/initialized_value");

@@ -130,7 +130,7 @@ TEST_CASE("a column broadcasts over the columns of a matrix", "[math]") {
   CHECK(r.out() == make<double>({10, 20, 30, 400, 500, 600}, {2, 3}));
 }
 
-TEST_CASE("[n,1] and [1,m] broadcast to an outer product", "[math]") {
+TEST_CASE("n x 1 and 1 x m broadcast to an outer product", "[math]") {
   auto col = make<int64_t>({1, 2, 3}, {3, 1});
   auto row = make<int64_t>({10, 20}, {1, 2});
   auto r = run("Mul", {col, row});

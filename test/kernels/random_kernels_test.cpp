@@ -81,7 +81,7 @@ TEST_CASE("RandomUniform takes the top bits of each draw", "[random]") {
     CHECK(x == static_cast<double>(ref2() >> 11) / 9007199254740992.0);
 }
 
-TEMPLATE_TEST_CASE("RandomUniform lies in [0, 1) with mean 1/2",
+TEMPLATE_TEST_CASE("RandomUniform lies in 0..1 with mean 1/2",
                    "[random]", float, double) {
   using T = TestType;
   auto xs = sample<T>("RandomUniform", 1, 10000);
