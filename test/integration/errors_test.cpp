@@ -1,0 +1,160 @@
+// Errors across the wire: each must come back to the client as an op_error
+// with TensorFlow's code and a message naming what failed, and none may
+// hang.
+
+#include "integration_util.hpp"
+
+using namespace actorflow;
+using namespace actorflow::testing;
+
+TEST_CASE("errors: uninitialized variable over the wire", "[errors]") {
+  local_cluster nodes{node_path, {{"local", 2}}, captured()};
+  graph g;
+  auto as_default = g.as_default();
+  variable var{0.0f, named("var")};
+  // Through the second task, so the failure crosses two hops.
+  session sess{nodes.target("local", 1), bounded(), &g};
+  auto err = error_of([&] { sess.run(var); });
+  REQUIRE(err);
+  CHECK(err->code() == error_code::failed_precondition);
+  CHECK_THAT(err->get_status().message(),
+             Catch::Contains("Attempting to use uninitialized value var"));
+  // The session survives the failed step.
+  sess.run(global_variables_initializer());
+  CHECK(sess.run(var).scalar_value<float>() == 0.0f);
+}
+
+TEST_CASE("errors: device naming a task not in the cluster", "[errors]") {
+  local_cluster nodes{node_path, {{"local", 2}}, captured()};
+  graph g;
+  auto as_default = g.as_default();
+  output bad;
+  {
+    device_scope nowhere{"/job:local/task:7"};
+    bad = constant(1.0f, "bad");
+  }
+  session sess{nodes.target("local", 0), bounded(), &g};
+  auto err = error_of([&] { sess.run(bad); });
+  REQUIRE(err);
+  CHECK(err->code() == error_code::invalid_argument);
+  CHECK_THAT(err->get_status().message(), Catch::Contains("bad"));
+  CHECK_THAT(err->get_status().message(), Catch::Contains("task:7"));
+}
+
+TEST_CASE("errors: unknown fetch and bad feeds", "[errors]") {
+  local_cluster nodes{node_path, {{"local", 1}}, captured()};
+  graph g;
+  auto as_default = g.as_default();
+  auto x = placeholder(dtype::float32, {2}, "x");
+  auto y = x * 2.0f;
+  session sess{nodes.target("local", 0), bounded(), &g};
+
+  SECTION("fetching an unknown node is NotFound") {
+    auto err = error_of([&] { sess.run(fetch{"no_such_node:0"}); });
+    REQUIRE(err);
+    CHECK(err->code() == error_code::not_found);
+    CHECK_THAT(err->get_status().message(), Catch::Contains("no_such_node"));
+  }
+  SECTION("feeding the wrong dtype is InvalidArgument") {
+    auto err = error_of([&] {
+      sess.run(y, {{x, tensor::vec(std::vector<int32_t>{1, 2})}});
+    });
+    REQUIRE(err);
+    CHECK(err->code() == error_code::invalid_argument);
+    CHECK_THAT(err->get_status().message(), Catch::Contains("x"));
+  }
+  SECTION("feeding the wrong shape is InvalidArgument") {
+    auto err = error_of([&] {
+      sess.run(y, {{x, tensor::vec(std::vector<float>{1, 2, 3})}});
+    });
+    REQUIRE(err);
+    CHECK(err->code() == error_code::invalid_argument);
+    CHECK_THAT(err->get_status().message(), Catch::Contains("x"));
+  }
+  SECTION("a missing feed is InvalidArgument") {
+    auto err = error_of([&] { sess.run(y); });
+    REQUIRE(err);
+    CHECK(err->code() == error_code::invalid_argument);
+    CHECK_THAT(err->get_status().message(), Catch::Contains("x"));
+  }
+  // Whatever failed, a good step still runs.
+  auto good = sess.run(y, {{x, tensor::vec(std::vector<float>{1, 2})}});
+  CHECK(good.to_string() == "[2. 4.]");
+}
+
+TEST_CASE("errors: an unreachable master is Unavailable", "[errors]") {
+  graph g;
+  auto as_default = g.as_default();
+  auto c = constant(1.0f);
+  // A free port with nothing listening.
+  auto address = "127.0.0.1:" + std::to_string(examples::free_port());
+  session_config config;
+  config.operation_timeout_in_ms = 3000;
+  auto start = std::chrono::steady_clock::now();
+  auto err = error_of([&] {
+    session sess{"grpc://" + address, config, &g};
+    sess.run(c);
+  });
+  auto took = seconds_since(start);
+  REQUIRE(err);
+  CHECK(err->code() == error_code::unavailable);
+  CHECK_THAT(err->get_status().message(), Catch::Contains(address));
+  // A bound on "no hang", not a performance figure.
+  CHECK(took < 15.0);
+}
+
+TEST_CASE("errors: a step waiting on an unreachable task times out",
+          "[errors]") {
+  // Task 1 is in the spec but never started: its port stays closed.
+  auto opts = captured();
+  opts.not_started = {{"worker", 1}};
+  local_cluster nodes{node_path, {{"worker", 2}}, opts};
+  graph g;
+  auto as_default = g.as_default();
+  output remote;
+  {
+    device_scope on_task1{"/job:worker/task:1"};
+    remote = constant(5.0f, "remote");
+  }
+  auto local = constant(6.0f, "local");
+  session sess{nodes.target("worker", 0), bounded(), &g};
+  run_options options;
+  options.timeout_in_ms = 2000;
+  auto start = std::chrono::steady_clock::now();
+  auto err = error_of([&] { sess.run(remote, {}, options); });
+  auto took = seconds_since(start);
+  REQUIRE(err);
+  INFO(err->what());
+  CHECK((err->code() == error_code::deadline_exceeded
+         || err->code() == error_code::unavailable));
+  CHECK(took < 15.0);
+  // The master is still usable for steps that stay on reachable tasks.
+  CHECK(sess.run(local, {}, options).scalar_value<float>() == 6.0f);
+}
+
+TEST_CASE("errors: a stopped node makes its sessions fail, not hang",
+          "[errors]") {
+  local_cluster nodes{node_path, {{"local", 2}}, captured()};
+  graph g;
+  auto as_default = g.as_default();
+  output on_task1;
+  {
+    device_scope pin{"/job:local/task:1"};
+    on_task1 = constant(2.0f, "on_task1");
+  }
+  session sess{nodes.target("local", 0), bounded(), &g};
+  CHECK(sess.run(on_task1).scalar_value<float>() == 2.0f);
+  auto st = nodes.process("local", 1).stop();
+  CHECK(st.success());
+  run_options options;
+  options.timeout_in_ms = 5000;
+  auto start = std::chrono::steady_clock::now();
+  auto err = error_of([&] { sess.run(on_task1, {}, options); });
+  auto took = seconds_since(start);
+  REQUIRE(err);
+  INFO(err->what());
+  CHECK((err->code() == error_code::unavailable
+         || err->code() == error_code::deadline_exceeded
+         || err->code() == error_code::aborted));
+  CHECK(took < 15.0);
+}

@@ -1,0 +1,163 @@
+// The actorflow-node launcher as a process: its command line, its serving
+// line, its exit codes, and clean stops on SIGTERM and SIGINT.
+
+#include <csignal>
+
+#include "integration_util.hpp"
+
+using namespace actorflow;
+using namespace actorflow::testing;
+
+namespace {
+
+std::string parent_pid() {
+  return std::to_string(::getpid());
+}
+
+// A one-task cluster spec on a free port, as JSON.
+std::string one_worker_json(std::string& address) {
+  address = "127.0.0.1:" + std::to_string(examples::free_port());
+  return R"({"worker": [")" + address + R"("]})";
+}
+
+} // namespace
+
+TEST_CASE("launcher: prints its serving line and stops on signals",
+          "[launcher]") {
+  auto sig = GENERATE(SIGTERM, SIGINT);
+  std::string address;
+  auto json = one_worker_json(address);
+  child_process node{{node_path, "--cluster", json, "--job", "worker",
+                      "--task", "0", "--parent-pid", parent_pid()}};
+  auto line = node.wait_for_line("serving", 15s);
+  INFO(node.err());
+  REQUIRE(line);
+  CHECK(*line == "actorflow-node: serving /job:worker/replica:0/task:0 at "
+                   + address + " (cluster: ClusterSpec({'worker': ['"
+                   + address + "']}))");
+  // The node really serves: a session on it runs a step.
+  {
+    graph g;
+    auto as_default = g.as_default();
+    auto c = constant(4.0f) * 2.0f;
+    session sess{"grpc://" + address, bounded(), &g};
+    CHECK(sess.run(c).scalar_value<float>() == 8.0f);
+  }
+  node.send_signal(sig);
+  auto st = node.wait(10s);
+  INFO("stderr after the signal: " << node.err());
+  REQUIRE(st);
+  CHECK(st->exited);
+  CHECK(st->code == 0);
+}
+
+TEST_CASE("launcher: TF-style flags", "[launcher]") {
+  auto ports = examples::free_ports(2);
+  auto ps = "127.0.0.1:" + std::to_string(ports[0]);
+  auto worker = "127.0.0.1:" + std::to_string(ports[1]);
+  child_process node{{node_path, "--ps_hosts", ps, "--worker_hosts", worker,
+                      "--job_name=ps", "--task_index=0", "--parent-pid",
+                      parent_pid()}};
+  auto line = node.wait_for_line("serving", 15s);
+  INFO(node.err());
+  REQUIRE(line);
+  CHECK_THAT(*line, Catch::Contains("serving /job:ps/replica:0/task:0 at "
+                                    + ps));
+  CHECK_THAT(*line, Catch::Contains("'worker': ['" + worker + "']"));
+  auto st = node.stop();
+  INFO("stderr after SIGTERM: " << node.err());
+  CHECK(st.success());
+}
+
+TEST_CASE("launcher: TF_CONFIG", "[launcher]") {
+  auto ports = examples::free_ports(2);
+  auto w0 = "127.0.0.1:" + std::to_string(ports[0]);
+  auto w1 = "127.0.0.1:" + std::to_string(ports[1]);
+  examples::spawn_options opts;
+  opts.env = {R"(TF_CONFIG={"cluster": {"worker": [")" + w0 + R"(", ")" + w1
+              + R"("]}, "task": {"type": "worker", "index": 1}})"};
+  child_process node{{node_path, "--parent-pid", parent_pid()}, opts};
+  auto line = node.wait_for_line("serving", 15s);
+  INFO(node.err());
+  REQUIRE(line);
+  CHECK_THAT(*line, Catch::Contains("serving /job:worker/replica:0/task:1 at "
+                                    + w1));
+  auto st = node.stop();
+  INFO("stderr after SIGTERM: " << node.err());
+  CHECK(st.success());
+}
+
+TEST_CASE("launcher: a second node on an address in use fails",
+          "[launcher]") {
+  local_cluster nodes{node_path, {{"local", 1}}, captured()};
+  const auto& address = nodes.address("local", 0);
+  auto result = run_process(
+    examples::node_command(node_path, nodes.spec(), "local", 0), 15s);
+  INFO(result.err);
+  CHECK_FALSE(result.timed_out);
+  CHECK(result.status.exited);
+  CHECK(result.status.code == 1);
+  CHECK_THAT(result.err, Catch::Contains(address));
+  // The first node is unharmed.
+  CHECK(nodes.process("local", 0).running());
+}
+
+TEST_CASE("launcher: bad command lines exit 2 naming the flag",
+          "[launcher]") {
+  struct bad_case {
+    std::vector<std::string> args;
+    std::string names;
+  };
+  std::string address;
+  auto json = one_worker_json(address);
+  auto two_jobs = R"({"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]})";
+  auto c = GENERATE_COPY(
+    bad_case{{"--cluster", "{not json", "--job", "worker", "--task", "0"},
+             "--cluster"},
+    bad_case{{"--cluster", R"({"worker": 5})", "--job", "worker"},
+             "--cluster"},
+    bad_case{{"--cluster", two_jobs, "--task", "0"}, "--job"},
+    bad_case{{"--cluster", json, "--job", "chief", "--task", "0"}, "--job"},
+    bad_case{{"--cluster", json, "--job", "worker", "--task", "x"},
+             "--task"},
+    bad_case{{"--cluster", json, "--job", "worker", "--task", "3"},
+             "--task"},
+    bad_case{{"--cluster", two_jobs, "--job", "worker", "--task"}, "--task"},
+    bad_case{{"--job", "worker", "--task", "0"}, "--cluster"},
+    bad_case{{"--cluster", json, "--job", "worker", "--bogus"}, "--bogus"},
+    bad_case{{"--worker_hosts", "a:1,,b:2", "--job_name", "worker"},
+             "--worker_hosts"});
+  std::vector<std::string> argv{node_path};
+  argv.insert(argv.end(), c.args.begin(), c.args.end());
+  examples::spawn_options opts;
+  // A TF_CONFIG in the test's environment must not fill in the gaps.
+  opts.env = {"TF_CONFIG"};
+  auto result = run_process(argv, 10s, opts);
+  INFO(result.err);
+  CHECK_FALSE(result.timed_out);
+  CHECK(result.status.exited);
+  CHECK(result.status.code == 2);
+  CHECK_THAT(result.err, Catch::Contains(c.names));
+  CHECK(result.out.find("serving") == std::string::npos);
+}
+
+TEST_CASE("launcher: --help", "[launcher]") {
+  auto result = run_process({node_path, "--help"}, 10s);
+  CHECK(result.status.success());
+  CHECK_THAT(result.out, Catch::Contains("--cluster"));
+  CHECK_THAT(result.out, Catch::Contains("TF_CONFIG"));
+}
+
+TEST_CASE("launcher: exits when its parent is gone", "[launcher]") {
+  // --parent-pid naming a process that is not our parent: the node takes
+  // it as "my parent already died" and leaves without serving.
+  std::string address;
+  auto json = one_worker_json(address);
+  auto result = run_process({node_path, "--cluster", json, "--job", "worker",
+                             "--parent-pid", "999999999"},
+                            10s);
+  INFO(result.err);
+  CHECK_FALSE(result.timed_out);
+  CHECK(result.status.exited);
+  CHECK(result.out.find("serving") == std::string::npos);
+}
