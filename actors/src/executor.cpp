@@ -49,8 +49,9 @@ struct node_plan {
   int num_deps = 0;
   bool ref_output = false;
   bool ref_consumer = false;
-  /// Random ops keep their generator across steps, as TF's kernels do.
-  std::unique_ptr<std::mt19937_64> rng;
+  /// Random ops keep their generator across steps and plans of a session,
+  /// as TF's kernels do.
+  std::shared_ptr<rng_cell> rng;
   /// VariableV2: the variable's actor, looked up once.
   caf::actor var;
   std::string rendezvous_key;
@@ -306,8 +307,15 @@ void compute(executor_actor* self, step_state& step, int i,
     return;
   }
   // A synchronous kernel.
-  kernel_context ctx{plan.def, inputs, {}, plan.rng.get(), {}};
-  auto result = run_kernel(ctx);
+  kernel_context ctx{plan.def, inputs, {}, nullptr, {}};
+  status result;
+  if (plan.rng) {
+    std::lock_guard<std::mutex> guard{plan.rng->mtx};
+    ctx.rng = &plan.rng->gen;
+    result = run_kernel(ctx);
+  } else {
+    result = run_kernel(ctx);
+  }
   if (!result.ok())
     return fail(std::move(result));
   complete_node(self, step, i, std::move(ctx.outputs));
@@ -411,7 +419,7 @@ void drive(executor_actor* self, int64_t id) {
 caf::behavior executor(executor_actor* self, caf::actor task,
                        graph_def partition, std::string device,
                        std::string default_container,
-                       std::shared_ptr<task_counters> counters) {
+                       std::shared_ptr<task_counters> counters, rng_map rngs) {
   auto& st = self->state;
   st.task = std::move(task);
   st.device = std::move(device);
@@ -426,21 +434,9 @@ caf::behavior executor(executor_actor* self, caf::actor task,
     plan.ref_output = is_ref_producer(plan.def.op);
     plan.ref_consumer = is_ref_consumer(plan.def.op);
     plan.rendezvous_key = plan.def.attr_or<std::string>("tensor_name", "");
-    if (plan.def.op == "RandomStandardNormal"
-        || plan.def.op == "TruncatedNormal" || plan.def.op == "RandomUniform") {
-      auto seed = plan.def.attr_or<int64_t>("seed", 0);
-      auto seed2 = plan.def.attr_or<int64_t>("seed2", 0);
-      if (seed == 0 && seed2 == 0) {
-        std::random_device rd;
-        plan.rng = std::make_unique<std::mt19937_64>(
-          (static_cast<uint64_t>(rd()) << 32) ^ rd());
-      } else {
-        std::seed_seq seq{static_cast<uint32_t>(seed),
-                          static_cast<uint32_t>(seed >> 32),
-                          static_cast<uint32_t>(seed2),
-                          static_cast<uint32_t>(seed2 >> 32)};
-        plan.rng = std::make_unique<std::mt19937_64>(seq);
-      }
+    if (is_random_op(plan.def.op)) {
+      auto r = rngs.find(plan.def.name);
+      plan.rng = r != rngs.end() ? r->second : make_rng(plan.def);
     }
   }
   for (size_t i = 0; i < st.nodes.size(); ++i) {
@@ -546,10 +542,33 @@ caf::behavior executor(executor_actor* self, caf::actor task,
 caf::actor spawn_executor(caf::actor_system& sys, caf::actor task,
                           graph_def partition, std::string device,
                           std::string default_container,
-                          std::shared_ptr<task_counters> counters) {
+                          std::shared_ptr<task_counters> counters,
+                          rng_map rngs) {
   return sys.spawn(executor, std::move(task), std::move(partition),
                    std::move(device), std::move(default_container),
-                   std::move(counters));
+                   std::move(counters), std::move(rngs));
+}
+
+bool is_random_op(const std::string& op) {
+  return op == "RandomStandardNormal" || op == "TruncatedNormal"
+         || op == "RandomUniform";
+}
+
+std::shared_ptr<rng_cell> make_rng(const node_def& node) {
+  auto cell = std::make_shared<rng_cell>();
+  auto seed = node.attr_or<int64_t>("seed", 0);
+  auto seed2 = node.attr_or<int64_t>("seed2", 0);
+  if (seed == 0 && seed2 == 0) {
+    std::random_device rd;
+    cell->gen.seed((static_cast<uint64_t>(rd()) << 32) ^ rd());
+  } else {
+    std::seed_seq seq{static_cast<uint32_t>(seed),
+                      static_cast<uint32_t>(seed >> 32),
+                      static_cast<uint32_t>(seed2),
+                      static_cast<uint32_t>(seed2 >> 32)};
+    cell->gen.seed(seq);
+  }
+  return cell;
 }
 
 } // namespace actorflow

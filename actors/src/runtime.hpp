@@ -4,7 +4,10 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <random>
 #include <string>
+#include <unordered_map>
 
 #include <caf/all.hpp>
 
@@ -22,6 +25,25 @@ struct task_counters {
   std::atomic<uint64_t> steps{0};
 };
 
+/// The generator of one random op in one session. TensorFlow keeps one
+/// kernel per stateful node and session, so every plan (fetch signature)
+/// that runs the node continues the same sequence; executors of different
+/// plans may run at once, hence the mutex.
+struct rng_cell {
+  std::mutex mtx;
+  std::mt19937_64 gen;
+};
+
+/// Random generators of a partition's random ops, by node name.
+using rng_map = std::unordered_map<std::string, std::shared_ptr<rng_cell>>;
+
+/// A generator seeded as TF seeds a random op: from its `seed`/`seed2`
+/// attributes, or from std::random_device when both are 0.
+std::shared_ptr<rng_cell> make_rng(const node_def& node);
+
+/// True for the ops that draw from a generator.
+bool is_random_op(const std::string& op);
+
 /// A variable: owns one tensor (container/name on its task). Messages:
 /// (read) -> (status, tensor); (assign, tensor, bool validate_shape),
 /// (assign_add | assign_sub, tensor) -> (status, tensor);
@@ -30,13 +52,14 @@ caf::actor spawn_variable(caf::actor_system& sys, std::string name,
                           dtype type, tensor_shape shape);
 
 /// Runs one registered partition. `task` is its task actor (resource
-/// lookups); messages: (run_graph, run_graph_request, vector<actor> peers)
+/// lookups), `rngs` the generators of its random ops; messages: (run_graph, run_graph_request, vector<actor> peers)
 /// -> run_graph_response; (recv_tensor, int64 step, string key, tensor);
 /// (abort_step, int64 step, status).
 caf::actor spawn_executor(caf::actor_system& sys, caf::actor task,
                           graph_def partition, std::string device,
                           std::string default_container,
-                          std::shared_ptr<task_counters> counters);
+                          std::shared_ptr<task_counters> counters,
+                          rng_map rngs);
 
 /// Microseconds since the epoch (step stats).
 int64_t now_micros();

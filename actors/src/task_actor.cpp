@@ -2,6 +2,7 @@
 // fan-out and fan-in), worker service (partition registration) and the
 // task's resource manager (containers of variable actors).
 
+#include <algorithm>
 #include <iostream>
 #include <random>
 #include <regex>
@@ -42,6 +43,9 @@ struct master_session {
   session_config config;
   graph_def graph;
   std::unordered_map<std::string, step_plan> plans;
+  /// Every executor registered for this session, on any task; ended when
+  /// the session closes (TF's DeregisterGraph).
+  std::vector<caf::actor> executors;
 };
 
 /// Fan-in state of one step on the master.
@@ -64,6 +68,9 @@ struct task_state {
   std::map<std::pair<std::string, std::string>, caf::actor> variables;
   std::unordered_map<std::string, master_session> sessions;
   std::vector<caf::actor> executors;
+  /// Random generators per (session, node), shared by that session's
+  /// executors on this task; gone with the last of them.
+  std::map<std::pair<std::string, std::string>, std::weak_ptr<rng_cell>> rngs;
   std::unordered_map<std::string, caf::actor> peers;
   std::unordered_map<std::string, std::vector<peer_callback>> connecting;
   std::unordered_map<int64_t, master_step> steps;
@@ -402,23 +409,32 @@ void plan_and_run(task_actor* self, caf::response_promise rp,
       }
       plan->parts[p].executor = exec;
       plan->peers[p] = exec;
+      auto s = self->state.sessions.find(handle);
+      if (s == self->state.sessions.end()) {
+        // Closed meanwhile: nothing will run this partition.
+        self->send_exit(exec, caf::exit_reason::user_shutdown);
+        if (!*failed) {
+          *failed = true;
+          deliver_error(rp, {error_code::aborted,
+                             "Session " + handle + " is not found."});
+        }
+        return;
+      }
+      s->second.executors.push_back(exec);
       if (--*left > 0)
         return;
-      auto s = self->state.sessions.find(handle);
-      if (s == self->state.sessions.end())
-        return deliver_error(rp, {error_code::aborted,
-                                  "Session " + handle + " is not found."});
       auto& cached = s->second.plans[signature(*shared_req)] = *plan;
       start_step(self, rp, cached, *shared_req, timeout_ms);
     };
     resolve_peer(
       self, task, deadline,
-      [self, bytes, dev, on_registered](status err, caf::actor peer) mutable {
+      [self, bytes, dev, handle,
+       on_registered](status err, caf::actor peer) mutable {
         if (!err.ok())
           return on_registered(err, {});
         self
           ->request(peer, std::chrono::seconds(30), register_graph_atom_v,
-                    bytes, dev)
+                    bytes, dev, handle)
           .then(
             [on_registered](status& err, caf::actor& exec) mutable {
               on_registered(err, exec);
@@ -442,12 +458,27 @@ caf::behavior task(task_actor* self, task_options opts) {
                                        ^ rd())
                                       & 0x7fffffff00000000ULL);
   self->set_down_handler([self](caf::down_msg& dm) {
-    auto& peers = self->state.peers;
-    for (auto i = peers.begin(); i != peers.end(); ++i)
+    auto& st = self->state;
+    for (auto i = st.peers.begin(); i != st.peers.end(); ++i)
       if (i->second.address() == dm.source) {
-        peers.erase(i);
-        break;
+        st.peers.erase(i);
+        return;
       }
+    auto& xs = st.executors;
+    xs.erase(std::remove_if(xs.begin(), xs.end(),
+                            [&](const caf::actor& x) {
+                              return x.address() == dm.source;
+                            }),
+             xs.end());
+  });
+  // The task's executors and variables end with it (server::stop and a
+  // private session's end send the exit).
+  self->set_exit_handler([self](caf::exit_msg& em) {
+    for (auto& exec : self->state.executors)
+      self->send_exit(exec, em.reason);
+    for (auto& [key, var] : self->state.variables)
+      self->send_exit(var, em.reason);
+    self->quit(em.reason);
   });
   auto count = [self] {
     self->state.counters->messages.fetch_add(1, std::memory_order_relaxed);
@@ -464,11 +495,14 @@ caf::behavior task(task_actor* self, task_options opts) {
     },
     [self, count](close_session_atom, const std::string& handle) {
       count();
-      auto n = self->state.sessions.erase(handle);
-      if (n == 0)
+      auto i = self->state.sessions.find(handle);
+      if (i == self->state.sessions.end())
         return status{error_code::aborted, "Session " + handle
                                                + " is not found. Possibly, "
                                                  "this master has restarted."};
+      for (auto& exec : i->second.executors)
+        self->send_exit(exec, caf::exit_reason::user_shutdown);
+      self->state.sessions.erase(i);
       return status{};
     },
     [self, count](run_step_atom, run_step_request& req) {
@@ -523,7 +557,7 @@ caf::behavior task(task_actor* self, task_options opts) {
     },
     // -- worker service -------------------------------------------------------
     [self, count](register_graph_atom, const std::string& bytes,
-                  const std::string& device) {
+                  const std::string& device, const std::string& session) {
       count();
       auto& st = self->state;
       graph_def g;
@@ -533,11 +567,25 @@ caf::behavior task(task_actor* self, task_options opts) {
         return caf::make_message(
           invalid_argument("partition for " + device + " sent to " + st.device),
           caf::actor{});
+      rng_map rngs;
+      for (auto& n : g.nodes) {
+        if (!is_random_op(n.op))
+          continue;
+        auto& slot = st.rngs[{session, n.name}];
+        auto cell = slot.lock();
+        if (!cell) {
+          cell = make_rng(n);
+          slot = cell;
+        }
+        rngs.emplace(n.name, std::move(cell));
+      }
+      for (auto i = st.rngs.begin(); i != st.rngs.end();)
+        i = i->second.expired() ? st.rngs.erase(i) : std::next(i);
       auto exec = spawn_executor(self->system(),
                                  caf::actor_cast<caf::actor>(self),
                                  std::move(g), device, st.opts.job,
-                                 st.counters);
-      self->link_to(exec);
+                                 st.counters, std::move(rngs));
+      self->monitor(exec);
       st.executors.push_back(exec);
       return caf::make_message(status{}, exec);
     },
@@ -559,7 +607,6 @@ caf::behavior task(task_actor* self, task_options opts) {
         decode(r, shape);
         auto var = spawn_variable(self->system(), name,
                                   static_cast<dtype>(type), shape);
-        self->link_to(var);
         i = st.variables.emplace(key, var).first;
       }
       return caf::make_message(status{}, i->second);
@@ -584,9 +631,6 @@ caf::behavior task(task_actor* self, task_options opts) {
       auto deadline = caf::actor_clock::time_point{
         caf::actor_clock::duration_type{deadline_ns}};
       connect_peer(self, task, deadline, attempt);
-    },
-    [self](stop_atom) {
-      self->quit(caf::exit_reason::user_shutdown);
     },
   };
 }

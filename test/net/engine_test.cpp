@@ -500,7 +500,7 @@ TEST_CASE("engine: unseeded random ops differ between sessions",
 }
 
 TEST_CASE("engine: a random op's sequence goes on across fetch signatures",
-          "[engine][random][!mayfail]") {
+          "[engine][random]") {
   // TensorFlow keeps one kernel per stateful node and session (the
   // session's OpSegment), whatever executor runs it: a seeded op's n-th
   // value in a session is the same whichever fetches ran it before.

@@ -150,7 +150,5 @@ CAF_BEGIN_TYPE_ID_BLOCK(actorflow, caf::first_custom_type_id)
   CAF_ADD_ATOM(actorflow, actorflow, assign_sub_atom, "assign_sub")
   CAF_ADD_ATOM(actorflow, actorflow, is_initialized_atom, "is_init")
   CAF_ADD_ATOM(actorflow, actorflow, get_stats_atom, "get_stats")
-  CAF_ADD_ATOM(actorflow, actorflow, stop_atom, "stop")
-  CAF_ADD_ATOM(actorflow, actorflow, list_devices_atom, "list_devs")
 
 CAF_END_TYPE_ID_BLOCK(actorflow)

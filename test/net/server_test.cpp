@@ -1,0 +1,84 @@
+// Servers in one process: partitions registered for a session are released
+// when the session closes, and a stopped server refuses new sessions.
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include "actorflow/net/server.hpp"
+#include "actorflow/net/session.hpp"
+
+using namespace actorflow;
+
+namespace {
+
+// Polls `pred` until it holds or two seconds pass (stats are asynchronous).
+template <class Pred>
+bool eventually(Pred pred) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred())
+      return true;
+    std::this_thread::yield();
+  }
+  return pred();
+}
+
+} // namespace
+
+TEST_CASE("server: closing a session releases its partitions",
+          "[server][session]") {
+  auto srv = server::create_local_server();
+  graph g;
+  auto as_default = g.as_default();
+  auto a = constant(2.0f);
+  auto b = a * 3.0f;
+  auto c = b + 1.0f;
+  auto before = srv.stats().partitions;
+  {
+    session sess{srv.target(), session_config{}, &g};
+    CHECK(sess.run(b).scalar_value<float>() == 6.0f);
+    CHECK(sess.run(c).scalar_value<float>() == 7.0f);
+    // Two fetch signatures: two registered partitions on the one task.
+    CHECK(srv.stats().partitions == before + 2);
+  }
+  CHECK(eventually([&] { return srv.stats().partitions == before; }));
+  auto stats = srv.stats();
+  CHECK(stats.steps_run >= 2);
+  CHECK(stats.messages_handled > 0);
+  CHECK(stats.task == "/job:local/replica:0/task:0");
+}
+
+TEST_CASE("server: a closed session refuses to run", "[server][session]") {
+  auto srv = server::create_local_server();
+  graph g;
+  auto as_default = g.as_default();
+  auto a = constant(1.0f);
+  session sess{srv.target(), session_config{}, &g};
+  CHECK(sess.run(a).scalar_value<float>() == 1.0f);
+  sess.close();
+  try {
+    sess.run(a);
+    FAIL("run after close succeeded");
+  } catch (const op_error& e) {
+    CHECK(e.code() == error_code::aborted);
+  }
+}
+
+TEST_CASE("server: a stopped server makes new sessions Unavailable",
+          "[server][session]") {
+  auto srv = server::create_local_server();
+  auto target = srv.target();
+  srv.stop();
+  CHECK(srv.stopped());
+  session_config cfg;
+  cfg.operation_timeout_in_ms = 2000;
+  try {
+    session sess{target, cfg};
+    FAIL("connected to a stopped server");
+  } catch (const op_error& e) {
+    CHECK(e.code() == error_code::unavailable);
+    CHECK_THAT(e.what(), Catch::Contains(target.substr(6)));
+  }
+}
