@@ -26,6 +26,9 @@ int64_t now_micros() {
 
 namespace {
 
+/// Tensors larger than this cross the wire in chunks of this size.
+constexpr uint64_t chunk_size = uint64_t{1} << 20;
+
 bool is_ref_producer(const std::string& op) {
   return op == "VariableV2" || op == "Variable";
 }
@@ -86,6 +89,13 @@ struct executor_state {
   std::unordered_map<int64_t, step_state> steps;
   /// Tensors for steps that have not started here yet.
   std::unordered_map<int64_t, std::unordered_map<std::string, tensor>> early;
+  /// Large tensors arriving in chunks, by step and rendezvous key.
+  struct partial_tensor {
+    std::string bytes;
+    uint64_t received = 0;
+  };
+  std::unordered_map<int64_t, std::unordered_map<std::string, partial_tensor>>
+    partials;
   /// Steps that ended here: late tensors for them are dropped.
   std::unordered_set<int64_t> finished;
   std::deque<int64_t> finished_order;
@@ -96,6 +106,7 @@ using executor_actor = caf::stateful_actor<executor_state>;
 
 void mark_finished(executor_state& st, int64_t step) {
   st.early.erase(step);
+  st.partials.erase(step);
   if (st.finished.insert(step).second) {
     st.finished_order.push_back(step);
     // Bounded memory: a tensor for a step this old cannot still be coming.
@@ -220,8 +231,20 @@ void compute(executor_actor* self, step_state& step, int i,
     auto value = inputs.empty() ? tensor{} : inputs.front();
     st.counters->bytes_out.fetch_add(value.byte_size(),
                                      std::memory_order_relaxed);
-    self->send(peer->second, recv_tensor_atom_v, id, plan.rendezvous_key,
-               std::move(value));
+    auto& dest = peer->second;
+    if (value.byte_size() <= chunk_size || dest->node() == self->node()) {
+      // In process the message shares the buffer: no copy, no chunks.
+      self->send(dest, recv_tensor_atom_v, id, plan.rendezvous_key,
+                 std::move(value));
+    } else {
+      // Large tensors cross the wire as ~1 MiB chunks, all in flight at
+      // once: one huge message is ~3x slower (docs/DESIGN.md).
+      auto bytes = to_bytes(value);
+      uint64_t total = bytes.size();
+      for (uint64_t off = 0; off < total; off += chunk_size)
+        self->send(dest, recv_tensor_atom_v, id, plan.rendezvous_key, total,
+                   off, bytes.substr(off, chunk_size));
+    }
     complete_node(self, step, i, {});
     return;
   }
@@ -400,6 +423,38 @@ void start_node(executor_actor* self, step_state& step, int i) {
   }
 }
 
+// A tensor for `key` in step `id` arrived: completes its Recv, or keeps it
+// until the Recv (or the step) starts here.
+void deliver(executor_actor* self, int64_t id, std::string key,
+             tensor value) {
+  auto& st = self->state;
+  st.counters->bytes_in.fetch_add(value.byte_size(),
+                                  std::memory_order_relaxed);
+  if (st.finished.count(id) > 0)
+    return;
+  auto s = st.steps.find(id);
+  if (s == st.steps.end()) {
+    st.early[id].emplace(std::move(key), std::move(value));
+    return;
+  }
+  auto& step = s->second;
+  auto w = step.waiting.find(key);
+  if (w == step.waiting.end()) {
+    step.arrived.emplace(std::move(key), std::move(value));
+    return;
+  }
+  auto i = w->second;
+  step.waiting.erase(w);
+  if (step.trace) {
+    node_exec_stats r;
+    r.node_name = "RecvTensor";
+    r.all_start_micros = now_micros();
+    r.timeline_label = "RecvTensor " + key;
+    step.response.recv_stats.push_back(std::move(r));
+  }
+  resume(self, id, i, {}, {std::move(value)});
+}
+
 void drive(executor_actor* self, int64_t id) {
   for (;;) {
     auto s = self->state.steps.find(id);
@@ -503,32 +558,34 @@ caf::behavior executor(executor_actor* self, caf::actor task,
       return rp;
     },
     [self](recv_tensor_atom, int64_t id, std::string& key, tensor& value) {
+      deliver(self, id, std::move(key), std::move(value));
+    },
+    [self](recv_tensor_atom, int64_t id, std::string& key, uint64_t total,
+           uint64_t offset, std::string& chunk) {
       auto& st = self->state;
-      st.counters->bytes_in.fetch_add(value.byte_size(),
-                                      std::memory_order_relaxed);
       if (st.finished.count(id) > 0)
         return;
-      auto s = st.steps.find(id);
-      if (s == st.steps.end()) {
-        st.early[id].emplace(std::move(key), std::move(value));
+      auto& part = st.partials[id][key];
+      if (part.bytes.empty())
+        part.bytes.resize(total);
+      if (offset > total || chunk.size() > total - offset) {
+        st.partials[id].erase(key);
+        fail_step(self, id,
+                  {error_code::data_loss, "chunk out of range for " + key});
         return;
       }
-      auto& step = s->second;
-      auto w = step.waiting.find(key);
-      if (w == step.waiting.end()) {
-        step.arrived.emplace(std::move(key), std::move(value));
+      std::copy(chunk.begin(), chunk.end(), part.bytes.begin() + offset);
+      part.received += chunk.size();
+      if (part.received < total)
+        return;
+      tensor value;
+      auto err = from_bytes(part.bytes, value);
+      st.partials[id].erase(key);
+      if (!err.ok()) {
+        fail_step(self, id, err);
         return;
       }
-      auto i = w->second;
-      step.waiting.erase(w);
-      if (step.trace) {
-        node_exec_stats r;
-        r.node_name = "RecvTensor";
-        r.all_start_micros = now_micros();
-        r.timeline_label = "RecvTensor " + key;
-        step.response.recv_stats.push_back(std::move(r));
-      }
-      resume(self, id, i, {}, {std::move(value)});
+      deliver(self, id, std::move(key), std::move(value));
     },
     [self](abort_step_atom, int64_t id, status& why) {
       fail_step(self, id, std::move(why));
