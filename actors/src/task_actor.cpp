@@ -446,6 +446,39 @@ void plan_and_run(task_actor* self, caf::response_promise rp,
   }
 }
 
+// A remote task went away: its steps fail now (not at their deadline)
+// with Unavailable, and plans that use it are dropped so that the next run
+// registers again (with a restarted task, if there is one).
+void lost_task(task_actor* self, const std::string& task,
+               const std::string& reason) {
+  auto& st = self->state;
+  auto on_task = [&](const std::string& device) {
+    return device.rfind(task + "/", 0) == 0;
+  };
+  std::vector<std::pair<int64_t, size_t>> failed;
+  for (auto& [id, step] : st.steps)
+    for (size_t p = 0; p < step.parts.size(); ++p)
+      if (on_task(step.parts[p].device)) {
+        failed.emplace_back(id, p);
+        break;
+      }
+  for (auto [id, p] : failed) {
+    run_graph_response resp;
+    resp.result = {error_code::unavailable,
+                   "Lost task " + task + " (" + reason + ")"};
+    on_step_reply(self, id, p, std::move(resp));
+  }
+  for (auto& [handle, sess] : st.sessions)
+    for (auto i = sess.plans.begin(); i != sess.plans.end();) {
+      auto& parts = i->second.parts;
+      bool uses = std::any_of(parts.begin(), parts.end(),
+                              [&](const plan_part& p) {
+                                return on_task(p.device);
+                              });
+      i = uses ? sess.plans.erase(i) : std::next(i);
+    }
+}
+
 caf::behavior task(task_actor* self, task_options opts) {
   auto& st = self->state;
   st.opts = std::move(opts);
@@ -461,7 +494,9 @@ caf::behavior task(task_actor* self, task_options opts) {
     auto& st = self->state;
     for (auto i = st.peers.begin(); i != st.peers.end(); ++i)
       if (i->second.address() == dm.source) {
+        auto task = i->first;
         st.peers.erase(i);
+        lost_task(self, task, caf::to_string(dm.reason));
         return;
       }
     auto& xs = st.executors;

@@ -121,6 +121,10 @@ struct spawn_options {
   /// writes to our stderr directly (the examples want the nodes' tf.Print
   /// output to show, as it would in the worker's log).
   bool capture_stderr = true;
+  /// Also copy what the child writes to stdout onto our stderr (a node's
+  /// log lines, e.g. log_device_placement, belong with the logs, not with
+  /// what the client prints).
+  bool echo_stdout = false;
   /// Environment changes: "NAME=value" sets, "NAME" alone removes.
   std::vector<std::string> env;
 };
@@ -189,6 +193,7 @@ public:
       throw sys_error("posix_spawn " + argv[0], rc);
     }
     command_ = argv[0];
+    echo_stdout_ = opts.echo_stdout;
     reader_ = std::thread{[this, out = out_pipe[0], err = err_pipe[0]] {
       read_loop(out, err);
     }};
@@ -262,6 +267,8 @@ public:
     if (auto st = wait(grace))
       return *st;
     ::kill(pid_, SIGKILL);
+    // SIGKILL cannot be caught or ignored: this wait ends as soon as the
+    // kernel has torn the process down.
     int raw = 0;
     while (::waitpid(pid_, &raw, 0) < 0 && errno == EINTR) {
       // retry
@@ -343,6 +350,18 @@ private:
       buf.erase(0, buf.size() - max_buffer / 2);
   }
 
+  static void echo(const char* data, size_t n) {
+    while (n > 0) {
+      auto written = ::write(2, data, n);
+      if (written < 0 && errno == EINTR)
+        continue;
+      if (written <= 0)
+        return;
+      data += written;
+      n -= static_cast<size_t>(written);
+    }
+  }
+
   void read_loop(int out_fd, int err_fd) {
     pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
     char chunk[4096];
@@ -371,6 +390,8 @@ private:
             out_eof_ = true;
         } else {
           append(i == 0 ? out_ : err_, chunk, static_cast<size_t>(n));
+          if (i == 0 && echo_stdout_)
+            echo(chunk, static_cast<size_t>(n));
         }
         cv_.notify_all();
       }
@@ -386,6 +407,7 @@ private:
 
   pid_t pid_ = -1;
   std::string command_;
+  bool echo_stdout_ = false;
   std::optional<exit_status> status_;
   std::mutex mtx_;
   std::condition_variable cv_;
@@ -463,7 +485,8 @@ inline std::string find_node_binary(const std::string& override_path = {}) {
 
 /// The argv that starts task `task` of `job` of `spec`. `--parent-pid`
 /// makes the node exit when we die without cleaning up (killed by a test
-/// runner's timeout, say), so no node outlives its owner.
+/// runner's timeout, say), so no node outlives its owner. Linux ties that
+/// to the spawning *thread*: spawn from a thread that outlives the node.
 inline std::vector<std::string> node_command(const std::string& node_binary,
                                              const cluster_spec& spec,
                                              const std::string& job, int task) {
@@ -484,6 +507,9 @@ struct cluster_options {
   std::vector<std::pair<std::string, int>> not_started;
   /// See spawn_options::capture_stderr.
   bool capture_stderr = false;
+  /// See spawn_options::echo_stdout. On by default: whoever watches an
+  /// example sees the nodes' logs, as in a real cluster's terminals.
+  bool echo_stdout = true;
   /// How long all nodes together may take to print their serving line.
   milliseconds startup_timeout = 15s;
   /// Another process may grab one of our free ports before the node binds
@@ -578,6 +604,7 @@ private:
     spec_ = cluster_spec{dense};
     spawn_options sopts;
     sopts.capture_stderr = opts_.capture_stderr;
+    sopts.echo_stdout = opts_.echo_stdout;
     // Start all first so they boot in parallel, then wait for each.
     for (const auto& [job, n] : jobs_)
       for (int i = 0; i < n; ++i)

@@ -41,10 +41,11 @@ int main(int argc, char** argv) {
       "two workers (four node processes).");
     examples::local_cluster nodes{node, {{"ps", 2}, {"worker", 2}}};
 
-    // Cells 4-7: the spec, as the seed builds it from a dict literal.
-    cell(7);
+    // Cells 4-7: the spec, as the seed builds it from a dict literal (here
+    // its JSON form, with our loopback ports).
+    cell(6);
     auto cluster = cluster_spec::from_json(nodes.spec().to_json());
-    std::cout << cluster.to_json() << '\n' << std::endl;
+    std::cout << to_string(cluster.as_dict()) << '\n' << std::endl;
 
     cell(8);
     std::cout << py_list(cluster.jobs()) << '\n' << std::endl;
@@ -89,12 +90,13 @@ int main(int argc, char** argv) {
 
     // Cell 17: the reduce sum. Placeholder and variable go through
     // replica_device_setter; the split and the final sum are unplaced, so
-    // they run on the master's task (worker 0, the session's target).
+    // they land on the cluster's first device by name, /job:ps/task:0,
+    // whichever task is the master.
     cell(17);
     graph g;
     output final_result;
     output input_array;
-    std::vector<std::string> local_reduce_names;
+    std::vector<std::string> reduce_names;
     {
       auto as_default = g.as_default();
       std::vector<output> all_reduce;
@@ -108,7 +110,7 @@ int main(int argc, char** argv) {
         device_scope on_worker{workers[idx]};
         std::cout << workers[idx] << '\n';
         auto local_reduce = reduce_sum(splitted[idx]);
-        local_reduce_names.push_back(local_reduce.op().name());
+        reduce_names.push_back(local_reduce.op().name());
         local_reduce = print(splitted[idx], {local_reduce}, "portion is");
         all_reduce.push_back(local_reduce);
       }
@@ -130,11 +132,12 @@ int main(int argc, char** argv) {
                            &metadata);
     std::cout << result.to_string() << '\n' << std::endl;
 
-    // Where the partial sums ran, from the trace.
-    std::cout << "# placement of the local reductions:\n";
+    // Where the partial sums and the final sum ran, from the trace.
+    std::cout << "# placement of the reductions:\n";
+    reduce_names.push_back(final_result.op().name());
     for (const auto& device : metadata.stats.dev_stats)
       for (const auto& stats : device.node_stats)
-        for (const auto& name : local_reduce_names)
+        for (const auto& name : reduce_names)
           if (stats.node_name == name)
             std::cout << name << ": " << device.device << '\n';
     std::cout << std::endl;

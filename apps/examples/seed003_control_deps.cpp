@@ -44,8 +44,10 @@ int main(int argc, char** argv) {
     examples::local_cluster nodes{node, {{"ps", 1}, {"worker", 2}}};
     std::cout << nodes.spec() << '\n' << std::endl;
 
-    // Nothing is pinned, so the master (worker 1) places everything on its
-    // own device.
+    // Nothing is pinned. The book says the master places everything on its
+    // own device; TensorFlow actually picks the cluster's first device by
+    // name (seed 000 shows the same), here /job:ps/task:0, and the master
+    // (worker 1) receives the result.
     reset_default_graph();
     auto a = constant(1.0f);
     auto b = a + 2.0f;
@@ -56,11 +58,13 @@ int main(int argc, char** argv) {
     options.trace_level = run_options::full_trace;
     run_metadata metadata;
     auto value = sess.run(c, {}, options, &metadata);
-    std::cout << value.to_string() << std::endl;
-    std::cout << "# ran on:";
-    for (const auto& device : metadata.stats.dev_stats)
-      std::cout << ' ' << device.device;
-    std::cout << std::endl;
+    std::cout << value.to_string() << '\n' << std::endl;
+    for (const auto& device : metadata.stats.dev_stats) {
+      std::cout << device.device << '\n';
+      for (const auto& stats : device.node_stats)
+        std::cout << "   " << stats.node_name << '\n';
+    }
+    std::cout << std::flush;
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "seed003_control_deps: " << e.what() << std::endl;

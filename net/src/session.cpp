@@ -9,6 +9,8 @@
 #include "actorflow/net/runtime.hpp"
 #include "address.hpp"
 
+#include <future>
+
 namespace actorflow {
 
 struct session::impl {
@@ -53,6 +55,41 @@ std::string create_master_session(caf::actor_system& sys,
              });
   throw_if_error(err);
   return handle;
+}
+
+// Sends one step to the master and waits for its reply. The request runs
+// in a short-lived actor that monitors the master, so a master that dies
+// or whose process is lost ends the wait with Unavailable instead of
+// leaving the caller blocked.
+void call_master(caf::actor_system& sys, const caf::actor& master,
+                 caf::duration wait, run_step_request req,
+                 const std::string& what, run_step_response& resp,
+                 status& transport) {
+  // Shared: the actor may still hold it after the caller has returned.
+  auto done = std::make_shared<
+    std::promise<std::pair<run_step_response, status>>>();
+  auto result = done->get_future();
+  sys.spawn([done, master, wait, what,
+             req = std::move(req)](caf::event_based_actor* self) mutable {
+    auto finish = [self, done](run_step_response r, status st) {
+      done->set_value({std::move(r), std::move(st)});
+      self->quit();
+    };
+    self->monitor(master);
+    self->set_down_handler([finish, what](caf::down_msg& dm) {
+      finish({}, {error_code::unavailable,
+                  "Lost the master at " + what + ": "
+                    + caf::to_string(dm.reason)});
+    });
+    self->request(master, wait, run_step_atom_v, std::move(req))
+      .then([finish](run_step_response& r) { finish(std::move(r), {}); },
+            [finish, what](caf::error& e) {
+              finish({}, to_status(e, what));
+            });
+  });
+  auto [r, st] = result.get();
+  resp = std::move(r);
+  transport = std::move(st);
 }
 
 } // namespace
@@ -197,16 +234,12 @@ std::vector<tensor> session::run(const std::vector<fetch>& fetches,
   auto wait = timeout_ms > 0
                 ? caf::duration{std::chrono::milliseconds(timeout_ms + 5000)}
                 : caf::infinite;
-  caf::scoped_actor self{*im.sys};
+  auto what = im.target.empty() ? std::string{"in-process engine"}
+                                 : im.target;
   run_step_response resp;
   status transport;
-  self->request(im.master, wait, run_step_atom_v, std::move(req))
-    .receive([&](run_step_response& r) { resp = std::move(r); },
-             [&](caf::error& e) {
-               transport = to_status(e, im.target.empty() ? "in-process "
-                                                            "engine"
-                                                          : im.target);
-             });
+  call_master(*im.sys, im.master, wait, std::move(req), what, resp,
+              transport);
   throw_if_error(transport);
   // The master applied the delta unless it rejected the session itself.
   if (resp.result.ok() || resp.result.code() != error_code::aborted)

@@ -88,6 +88,7 @@ inline std::string cpu0(const std::string& job, int task) {
 inline examples::cluster_options captured() {
   examples::cluster_options opts;
   opts.capture_stderr = true;
+  opts.echo_stdout = false;
   return opts;
 }
 
