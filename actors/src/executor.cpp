@@ -196,8 +196,8 @@ void request_async(executor_actor* self, const caf::actor& dest, int64_t id,
 }
 
 // Runs node `i` once the values of its ref inputs are known.
-void compute(executor_actor* self, step_state& step, int i,
-             std::vector<tensor> inputs) {
+void compute_unchecked(executor_actor* self, step_state& step, int i,
+                       std::vector<tensor> inputs) {
   auto& st = self->state;
   auto& plan = st.nodes[static_cast<size_t>(i)];
   auto& op = plan.def.op;
@@ -342,6 +342,23 @@ void compute(executor_actor* self, step_state& step, int i,
   if (!result.ok())
     return fail(std::move(result));
   complete_node(self, step, i, std::move(ctx.outputs));
+}
+
+// compute_unchecked, with a malformed node (an attribute of the wrong
+// kind, say) failing the step instead of the executor.
+void compute(executor_actor* self, step_state& step, int i,
+             std::vector<tensor> inputs) {
+  auto id = step.id;
+  try {
+    compute_unchecked(self, step, i, std::move(inputs));
+  } catch (const op_error& e) {
+    fail_step(self, id,
+              {e.code(), e.get_status().message() + " [[node "
+                           + self->state.nodes[static_cast<size_t>(i)].def.name
+                           + "]]"});
+  } catch (const std::exception& e) {
+    fail_step(self, id, internal_error(e.what()));
+  }
 }
 
 // Starts node `i`: gathers its inputs, reading refs first if it needs

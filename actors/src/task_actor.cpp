@@ -574,19 +574,28 @@ caf::behavior task(task_actor* self, task_options opts) {
           sess.graph.nodes.push_back(std::move(n));
         req.graph_delta.clear();
       }
-      if (auto err = check_feeds(sess.graph, req); !err.ok()) {
-        deliver_error(rp, err);
-        return rp;
-      }
-      auto timeout_ms = req.options.timeout_in_ms > 0
-                          ? req.options.timeout_in_ms
-                          : sess.config.operation_timeout_in_ms;
-      auto p = sess.plans.find(signature(req));
-      if (p != sess.plans.end())
-        start_step(self, rp, p->second, req, timeout_ms);
-      else {
-        auto handle = req.session_handle;
-        plan_and_run(self, rp, std::move(handle), std::move(req), timeout_ms);
+      // A malformed graph (e.g. an attribute of the wrong kind) fails this
+      // run, never the task.
+      try {
+        if (auto err = check_feeds(sess.graph, req); !err.ok()) {
+          deliver_error(rp, err);
+          return rp;
+        }
+        auto timeout_ms = req.options.timeout_in_ms > 0
+                            ? req.options.timeout_in_ms
+                            : sess.config.operation_timeout_in_ms;
+        auto p = sess.plans.find(signature(req));
+        if (p != sess.plans.end())
+          start_step(self, rp, p->second, req, timeout_ms);
+        else {
+          auto handle = req.session_handle;
+          plan_and_run(self, rp, std::move(handle), std::move(req), timeout_ms);
+        }
+      } catch (const op_error& e) {
+        deliver_error(rp, {error_code::invalid_argument,
+                           e.get_status().message()});
+      } catch (const std::exception& e) {
+        deliver_error(rp, internal_error(e.what()));
       }
       return rp;
     },

@@ -82,3 +82,31 @@ TEST_CASE("server: a stopped server makes new sessions Unavailable",
     CHECK_THAT(e.what(), Catch::Contains(target.substr(6)));
   }
 }
+
+TEST_CASE("server: a malformed node fails its run, not the server",
+          "[server][errors]") {
+  auto srv = server::create_local_server();
+  graph g;
+  auto as_default = g.as_default();
+  auto x = constant(std::vector<float>{1, 2, 3, 4});
+  // A Split whose num_split attribute is a string: only a hand-made graph
+  // (or a hostile client) can send this.
+  node_def bad;
+  bad.name = "bad_split";
+  bad.op = "Split";
+  bad.attrs["num_split"] = std::string{"two"};
+  auto dim = constant(0);
+  auto op = g.add_node(bad, {dim, x}, {dtype::float32}, {});
+  session sess{srv.target(), session_config{}, &g};
+  try {
+    sess.run(op.out(0));
+    FAIL("a malformed node ran");
+  } catch (const op_error& e) {
+    CHECK(e.code() == error_code::invalid_argument);
+    CHECK_THAT(e.what(), Catch::Contains("num_split"));
+  }
+  // The server and the session still work.
+  CHECK(sess.run(x).num_elements() == 4);
+  session other{srv.target(), session_config{}, &g};
+  CHECK(other.run(x).flat<float>()[3] == 4.0f);
+}
