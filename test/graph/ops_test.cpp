@@ -12,18 +12,12 @@
 
 #include "actorflow/graph/device_setter.hpp"
 #include "actorflow/graph/ops.hpp"
+#include "common/test_util.hpp"
 
 using namespace actorflow;
+using namespace actorflow::testing;
 
 namespace {
-
-// variable_options with one field set (designated initializers would trip
-// -Wmissing-field-initializers on the other members).
-variable_options named(const std::string& name) {
-  variable_options opts;
-  opts.name = name;
-  return opts;
-}
 
 variable_options not_trainable() {
   variable_options opts;
@@ -35,17 +29,6 @@ variable_options in_collections(std::vector<std::string> keys) {
   variable_options opts;
   opts.collections = std::move(keys);
   return opts;
-}
-
-// The error an expression throws, if any.
-template <class F>
-std::optional<op_error> error_of(F&& f) {
-  try {
-    f();
-  } catch (const op_error& e) {
-    return e;
-  }
-  return std::nullopt;
 }
 
 std::vector<std::string> sorted(std::vector<std::string> xs) {

@@ -13,24 +13,16 @@
 
 #include "actorflow/graph/partition.hpp"
 #include "actorflow/graph/subgraph.hpp"
+#include "common/test_util.hpp"
 
 using namespace actorflow;
+using namespace actorflow::testing;
 
 namespace {
 
 const std::string dev0 = "/job:local/replica:0/task:0/device:CPU:0";
 const std::string dev1 = "/job:local/replica:0/task:1/device:CPU:0";
 const std::string dev2 = "/job:local/replica:0/task:2/device:CPU:0";
-
-node_def make(std::string name, std::string op,
-              std::vector<std::string> inputs = {}, std::string device = {}) {
-  node_def n;
-  n.name = std::move(name);
-  n.op = std::move(op);
-  n.inputs = std::move(inputs);
-  n.device = std::move(device);
-  return n;
-}
 
 // a, b -> c = a + b -> d = c * c (with a control input on e); "unused" and
 // "p" are not needed by d.

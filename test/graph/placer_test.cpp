@@ -10,24 +10,16 @@
 #include <vector>
 
 #include "actorflow/graph/placer.hpp"
+#include "common/test_util.hpp"
 
 using namespace actorflow;
+using namespace actorflow::testing;
 
 namespace {
 
 const std::string task0_cpu = "/job:local/replica:0/task:0/device:CPU:0";
 const std::string task1_cpu = "/job:local/replica:0/task:1/device:CPU:0";
 const std::string task1_gpu = "/job:local/replica:0/task:1/device:GPU:0";
-
-node_def make(std::string name, std::string op,
-              std::vector<std::string> inputs = {}, std::string device = {}) {
-  node_def n;
-  n.name = std::move(name);
-  n.op = std::move(op);
-  n.inputs = std::move(inputs);
-  n.device = std::move(device);
-  return n;
-}
 
 node_def colocated(node_def n, std::string with) {
   n.attrs["_class"] = std::vector<std::string>{"loc:@" + with};

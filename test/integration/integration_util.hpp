@@ -13,6 +13,8 @@
 #include "actorflow/actorflow.hpp"
 
 #include "local_cluster.hpp"
+#include "common/test_util.hpp"
+#include "common/session_util.hpp"
 
 namespace actorflow::testing {
 
@@ -23,33 +25,6 @@ using examples::run_process;
 
 /// The launcher built alongside the tests.
 inline const std::string node_path = ACTORFLOW_NODE_PATH;
-
-// variable_options with just a name (designated initializers would trip
-// -Wmissing-field-initializers on the other members).
-inline variable_options named(const std::string& name) {
-  variable_options opts;
-  opts.name = name;
-  return opts;
-}
-
-// A session config whose steps cannot wait forever: a broken step fails
-// the test instead of hanging it until the runner's timeout.
-inline session_config bounded() {
-  session_config config;
-  config.operation_timeout_in_ms = 30000;
-  return config;
-}
-
-/// The op_error `f` throws, or std::nullopt if it returns normally.
-template <class F>
-std::optional<op_error> error_of(F&& f) {
-  try {
-    f();
-  } catch (const op_error& e) {
-    return e;
-  }
-  return std::nullopt;
-}
 
 /// Devices on which the traced step ran node `name`.
 inline std::set<std::string> devices_running(const run_metadata& md,

@@ -13,34 +13,13 @@
 #include <vector>
 
 #include "actorflow/actorflow.hpp"
+#include "common/test_util.hpp"
+#include "common/session_util.hpp"
 
 using namespace actorflow;
+using namespace actorflow::testing;
 
 namespace {
-
-variable_options named(const std::string& name) {
-  variable_options opts;
-  opts.name = name;
-  return opts;
-}
-
-// Steps cannot wait forever: a broken step fails the test instead of
-// hanging it until the runner's timeout.
-session_config bounded() {
-  session_config config;
-  config.operation_timeout_in_ms = 30000;
-  return config;
-}
-
-template <class F>
-std::optional<op_error> error_of(F&& f) {
-  try {
-    f();
-  } catch (const op_error& e) {
-    return e;
-  }
-  return std::nullopt;
-}
 
 // The code of the op_error `f` throws; OK if it throws none.
 template <class F>

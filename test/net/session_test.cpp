@@ -14,8 +14,11 @@
 #include <string>
 
 #include "actorflow/actorflow.hpp"
+#include "common/test_util.hpp"
+#include "common/session_util.hpp"
 
 using namespace actorflow;
+using namespace actorflow::testing;
 using namespace std::chrono_literals;
 
 namespace {
@@ -39,32 +42,6 @@ uint16_t free_port() {
 
 std::string loopback(uint16_t port) {
   return "127.0.0.1:" + std::to_string(port);
-}
-
-// variable_options with just a name (designated initializers would trip
-// -Wmissing-field-initializers on the other members).
-variable_options named(const std::string& name) {
-  variable_options opts;
-  opts.name = name;
-  return opts;
-}
-
-// A session config whose steps cannot wait forever: a broken step fails
-// the test instead of hanging it until the runner's timeout.
-session_config bounded() {
-  session_config config;
-  config.operation_timeout_in_ms = 30000;
-  return config;
-}
-
-template <class F>
-std::optional<op_error> error_of(F&& f) {
-  try {
-    f();
-  } catch (const op_error& e) {
-    return e;
-  }
-  return std::nullopt;
 }
 
 run_options full_trace() {
