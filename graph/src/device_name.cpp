@@ -1,5 +1,7 @@
 #include "actorflow/graph/device_name.hpp"
 
+#include "actorflow/graph/text_util.hpp"
+
 #include <charconv>
 #include <climits>
 #include <vector>
@@ -149,45 +151,17 @@ std::string upper(std::string_view text) {
   return out;
 }
 
-bool is_py_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'
-         || c == '\v';
-}
-
-// Python's int(text) for base 10: surrounding whitespace, an optional sign,
-// digits with single underscores between them. Python ints are unbounded;
-// device fields are int32 in the proto, so larger values are rejected.
+// Python's int(text) for a device field; int32 in the proto.
 status py_int(std::string_view text, int& out) {
-  auto invalid = [&] {
-    return invalid_argument("invalid literal for int() with base 10: '"
-                            + std::string{text} + "'");
-  };
-  auto s = text;
-  while (!s.empty() && is_py_space(s.front()))
-    s.remove_prefix(1);
-  while (!s.empty() && is_py_space(s.back()))
-    s.remove_suffix(1);
-  bool negative = false;
-  if (!s.empty() && (s.front() == '+' || s.front() == '-')) {
-    negative = s.front() == '-';
-    s.remove_prefix(1);
-  }
-  if (s.empty() || !is_digit(s.front()) || !is_digit(s.back()))
-    return invalid();
-  std::string digits;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (is_digit(s[i]))
-      digits.push_back(s[i]);
-    else if (s[i] != '_' || s[i - 1] == '_')
-      return invalid();
-  }
-  long long value = 0;
-  auto [ptr, ec] = std::from_chars(digits.data(),
-                                   digits.data() + digits.size(), value);
-  if (ec != std::errc{} || value > INT_MAX)
+  bool out_of_range = false;
+  auto value = parse_python_int(text, out_of_range);
+  if (out_of_range)
     return invalid_argument("device field '" + std::string{text}
                             + "' is out of range");
-  out = static_cast<int>(negative ? -value : value);
+  if (!value)
+    return invalid_argument("invalid literal for int() with base 10: '"
+                            + std::string{text} + "'");
+  out = *value;
   return {};
 }
 

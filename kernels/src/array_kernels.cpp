@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "actorflow/graph/text_util.hpp"
 #include "kernels_impl.hpp"
 
 namespace actorflow::detail {
@@ -73,44 +74,6 @@ std::string format_float(T x) {
     std::snprintf(buf, sizeof(buf), "%.*g", more_digits,
                   static_cast<double>(x));
   return buf;
-}
-
-// TensorFlow's CEscape: quotes, backslashes and control characters escaped,
-// other non-printable bytes in octal.
-std::string c_escape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    switch (c) {
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '"':
-        out += "\\\"";
-        break;
-      case '\'':
-        out += "\\'";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      default:
-        if (c < 0x20 || c >= 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\%03o", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out;
 }
 
 template <class T>

@@ -1,5 +1,7 @@
 #include "actorflow/net/cluster_spec.hpp"
 
+#include "actorflow/graph/text_util.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <climits>
@@ -45,87 +47,6 @@ std::string py_repr(std::string_view text) {
   }
   out += quote;
   return out;
-}
-
-// Python protobuf's text_encoding.CEscape on the UTF-8 bytes (as_utf8 off,
-// the default of MessageToString): octal escapes for everything outside
-// printable ASCII.
-std::string c_escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    auto u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '\t':
-        out += "\\t";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\'':
-        out += "\\'";
-        break;
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      default:
-        if (u < 32 || u >= 127) {
-          char buf[5];
-          std::snprintf(buf, sizeof(buf), "\\%03o", u);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
-
-bool is_py_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'
-         || c == '\v';
-}
-
-// Python's int(key) as TF applies it to the keys of a job's dict:
-// surrounding whitespace, an optional sign, digits with single underscores
-// between them. Returns nullopt where Python raises ValueError; values
-// beyond int32 (the proto's key type) are reported separately by the
-// caller through `out_of_range`.
-std::optional<long long> py_int(std::string_view text, bool& out_of_range) {
-  out_of_range = false;
-  auto s = text;
-  while (!s.empty() && is_py_space(s.front()))
-    s.remove_prefix(1);
-  while (!s.empty() && is_py_space(s.back()))
-    s.remove_suffix(1);
-  bool negative = false;
-  if (!s.empty() && (s.front() == '+' || s.front() == '-')) {
-    negative = s.front() == '-';
-    s.remove_prefix(1);
-  }
-  auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  if (s.empty() || !digit(s.front()) || !digit(s.back()))
-    return std::nullopt;
-  std::string digits;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (digit(s[i]))
-      digits.push_back(s[i]);
-    else if (s[i] != '_' || s[i - 1] == '_')
-      return std::nullopt;
-  }
-  long long value = 0;
-  auto [ptr, ec] = std::from_chars(digits.data(),
-                                   digits.data() + digits.size(), value);
-  if (ec != std::errc{} || value > INT_MAX) {
-    out_of_range = true;
-    return std::nullopt;
-  }
-  return negative ? -value : value;
 }
 
 void check_job_name(std::string_view job) {
@@ -250,7 +171,7 @@ cluster_spec cluster_spec::from_json(std::string_view text) {
     } else if (value.is_object()) {
       for (const auto& [key, address] : value.items()) {
         bool out_of_range = false;
-        auto index = py_int(key, out_of_range);
+        auto index = parse_python_int(key, out_of_range);
         if (out_of_range)
           fail("Task index " + py_repr(key) + " in job " + py_repr(job)
                + " is out of range");
