@@ -8,6 +8,7 @@
 
 #include "actorflow/net/server.hpp"
 #include "actorflow/net/session.hpp"
+#include "common/test_util.hpp"
 
 using namespace actorflow;
 
@@ -109,4 +110,20 @@ TEST_CASE("server: a malformed node fails its run, not the server",
   CHECK(sess.run(x).num_elements() == 4);
   session other{srv.target(), session_config{}, &g};
   CHECK(other.run(x).flat<float>()[3] == 4.0f);
+}
+
+TEST_CASE("server: names fetch tensors (\"n:0\") or run operations (\"n\")",
+          "[server][session]") {
+  graph g;
+  auto as_default = g.as_default();
+  variable v{5.0f, actorflow::testing::named("v")};
+  session sess{session_config{}, &g};
+  // "init" is an operation: it runs and yields no value.
+  auto init = global_variables_initializer();
+  CHECK(init.name() == "init");
+  CHECK_FALSE(sess.run("init").valid());
+  auto out = sess.run(std::vector<fetch>{"v:0", "v/read:0", "v/Assign"});
+  CHECK(out[0].scalar_value<float>() == 5.0f);
+  CHECK(out[1].scalar_value<float>() == 5.0f);
+  CHECK_FALSE(out[2].valid());
 }

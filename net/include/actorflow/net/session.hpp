@@ -15,8 +15,8 @@ class actor_system;
 namespace actorflow {
 
 /// Something `session::run` can fetch or run: an output (its value), a
-/// variable (its current value), an operation or a name ("n:0" fetches a
-/// tensor, "n" with `as_target` runs a node).
+/// variable (its current value), an operation, or a name ("n:0" fetches a
+/// tensor, "n" runs the node).
 struct fetch {
   fetch(const output& x) : name(x.name()), g(x.owner()) {
     // nop
@@ -27,10 +27,14 @@ struct fetch {
   fetch(const operation& op) : name(op.name()), g(op.owner()), target(true) {
     // nop
   }
-  fetch(std::string tensor_name) : name(std::move(tensor_name)) {
+  /// "n:i" fetches a tensor; a bare "n" names an operation and runs it
+  /// as a target, as `sess.run("init")` does in TensorFlow.
+  fetch(std::string tensor_or_op)
+    : name(std::move(tensor_or_op)),
+      target(name.find(':') == std::string::npos) {
     // nop
   }
-  fetch(const char* tensor_name) : name(tensor_name) {
+  fetch(const char* tensor_or_op) : fetch(std::string{tensor_or_op}) {
     // nop
   }
   std::string name;
