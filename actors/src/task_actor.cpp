@@ -301,7 +301,7 @@ void start_step(task_actor* self, caf::response_promise rp,
   step.remaining = plan.parts.size();
   step.trace = req.options.trace_level > run_options::no_trace;
   step.parts = plan.parts;
-  step.outputs.resize(req.fetches.size() + req.targets.size());
+  step.outputs.resize(req.fetches.size());
   step.responses.resize(plan.parts.size());
   if (plan.parts.empty()) {
     on_step_reply(self, id, 0, {});
