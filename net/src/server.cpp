@@ -168,6 +168,10 @@ bool server::stopped() const {
   return impl_->stopped;
 }
 
+caf::actor server::task_actor() const {
+  return impl_->actor;
+}
+
 task_stats server::stats() const {
   caf::scoped_actor self{*impl_->sys};
   task_stats result;

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <thread>
 
+#include "actorflow/actors/type_ids.hpp"
+#include "actorflow/net/runtime.hpp"
 #include "actorflow/net/server.hpp"
 #include "actorflow/net/session.hpp"
 #include "common/test_util.hpp"
@@ -126,4 +128,22 @@ TEST_CASE("server: names fetch tensors (\"n:0\") or run operations (\"n\")",
   CHECK(out[0].scalar_value<float>() == 5.0f);
   CHECK(out[1].scalar_value<float>() == 5.0f);
   CHECK_FALSE(out[2].valid());
+}
+
+TEST_CASE("server: an embedding CAF actor asks the task for its stats",
+          "[server][caf]") {
+  auto srv = server::create_local_server();
+  caf::scoped_actor self{default_system()};
+  task_stats stats;
+  bool answered = false;
+  self->request(srv.task_actor(), std::chrono::seconds(5), get_stats_atom_v)
+    .receive(
+      [&](task_stats& s) {
+        stats = std::move(s);
+        answered = true;
+      },
+      [&](caf::error&) {});
+  REQUIRE(answered);
+  CHECK(stats.task == "/job:local/replica:0/task:0");
+  CHECK(stats.messages_handled >= 1);
 }

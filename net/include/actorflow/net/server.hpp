@@ -7,6 +7,7 @@
 #include "actorflow/net/cluster_spec.hpp"
 
 namespace caf {
+class actor;
 class actor_system;
 } // namespace caf
 
@@ -64,6 +65,11 @@ public:
   /// The task's counters (messages, bytes, mailbox, steps); blocks at most
   /// a few seconds; Unavailable on timeout.
   task_stats stats() const;
+
+  /// The task actor itself, for an embedding CAF application: it answers
+  /// `(get_stats_atom) -> task_stats` like any other message of the
+  /// `actorflow` type ID block (actors/type_ids.hpp).
+  caf::actor task_actor() const;
 
 private:
   struct impl;
