@@ -56,13 +56,13 @@ struct node_plan {
   /// as TF's kernels do.
   std::shared_ptr<rng_cell> rng;
   /// VariableV2: the variable's actor, looked up once.
-  caf::actor var;
+  variable_actor var;
   std::string rendezvous_key;
 };
 
 struct step_state {
   int64_t id = 0;
-  caf::response_promise rp;
+  caf::typed_response_promise<run_graph_response> rp;
   std::vector<int> pending;
   std::vector<std::vector<tensor>> outs;
   std::vector<int> ready;
@@ -70,7 +70,7 @@ struct step_state {
   size_t in_flight = 0;
   bool trace = false;
   std::unordered_map<int64_t, tensor> feeds;
-  std::unordered_map<std::string, caf::actor> peers;
+  std::unordered_map<std::string, executor_actor> peers;
   /// Recv nodes waiting for their tensor, by rendezvous key.
   std::unordered_map<std::string, int> waiting;
   /// Tensors that arrived before their Recv ran.
@@ -84,7 +84,7 @@ struct executor_state {
   std::vector<node_plan> nodes;
   std::string device;
   std::string default_container;
-  caf::actor task;
+  task_actor task;
   std::shared_ptr<task_counters> counters;
   std::unordered_map<int64_t, step_state> steps;
   /// Tensors for steps that have not started here yet.
@@ -102,7 +102,7 @@ struct executor_state {
   static inline const char* name = "actorflow.executor";
 };
 
-using executor_actor = caf::stateful_actor<executor_state>;
+using executor_self = executor_actor::stateful_pointer<executor_state>;
 
 void mark_finished(executor_state& st, int64_t step) {
   st.early.erase(step);
@@ -117,7 +117,7 @@ void mark_finished(executor_state& st, int64_t step) {
   }
 }
 
-void fail_step(executor_actor* self, int64_t id, status err) {
+void fail_step(executor_self self, int64_t id, status err) {
   auto& st = self->state;
   auto i = st.steps.find(id);
   if (i == st.steps.end())
@@ -130,7 +130,7 @@ void fail_step(executor_actor* self, int64_t id, status err) {
   mark_finished(st, id);
 }
 
-void finish_if_done(executor_actor* self, step_state& step) {
+void finish_if_done(executor_self self, step_state& step) {
   if (step.remaining > 0 || step.in_flight > 0)
     return;
   auto id = step.id;
@@ -140,9 +140,9 @@ void finish_if_done(executor_actor* self, step_state& step) {
   self->state.counters->steps.fetch_add(1, std::memory_order_relaxed);
 }
 
-void drive(executor_actor* self, int64_t id);
+void drive(executor_self self, int64_t id);
 
-void complete_node(executor_actor* self, step_state& step, int i,
+void complete_node(executor_self self, step_state& step, int i,
                    std::vector<tensor> outputs) {
   auto& plan = self->state.nodes[static_cast<size_t>(i)];
   step.outs[static_cast<size_t>(i)] = std::move(outputs);
@@ -160,7 +160,7 @@ void complete_node(executor_actor* self, step_state& step, int i,
 }
 
 // Continues a step after an asynchronous part of node `i` finished.
-void resume(executor_actor* self, int64_t id, int i, status st,
+void resume(executor_self self, int64_t id, int i, status st,
             std::vector<tensor> outputs) {
   auto s = self->state.steps.find(id);
   if (s == self->state.steps.end())
@@ -179,7 +179,7 @@ void resume(executor_actor* self, int64_t id, int i, status st,
 }
 
 template <class... Ts>
-void request_async(executor_actor* self, const caf::actor& dest, int64_t id,
+void request_async(executor_self self, const variable_actor& dest, int64_t id,
                    int i, Ts&&... xs) {
   ++self->state.steps.at(id).in_flight;
   self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
@@ -196,7 +196,7 @@ void request_async(executor_actor* self, const caf::actor& dest, int64_t id,
 }
 
 // Runs node `i` once the values of its ref inputs are known.
-void compute_unchecked(executor_actor* self, step_state& step, int i,
+void compute_unchecked(executor_self self, step_state& step, int i,
                        std::vector<tensor> inputs) {
   auto& st = self->state;
   auto& plan = st.nodes[static_cast<size_t>(i)];
@@ -294,7 +294,7 @@ void compute_unchecked(executor_actor* self, step_state& step, int i,
       ->request(st.task, caf::infinite, get_variable_atom_v, container, name,
                 static_cast<int32_t>(type), shape_bytes)
       .then(
-        [self, id, i](status& err, caf::actor& var) {
+        [self, id, i](status& err, variable_actor& var) {
           if (err.ok())
             self->state.nodes[static_cast<size_t>(i)].var = var;
           resume(self, id, i, std::move(err), {tensor{}});
@@ -346,7 +346,7 @@ void compute_unchecked(executor_actor* self, step_state& step, int i,
 
 // compute_unchecked, with a malformed node (an attribute of the wrong
 // kind, say) failing the step instead of the executor.
-void compute(executor_actor* self, step_state& step, int i,
+void compute(executor_self self, step_state& step, int i,
              std::vector<tensor> inputs) {
   auto id = step.id;
   try {
@@ -363,7 +363,7 @@ void compute(executor_actor* self, step_state& step, int i,
 
 // Starts node `i`: gathers its inputs, reading refs first if it needs
 // values.
-void start_node(executor_actor* self, step_state& step, int i) {
+void start_node(executor_self self, step_state& step, int i) {
   auto& st = self->state;
   auto& plan = st.nodes[static_cast<size_t>(i)];
   if (step.trace && !is_plumbing(plan.def.op)) {
@@ -377,7 +377,7 @@ void start_node(executor_actor* self, step_state& step, int i) {
   }
   std::vector<tensor> inputs;
   inputs.reserve(plan.inputs.size());
-  std::vector<std::pair<size_t, caf::actor>> reads;
+  std::vector<std::pair<size_t, variable_actor>> reads;
   for (auto [producer, index] : plan.inputs) {
     auto& p = st.nodes[static_cast<size_t>(producer)];
     if (p.ref_output && !plan.ref_consumer) {
@@ -442,7 +442,7 @@ void start_node(executor_actor* self, step_state& step, int i) {
 
 // A tensor for `key` in step `id` arrived: completes its Recv, or keeps it
 // until the Recv (or the step) starts here.
-void deliver(executor_actor* self, int64_t id, std::string key,
+void deliver(executor_self self, int64_t id, std::string key,
              tensor value) {
   auto& st = self->state;
   st.counters->bytes_in.fetch_add(value.byte_size(),
@@ -472,7 +472,7 @@ void deliver(executor_actor* self, int64_t id, std::string key,
   resume(self, id, i, {}, {std::move(value)});
 }
 
-void drive(executor_actor* self, int64_t id) {
+void drive(executor_self self, int64_t id) {
   for (;;) {
     auto s = self->state.steps.find(id);
     if (s == self->state.steps.end())
@@ -488,7 +488,7 @@ void drive(executor_actor* self, int64_t id) {
   }
 }
 
-caf::behavior executor(executor_actor* self, caf::actor task,
+executor_actor::behavior_type executor(executor_self self, task_actor task,
                        graph_def partition, std::string device,
                        std::string default_container,
                        std::shared_ptr<task_counters> counters, rng_map rngs) {
@@ -530,7 +530,7 @@ caf::behavior executor(executor_actor* self, caf::actor task,
            std::vector<caf::actor>& peers) {
       auto& st = self->state;
       auto id = req.step_id;
-      auto rp = self->make_response_promise();
+      auto rp = self->make_response_promise<run_graph_response>();
       if (st.finished.count(id) > 0 || st.steps.count(id) > 0) {
         // Aborted before it started here, or a duplicate.
         run_graph_response resp;
@@ -549,7 +549,8 @@ caf::behavior executor(executor_actor* self, caf::actor task,
         step.feeds.emplace(k, std::move(v));
       }
       for (size_t p = 0; p < peers.size() && p < req.peer_devices.size(); ++p)
-        step.peers.emplace(req.peer_devices[p], std::move(peers[p]));
+        step.peers.emplace(req.peer_devices[p],
+                           caf::actor_cast<executor_actor>(peers[p]));
       if (auto e = st.early.find(id); e != st.early.end()) {
         step.arrived = std::move(e->second);
         st.early.erase(e);
@@ -613,7 +614,7 @@ caf::behavior executor(executor_actor* self, caf::actor task,
 
 } // namespace
 
-caf::actor spawn_executor(caf::actor_system& sys, caf::actor task,
+executor_actor spawn_executor(caf::actor_system& sys, task_actor task,
                           graph_def partition, std::string device,
                           std::string default_container,
                           std::shared_ptr<task_counters> counters,

@@ -12,6 +12,7 @@
 #include <caf/all.hpp>
 
 #include "actorflow/actors/messages.hpp"
+#include "actorflow/actors/type_ids.hpp"
 #include "actorflow/graph/graph_def.hpp"
 
 namespace actorflow {
@@ -48,14 +49,14 @@ bool is_random_op(const std::string& op);
 /// (read) -> (status, tensor); (assign, tensor, bool validate_shape),
 /// (assign_add | assign_sub, tensor) -> (status, tensor);
 /// (is_init) -> bool.
-caf::actor spawn_variable(caf::actor_system& sys, std::string name,
-                          dtype type, tensor_shape shape);
+variable_actor spawn_variable(caf::actor_system& sys, std::string name,
+                              dtype type, tensor_shape shape);
 
 /// Runs one registered partition. `task` is its task actor (resource
 /// lookups), `rngs` the generators of its random ops; messages: (run_graph, run_graph_request, vector<actor> peers)
 /// -> run_graph_response; (recv_tensor, int64 step, string key, tensor);
 /// (abort_step, int64 step, status).
-caf::actor spawn_executor(caf::actor_system& sys, caf::actor task,
+executor_actor spawn_executor(caf::actor_system& sys, task_actor task,
                           graph_def partition, std::string device,
                           std::string default_container,
                           std::shared_ptr<task_counters> counters,

@@ -27,7 +27,7 @@ namespace {
 /// A registered partition of a cached plan.
 struct plan_part {
   std::string device;
-  caf::actor executor;
+  executor_actor executor;
   /// Feed positions this partition's `_Arg` nodes read.
   std::vector<int64_t> feeds;
 };
@@ -45,12 +45,14 @@ struct master_session {
   std::unordered_map<std::string, step_plan> plans;
   /// Every executor registered for this session, on any task; ended when
   /// the session closes (TF's DeregisterGraph).
-  std::vector<caf::actor> executors;
+  std::vector<executor_actor> executors;
 };
 
 /// Fan-in state of one step on the master.
+using step_promise = caf::typed_response_promise<run_step_response>;
+
 struct master_step {
-  caf::response_promise rp;
+  step_promise rp;
   size_t remaining = 0;
   bool done = false;
   bool trace = false;
@@ -59,19 +61,19 @@ struct master_step {
   std::vector<run_graph_response> responses;
 };
 
-using peer_callback = std::function<void(status, caf::actor)>;
+using peer_callback = std::function<void(status, task_actor)>;
 
 struct task_state {
   task_options opts;
   std::string task_prefix; // "/job:J/replica:0/task:T"
   std::string device;      // task_prefix + "/device:CPU:0"
-  std::map<std::pair<std::string, std::string>, caf::actor> variables;
+  std::map<std::pair<std::string, std::string>, variable_actor> variables;
   std::unordered_map<std::string, master_session> sessions;
-  std::vector<caf::actor> executors;
+  std::vector<executor_actor> executors;
   /// Random generators per (session, node), shared by that session's
   /// executors on this task; gone with the last of them.
   std::map<std::pair<std::string, std::string>, std::weak_ptr<rng_cell>> rngs;
-  std::unordered_map<std::string, caf::actor> peers;
+  std::unordered_map<std::string, task_actor> peers;
   std::unordered_map<std::string, std::vector<peer_callback>> connecting;
   std::unordered_map<int64_t, master_step> steps;
   std::shared_ptr<task_counters> counters = std::make_shared<task_counters>();
@@ -81,7 +83,7 @@ struct task_state {
   static inline const char* name = "actorflow.task";
 };
 
-using task_actor = caf::stateful_actor<task_state>;
+using task_self = task_actor::stateful_pointer<task_state>;
 
 bool valid_container(const std::string& c) {
   static const std::regex re{"[A-Za-z0-9.][A-Za-z0-9_.\\-/]*"};
@@ -136,7 +138,7 @@ status check_feeds(const graph_def& g, const run_step_request& req) {
   return {};
 }
 
-void deliver_error(caf::response_promise& rp, status err) {
+void deliver_error(step_promise& rp, status err) {
   run_step_response resp;
   resp.result = std::move(err);
   rp.deliver(std::move(resp));
@@ -144,14 +146,14 @@ void deliver_error(caf::response_promise& rp, status err) {
 
 // -- directory of remote tasks -----------------------------------------------
 
-void connect_peer(task_actor* self, const std::string& task,
+void connect_peer(task_self self, const std::string& task,
                   caf::actor_clock::time_point deadline, int attempt);
 
-void resolve_peer(task_actor* self, const std::string& task,
+void resolve_peer(task_self self, const std::string& task,
                   caf::actor_clock::time_point deadline, peer_callback k) {
   auto& st = self->state;
   if (task == st.task_prefix) {
-    k({}, caf::actor_cast<caf::actor>(self));
+    k({}, caf::actor_cast<task_actor>(self));
     return;
   }
   if (auto i = st.peers.find(task); i != st.peers.end()) {
@@ -164,8 +166,8 @@ void resolve_peer(task_actor* self, const std::string& task,
     connect_peer(self, task, deadline, 0);
 }
 
-void finish_connect(task_actor* self, const std::string& task, status err,
-                    caf::actor peer) {
+void finish_connect(task_self self, const std::string& task, status err,
+                    task_actor peer) {
   auto i = self->state.connecting.find(task);
   if (i == self->state.connecting.end())
     return;
@@ -175,7 +177,7 @@ void finish_connect(task_actor* self, const std::string& task, status err,
     k(err, peer);
 }
 
-void connect_peer(task_actor* self, const std::string& task,
+void connect_peer(task_self self, const std::string& task,
                   caf::actor_clock::time_point deadline, int attempt) {
   auto& st = self->state;
   auto a = st.opts.cluster.find(task);
@@ -203,7 +205,7 @@ void connect_peer(task_actor* self, const std::string& task,
     .then(
       [self, task](const caf::node_id&, caf::strong_actor_ptr& ptr,
                    const std::set<std::string>&) {
-        auto peer = caf::actor_cast<caf::actor>(ptr);
+        auto peer = caf::actor_cast<task_actor>(ptr);
         if (!peer) {
           finish_connect(self, task,
                          {error_code::unavailable,
@@ -245,11 +247,11 @@ std::vector<std::string> cluster_devices(const task_state& st) {
   return devices;
 }
 
-void start_step(task_actor* self, caf::response_promise rp,
+void start_step(task_self self, step_promise rp,
                 const step_plan& plan, run_step_request& req,
                 int64_t timeout_ms);
 
-void on_step_reply(task_actor* self, int64_t id, size_t part,
+void on_step_reply(task_self self, int64_t id, size_t part,
                    run_graph_response resp) {
   auto& st = self->state;
   auto i = st.steps.find(id);
@@ -291,7 +293,7 @@ void on_step_reply(task_actor* self, int64_t id, size_t part,
   st.counters->steps.fetch_add(1, std::memory_order_relaxed);
 }
 
-void start_step(task_actor* self, caf::response_promise rp,
+void start_step(task_self self, step_promise rp,
                 const step_plan& plan, run_step_request& req,
                 int64_t timeout_ms) {
   auto& st = self->state;
@@ -338,7 +340,7 @@ void start_step(task_actor* self, caf::response_promise rp,
 }
 
 // Builds, registers and caches the plan of a signature, then runs the step.
-void plan_and_run(task_actor* self, caf::response_promise rp,
+void plan_and_run(task_self self, step_promise rp,
                   std::string handle, run_step_request req,
                   int64_t timeout_ms) {
   auto& st = self->state;
@@ -400,7 +402,7 @@ void plan_and_run(task_actor* self, caf::response_promise rp,
                 + std::to_string(parsed.task.value_or(0));
     auto on_registered = [self, rp, handle, plan, left, failed, p, shared_req,
                           timeout_ms, dev](status err,
-                                           caf::actor exec) mutable {
+                                           executor_actor exec) mutable {
       if (*failed)
         return;
       if (!err.ok()) {
@@ -408,7 +410,7 @@ void plan_and_run(task_actor* self, caf::response_promise rp,
         return deliver_error(rp, err);
       }
       plan->parts[p].executor = exec;
-      plan->peers[p] = exec;
+      plan->peers[p] = caf::actor_cast<caf::actor>(exec);
       auto s = self->state.sessions.find(handle);
       if (s == self->state.sessions.end()) {
         // Closed meanwhile: nothing will run this partition.
@@ -429,14 +431,14 @@ void plan_and_run(task_actor* self, caf::response_promise rp,
     resolve_peer(
       self, task, deadline,
       [self, bytes, dev, handle,
-       on_registered](status err, caf::actor peer) mutable {
+       on_registered](status err, task_actor peer) mutable {
         if (!err.ok())
           return on_registered(err, {});
         self
           ->request(peer, std::chrono::seconds(30), register_graph_atom_v,
                     bytes, dev, handle)
           .then(
-            [on_registered](status& err, caf::actor& exec) mutable {
+            [on_registered](status& err, executor_actor& exec) mutable {
               on_registered(err, exec);
             },
             [self, on_registered, dev](caf::error& err) mutable {
@@ -449,7 +451,7 @@ void plan_and_run(task_actor* self, caf::response_promise rp,
 // A remote task went away: its steps fail now (not at their deadline)
 // with Unavailable, and plans that use it are dropped so that the next run
 // registers again (with a restarted task, if there is one).
-void lost_task(task_actor* self, const std::string& task,
+void lost_task(task_self self, const std::string& task,
                const std::string& reason) {
   auto& st = self->state;
   auto on_task = [&](const std::string& device) {
@@ -479,7 +481,7 @@ void lost_task(task_actor* self, const std::string& task,
     }
 }
 
-caf::behavior task(task_actor* self, task_options opts) {
+task_actor::behavior_type task(task_self self, task_options opts) {
   auto& st = self->state;
   st.opts = std::move(opts);
   st.task_prefix = "/job:" + st.opts.job
@@ -501,7 +503,7 @@ caf::behavior task(task_actor* self, task_options opts) {
       }
     auto& xs = st.executors;
     xs.erase(std::remove_if(xs.begin(), xs.end(),
-                            [&](const caf::actor& x) {
+                            [&](const executor_actor& x) {
                               return x.address() == dm.source;
                             }),
              xs.end());
@@ -543,7 +545,7 @@ caf::behavior task(task_actor* self, task_options opts) {
     [self, count](run_step_atom, run_step_request& req) {
       count();
       auto& st = self->state;
-      auto rp = self->make_response_promise();
+      auto rp = self->make_response_promise<run_step_response>();
       auto s = st.sessions.find(req.session_handle);
       if (s == st.sessions.end()) {
         deliver_error(rp, {error_code::aborted, "Session "
@@ -601,16 +603,17 @@ caf::behavior task(task_actor* self, task_options opts) {
     },
     // -- worker service -------------------------------------------------------
     [self, count](register_graph_atom, const std::string& bytes,
-                  const std::string& device, const std::string& session) {
+                  const std::string& device, const std::string& session)
+      -> caf::result<status, executor_actor> {
       count();
       auto& st = self->state;
       graph_def g;
       if (auto err = from_bytes(bytes, g); !err.ok())
-        return caf::make_message(err, caf::actor{});
+        return {err, executor_actor{}};
       if (device != st.device)
-        return caf::make_message(
-          invalid_argument("partition for " + device + " sent to " + st.device),
-          caf::actor{});
+        return {invalid_argument("partition for " + device + " sent to "
+                                 + st.device),
+                executor_actor{}};
       rng_map rngs;
       for (auto& n : g.nodes) {
         if (!is_random_op(n.op))
@@ -626,23 +629,23 @@ caf::behavior task(task_actor* self, task_options opts) {
       for (auto i = st.rngs.begin(); i != st.rngs.end();)
         i = i->second.expired() ? st.rngs.erase(i) : std::next(i);
       auto exec = spawn_executor(self->system(),
-                                 caf::actor_cast<caf::actor>(self),
+                                 caf::actor_cast<task_actor>(self),
                                  std::move(g), device, st.opts.job,
                                  st.counters, std::move(rngs));
       self->monitor(exec);
       st.executors.push_back(exec);
-      return caf::make_message(status{}, exec);
+      return {status{}, exec};
     },
     [self, count](get_variable_atom, const std::string& container,
                   const std::string& name, int32_t type,
-                  const std::string& shape_bytes) {
+                  const std::string& shape_bytes)
+      -> caf::result<status, variable_actor> {
       count();
       auto& st = self->state;
       if (!valid_container(container))
-        return caf::make_message(
-          invalid_argument("container contains invalid characters: "
-                           + container),
-          caf::actor{});
+        return {invalid_argument("container contains invalid characters: "
+                                 + container),
+                variable_actor{}};
       auto key = std::make_pair(container, name);
       auto i = st.variables.find(key);
       if (i == st.variables.end()) {
@@ -653,7 +656,7 @@ caf::behavior task(task_actor* self, task_options opts) {
                                   static_cast<dtype>(type), shape);
         i = st.variables.emplace(key, var).first;
       }
-      return caf::make_message(status{}, i->second);
+      return {status{}, i->second};
     },
     [self, count](get_stats_atom) {
       count();
@@ -682,7 +685,7 @@ caf::behavior task(task_actor* self, task_options opts) {
 } // namespace
 
 caf::actor spawn_task(caf::actor_system& sys, task_options opts) {
-  return sys.spawn(task, std::move(opts));
+  return caf::actor_cast<caf::actor>(sys.spawn(task, std::move(opts)));
 }
 
 } // namespace actorflow

@@ -68,9 +68,9 @@ status add_into(variable_state& st, const tensor& delta, int sign) {
   return {};
 }
 
-caf::behavior variable_actor(caf::stateful_actor<variable_state>* self,
-                             std::string name, dtype type,
-                             tensor_shape shape) {
+variable_actor::behavior_type
+variable(variable_actor::stateful_pointer<variable_state> self,
+         std::string name, dtype type, tensor_shape shape) {
   self->state.name = std::move(name);
   self->state.type = type;
   self->state.shape = std::move(shape);
@@ -111,9 +111,9 @@ caf::behavior variable_actor(caf::stateful_actor<variable_state>* self,
 
 } // namespace
 
-caf::actor spawn_variable(caf::actor_system& sys, std::string name,
-                          dtype type, tensor_shape shape) {
-  return sys.spawn(variable_actor, std::move(name), type, std::move(shape));
+variable_actor spawn_variable(caf::actor_system& sys, std::string name,
+                              dtype type, tensor_shape shape) {
+  return sys.spawn(variable, std::move(name), type, std::move(shape));
 }
 
 } // namespace actorflow

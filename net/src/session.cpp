@@ -17,7 +17,7 @@ struct session::impl {
   caf::actor_system* sys = nullptr;
   graph* g = nullptr;
   session_config config;
-  caf::actor master;
+  task_actor master;
   /// Set for a private in-process engine, which this session owns.
   bool owns_master = false;
   std::string target;
@@ -37,7 +37,7 @@ std::chrono::milliseconds connect_timeout(const session_config& config) {
 
 // Opens the master session; returns its handle.
 std::string create_master_session(caf::actor_system& sys,
-                                  const caf::actor& master,
+                                  const task_actor& master,
                                   const session_config& config,
                                   const std::string& what) {
   caf::scoped_actor self{sys};
@@ -61,7 +61,7 @@ std::string create_master_session(caf::actor_system& sys,
 // in a short-lived actor that monitors the master, so a master that dies
 // or whose process is lost ends the wait with Unavailable instead of
 // leaving the caller blocked.
-void call_master(caf::actor_system& sys, const caf::actor& master,
+void call_master(caf::actor_system& sys, const task_actor& master,
                  caf::duration wait, run_step_request req,
                  const std::string& what, run_step_response& resp,
                  status& transport) {
@@ -103,7 +103,7 @@ session::session(session_config config, graph* g)
   opts.job = "localhost";
   opts.task = 0;
   opts.cluster["/job:localhost/replica:0/task:0"] = "";
-  impl_->master = spawn_task(*impl_->sys, opts);
+  impl_->master = caf::actor_cast<task_actor>(spawn_task(*impl_->sys, opts));
   impl_->owns_master = true;
   impl_->target = "";
   impl_->handle = create_master_session(*impl_->sys, impl_->master, config,
@@ -138,7 +138,7 @@ session::session(caf::actor_system& sys, const std::string& target,
     .receive(
       [&](const caf::node_id&, caf::strong_actor_ptr& ptr,
           const std::set<std::string>&) {
-        impl_->master = caf::actor_cast<caf::actor>(ptr);
+        impl_->master = caf::actor_cast<task_actor>(ptr);
         if (!impl_->master)
           err = {error_code::unavailable,
                  "No master published at " + std::string{address}};

@@ -116,6 +116,71 @@ void add_types_impl(caf::actor_system_config& cfg);
 /// actorflow::add_options in net/runtime.hpp).
 void add_options_impl(caf::actor_system_config& cfg);
 
+// -- atoms and the typed interfaces of the runtime's actors ----------------
+
+using create_session_atom = caf::atom_constant<caf::atom("new_sess")>;
+inline constexpr create_session_atom create_session_atom_v = create_session_atom{};
+using close_session_atom = caf::atom_constant<caf::atom("close_sess")>;
+inline constexpr close_session_atom close_session_atom_v = close_session_atom{};
+using run_step_atom = caf::atom_constant<caf::atom("run_step")>;
+inline constexpr run_step_atom run_step_atom_v = run_step_atom{};
+using register_graph_atom = caf::atom_constant<caf::atom("reg_graph")>;
+inline constexpr register_graph_atom register_graph_atom_v = register_graph_atom{};
+using run_graph_atom = caf::atom_constant<caf::atom("run_graph")>;
+inline constexpr run_graph_atom run_graph_atom_v = run_graph_atom{};
+using abort_step_atom = caf::atom_constant<caf::atom("abort_step")>;
+inline constexpr abort_step_atom abort_step_atom_v = abort_step_atom{};
+using recv_tensor_atom = caf::atom_constant<caf::atom("recv_tens")>;
+inline constexpr recv_tensor_atom recv_tensor_atom_v = recv_tensor_atom{};
+using get_variable_atom = caf::atom_constant<caf::atom("get_var")>;
+inline constexpr get_variable_atom get_variable_atom_v = get_variable_atom{};
+using read_atom = caf::atom_constant<caf::atom("read")>;
+inline constexpr read_atom read_atom_v = read_atom{};
+using assign_atom = caf::atom_constant<caf::atom("assign")>;
+inline constexpr assign_atom assign_atom_v = assign_atom{};
+using assign_add_atom = caf::atom_constant<caf::atom("assign_add")>;
+inline constexpr assign_add_atom assign_add_atom_v = assign_add_atom{};
+using assign_sub_atom = caf::atom_constant<caf::atom("assign_sub")>;
+inline constexpr assign_sub_atom assign_sub_atom_v = assign_sub_atom{};
+using is_initialized_atom = caf::atom_constant<caf::atom("is_init")>;
+inline constexpr is_initialized_atom is_initialized_atom_v = is_initialized_atom{};
+using get_stats_atom = caf::atom_constant<caf::atom("get_stats")>;
+inline constexpr get_stats_atom get_stats_atom_v = get_stats_atom{};
+
+/// A variable (one tensor in a container of its task).
+using variable_actor = caf::typed_actor<
+  caf::replies_to<read_atom>::with<status, tensor>,
+  caf::replies_to<assign_atom, tensor, bool>::with<status, tensor>,
+  caf::replies_to<assign_add_atom, tensor>::with<status, tensor>,
+  caf::replies_to<assign_sub_atom, tensor>::with<status, tensor>,
+  caf::replies_to<is_initialized_atom>::with<bool>>;
+
+/// The executor of one registered partition. `run_graph` carries the
+/// executors of the step's other partitions (untyped: the interface cannot
+/// name itself); `recv_tensor` delivers a tensor whole, or one chunk of it
+/// (total size, offset, bytes).
+using executor_actor = caf::typed_actor<
+  caf::replies_to<run_graph_atom, run_graph_request,
+                  std::vector<caf::actor>>::with<run_graph_response>,
+  caf::reacts_to<recv_tensor_atom, int64_t, std::string, tensor>,
+  caf::reacts_to<recv_tensor_atom, int64_t, std::string, uint64_t, uint64_t,
+                 std::string>,
+  caf::reacts_to<abort_step_atom, int64_t, status>>;
+
+/// A task: master service (sessions and steps), worker service (partition
+/// registration), resource manager (variables) and its counters. The
+/// connect message is its own retry timer for reaching other tasks.
+using task_actor = caf::typed_actor<
+  caf::replies_to<create_session_atom, session_config>::with<std::string>,
+  caf::replies_to<close_session_atom, std::string>::with<status>,
+  caf::replies_to<run_step_atom, run_step_request>::with<run_step_response>,
+  caf::replies_to<register_graph_atom, std::string, std::string,
+                  std::string>::with<status, executor_actor>,
+  caf::replies_to<get_variable_atom, std::string, std::string, int32_t,
+                  std::string>::with<status, variable_actor>,
+  caf::replies_to<get_stats_atom>::with<task_stats>,
+  caf::reacts_to<caf::connect_atom, std::string, int64_t, int>>;
+
 /// caf::error <-> status. Errors of other categories map to TensorFlow
 /// codes: request timeouts to DeadlineExceeded, lost peers to
 /// Unavailable, everything else to Internal; `what` names the peer.
@@ -135,20 +200,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(actorflow, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(actorflow, (actorflow::run_graph_response))
   CAF_ADD_TYPE_ID(actorflow, (actorflow::task_stats))
   CAF_ADD_TYPE_ID(actorflow, (std::vector<std::pair<int64_t, actorflow::tensor>>))
-
-  CAF_ADD_ATOM(actorflow, actorflow, create_session_atom, "new_sess")
-  CAF_ADD_ATOM(actorflow, actorflow, close_session_atom, "close_sess")
-  CAF_ADD_ATOM(actorflow, actorflow, run_step_atom, "run_step")
-  CAF_ADD_ATOM(actorflow, actorflow, register_graph_atom, "reg_graph")
-  CAF_ADD_ATOM(actorflow, actorflow, run_graph_atom, "run_graph")
-  CAF_ADD_ATOM(actorflow, actorflow, abort_step_atom, "abort_step")
-  CAF_ADD_ATOM(actorflow, actorflow, recv_tensor_atom, "recv_tens")
-  CAF_ADD_ATOM(actorflow, actorflow, get_variable_atom, "get_var")
-  CAF_ADD_ATOM(actorflow, actorflow, read_atom, "read")
-  CAF_ADD_ATOM(actorflow, actorflow, assign_atom, "assign")
-  CAF_ADD_ATOM(actorflow, actorflow, assign_add_atom, "assign_add")
-  CAF_ADD_ATOM(actorflow, actorflow, assign_sub_atom, "assign_sub")
-  CAF_ADD_ATOM(actorflow, actorflow, is_initialized_atom, "is_init")
-  CAF_ADD_ATOM(actorflow, actorflow, get_stats_atom, "get_stats")
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::variable_actor))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::executor_actor))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::task_actor))
 
 CAF_END_TYPE_ID_BLOCK(actorflow)
