@@ -295,8 +295,11 @@ void compute_unchecked(executor_self self, step_state& step, int i,
                 static_cast<int32_t>(type), shape_bytes)
       .then(
         [self, id, i](status& err, variable_actor& var) {
-          if (err.ok())
+          if (err.ok()) {
             self->state.nodes[static_cast<size_t>(i)].var = var;
+            // A reset container ends the variable: look it up again then.
+            self->monitor(var);
+          }
           resume(self, id, i, std::move(err), {tensor{}});
         },
         [self, id, i](caf::error& err) {
@@ -511,6 +514,11 @@ executor_actor::behavior_type executor(executor_self self, task_actor task,
       plan.rng = r != rngs.end() ? r->second : make_rng(plan.def);
     }
   }
+  self->set_down_handler([self](caf::down_msg& dm) {
+    for (auto& plan : self->state.nodes)
+      if (plan.var && plan.var.address() == dm.source)
+        plan.var = nullptr;
+  });
   for (size_t i = 0; i < st.nodes.size(); ++i) {
     auto& plan = st.nodes[i];
     for (auto& in : plan.def.inputs) {

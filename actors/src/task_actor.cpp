@@ -6,6 +6,7 @@
 #include <iostream>
 #include <random>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -448,6 +449,33 @@ void plan_and_run(task_self self, step_promise rp,
   }
 }
 
+// Ends every session of this master: their executors on every task go,
+// and their handles answer Aborted from now on.
+void close_all_sessions(task_self self) {
+  for (auto& [handle, sess] : self->state.sessions)
+    for (auto& exec : sess.executors)
+      self->send_exit(exec, caf::exit_reason::user_shutdown);
+  self->state.sessions.clear();
+}
+
+// Frees the variables of `containers` on this task (the job-named default
+// container when the list is empty, as TF's ClearContainers). A missing
+// container is fine.
+void clear_containers(task_self self, std::vector<std::string> containers) {
+  auto& st = self->state;
+  if (containers.empty())
+    containers.push_back(st.opts.job);
+  std::set<std::string> doomed(containers.begin(), containers.end());
+  for (auto i = st.variables.begin(); i != st.variables.end();) {
+    if (doomed.count(i->first.first) > 0) {
+      self->send_exit(i->second, caf::exit_reason::user_shutdown);
+      i = st.variables.erase(i);
+    } else {
+      ++i;
+    }
+  }
+}
+
 // A remote task went away: its steps fail now (not at their deadline)
 // with Unavailable, and plans that use it are dropped so that the next run
 // registers again (with a restarted task, if there is one).
@@ -672,6 +700,44 @@ task_actor::behavior_type task(task_self self, task_options opts) {
       s.variables = st.variables.size();
       s.partitions = st.executors.size();
       return s;
+    },
+    [self, count](reset_atom, std::vector<std::string>& containers) {
+      count();
+      auto rp = self->make_response_promise<status>();
+      close_all_sessions(self);
+      // Clear the containers on every task of the cluster, this one
+      // included; the reply carries the first failure.
+      auto& cluster = self->state.opts.cluster;
+      auto left = std::make_shared<size_t>(cluster.size());
+      auto first_error = std::make_shared<status>();
+      auto done = [rp, left, first_error](status st) mutable {
+        if (!st.ok() && first_error->ok())
+          *first_error = st;
+        if (--*left == 0)
+          rp.deliver(*first_error);
+      };
+      auto deadline = self->clock().now() + std::chrono::seconds(10);
+      for (auto& [task, address] : cluster) {
+        resolve_peer(self, task, deadline,
+                     [self, containers, done, task = task](
+                       status err, task_actor peer) mutable {
+                       if (!err.ok())
+                         return done(err);
+                       self
+                         ->request(peer, std::chrono::seconds(10),
+                                   cleanup_atom_v, containers)
+                         .then([done](status& st) mutable { done(st); },
+                               [done, task](caf::error& e) mutable {
+                                 done(to_status(e, task));
+                               });
+                     });
+      }
+      return rp;
+    },
+    [self, count](cleanup_atom, std::vector<std::string>& containers) {
+      count();
+      clear_containers(self, std::move(containers));
+      return status{};
     },
     [self](caf::connect_atom, const std::string& task, int64_t deadline_ns,
            int attempt) {

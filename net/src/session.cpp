@@ -35,6 +35,40 @@ std::chrono::milliseconds connect_timeout(const session_config& config) {
                                        : 10000);
 }
 
+// Finds the master published at `target`, with a deadline.
+task_actor connect_master(caf::actor_system& sys, const std::string& target,
+                          const session_config& config) {
+  auto address = strip_scheme(target);
+  auto parsed = parse_address(address);
+  if (!parsed)
+    throw op_error(error_code::invalid_argument,
+                   "Malformed session target \"" + target
+                     + "\": expected caf://host:port or grpc://host:port");
+  // Through the middleman actor, so that the wait has a deadline.
+  caf::scoped_actor self{sys};
+  status err;
+  task_actor master;
+  auto mm = sys.middleman().actor_handle();
+  self
+    ->request(mm, connect_timeout(config), caf::connect_atom::value,
+              parsed->host, parsed->port)
+    .receive(
+      [&](const caf::node_id&, caf::strong_actor_ptr& ptr,
+          const std::set<std::string>&) {
+        master = caf::actor_cast<task_actor>(ptr);
+        if (!master)
+          err = {error_code::unavailable,
+                 "No master published at " + std::string{address}};
+      },
+      [&](caf::error& e) {
+        err = {error_code::unavailable,
+               "Could not connect to master at " + std::string{address} + ": "
+                 + sys.render(e)};
+      });
+  throw_if_error(err);
+  return master;
+}
+
 // Opens the master session; returns its handle.
 std::string create_master_session(caf::actor_system& sys,
                                   const task_actor& master,
@@ -122,35 +156,9 @@ session::session(caf::actor_system& sys, const std::string& target,
   impl_->g = g != nullptr ? g : &default_graph();
   impl_->config = config;
   impl_->target = target;
-  auto address = strip_scheme(target);
-  auto parsed = parse_address(address);
-  if (!parsed)
-    throw op_error(error_code::invalid_argument,
-                   "Malformed session target \"" + target
-                     + "\": expected caf://host:port or grpc://host:port");
-  // Connect through the middleman actor so that the wait has a deadline.
-  caf::scoped_actor self{sys};
-  status err;
-  auto mm = sys.middleman().actor_handle();
-  self
-    ->request(mm, connect_timeout(config), caf::connect_atom::value,
-              parsed->host, parsed->port)
-    .receive(
-      [&](const caf::node_id&, caf::strong_actor_ptr& ptr,
-          const std::set<std::string>&) {
-        impl_->master = caf::actor_cast<task_actor>(ptr);
-        if (!impl_->master)
-          err = {error_code::unavailable,
-                 "No master published at " + std::string{address}};
-      },
-      [&](caf::error& e) {
-        err = {error_code::unavailable,
-               "Could not connect to master at " + std::string{address} + ": "
-                 + sys.render(e)};
-      });
-  throw_if_error(err);
-  impl_->handle = create_master_session(sys, impl_->master, config,
-                                        std::string{address});
+  impl_->master = connect_master(sys, target, config);
+  impl_->handle = create_master_session(
+    sys, impl_->master, config, std::string{strip_scheme(target)});
 }
 
 session::session(session&&) noexcept = default;
@@ -256,6 +264,21 @@ std::vector<tensor> session::run(const std::vector<fetch>& fetches,
     metadata->stats = std::move(resp.stats);
   }
   return result;
+}
+
+void session::reset(const std::string& target,
+                    const std::vector<std::string>& containers,
+                    session_config config) {
+  auto& sys = default_system();
+  auto master = connect_master(sys, target, config);
+  caf::scoped_actor self{sys};
+  status result;
+  self->request(master, connect_timeout(config), reset_atom_v, containers)
+    .receive([&](status& st) { result = std::move(st); },
+             [&](caf::error& e) {
+               result = to_status(e, std::string{strip_scheme(target)});
+             });
+  throw_if_error(result);
 }
 
 tensor session::run(const fetch& f, const feed_dict& feeds,

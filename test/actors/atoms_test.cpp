@@ -20,9 +20,15 @@ TEST_CASE("atoms: every runtime atom has its own text", "[atoms]") {
     read_atom::value,           assign_atom::value,
     assign_add_atom::value,     assign_sub_atom::value,
     is_initialized_atom::value, get_stats_atom::value,
+    reset_atom::value,          cleanup_atom::value,
     caf::connect_atom::value};
   std::set<std::string> texts;
   for (auto a : atoms)
     texts.insert(caf::to_string(a));
   CHECK(texts.size() == atoms.size());
+  // Nor may one reuse a text of CAF's own atoms (caf/type_id.hpp).
+  for (auto caf_text : {"add", "close", "get", "put", "reset", "resolve",
+                        "update", "delete", "ok", "join", "leave", "open",
+                        "spawn", "stream", "timeout", "tick", "wait_for"})
+    CHECK(texts.count(caf_text) == 0);
 }

@@ -146,6 +146,10 @@ using is_initialized_atom = caf::atom_constant<caf::atom("is_init")>;
 inline constexpr is_initialized_atom is_initialized_atom_v = is_initialized_atom{};
 using get_stats_atom = caf::atom_constant<caf::atom("get_stats")>;
 inline constexpr get_stats_atom get_stats_atom_v = get_stats_atom{};
+using reset_atom = caf::atom_constant<caf::atom("sess_reset")>;
+inline constexpr reset_atom reset_atom_v = reset_atom{};
+using cleanup_atom = caf::atom_constant<caf::atom("cleanup")>;
+inline constexpr cleanup_atom cleanup_atom_v = cleanup_atom{};
 
 /// A variable (one tensor in a container of its task).
 using variable_actor = caf::typed_actor<
@@ -179,6 +183,8 @@ using task_actor = caf::typed_actor<
   caf::replies_to<get_variable_atom, std::string, std::string, int32_t,
                   std::string>::with<status, variable_actor>,
   caf::replies_to<get_stats_atom>::with<task_stats>,
+  caf::replies_to<reset_atom, std::vector<std::string>>::with<status>,
+  caf::replies_to<cleanup_atom, std::vector<std::string>>::with<status>,
   caf::reacts_to<caf::connect_atom, std::string, int64_t, int>>;
 
 /// caf::error <-> status. Errors of other categories map to TensorFlow

@@ -94,6 +94,18 @@ public:
   /// The graph this session runs.
   graph& get_graph() const;
 
+  /// TensorFlow's `Session.reset`: closes every session of the master at
+  /// `target` (their next run fails with Aborted) and frees the resources
+  /// of `containers` on every task of its cluster; an empty list means each
+  /// task's default container (its job name). Variables there must be
+  /// initialized again. Blocks until done or
+  /// `config.operation_timeout_in_ms` (default 10 s) passes. Errors:
+  /// Unavailable (master unreachable), InvalidArgument (malformed target),
+  /// DeadlineExceeded.
+  static void reset(const std::string& target,
+                    const std::vector<std::string>& containers = {},
+                    session_config config = {});
+
 private:
   struct impl;
   std::unique_ptr<impl> impl_;
