@@ -383,7 +383,9 @@ void start_node(executor_self self, step_state& step, int i) {
   std::vector<std::pair<size_t, variable_actor>> reads;
   for (auto [producer, index] : plan.inputs) {
     auto& p = st.nodes[static_cast<size_t>(producer)];
-    if (p.ref_output && !plan.ref_consumer) {
+    // A ref consumer takes its first input as the ref itself; every other
+    // input from a variable is its value.
+    if (p.ref_output && !(plan.ref_consumer && inputs.empty())) {
       reads.emplace_back(inputs.size(), p.var);
       inputs.emplace_back();
       continue;

@@ -40,6 +40,15 @@ bool produces_ref(const node_def& n) {
   return n.op == "VariableV2" || n.op == "Variable";
 }
 
+// Only a ref-typed input ties a node to its variable's device, as in TF:
+// Assign and friends take the ref as input 0; any other use reads the
+// value (and may run elsewhere).
+bool takes_ref(const node_def& n, int position) {
+  return position == 0
+         && (n.op == "Assign" || n.op == "AssignAdd" || n.op == "AssignSub"
+             || n.op == "IsVariableInitialized");
+}
+
 std::string device_list(const std::vector<std::string>& devices) {
   std::string s = "[ ";
   for (size_t i = 0; i < devices.size(); ++i)
@@ -77,14 +86,16 @@ status place(graph_def& g, const placer_options& opts,
   union_find groups{n};
   for (size_t i = 0; i < n; ++i) {
     auto& node = g.nodes[i];
+    int position = 0;
     for (auto& in : node.inputs) {
       auto ref = parse_input(in);
       if (ref.control)
         continue;
       auto j = index.find(ref.node);
       if (j != index.end() && produces_ref(g.nodes[j->second])
-          && node.op != "_Retval")
+          && takes_ref(node, position))
         groups.unite(i, j->second);
+      ++position;
     }
     if (auto a = node.attrs.find("_class"); a != node.attrs.end())
       if (auto xs = std::get_if<std::vector<std::string>>(&a->second))

@@ -26,7 +26,7 @@ variable::variable(const tensor& initial_value, variable_options opts) {
   }
   graph_ = &g;
   opts.name = scope;
-  build(init, std::move(opts), true);
+  build(init, std::move(opts));
 }
 
 variable::variable(const output& initial_value, variable_options opts) {
@@ -35,11 +35,10 @@ variable::variable(const output& initial_value, variable_options opts) {
   auto& g = *initial_value.owner();
   graph_ = &g;
   opts.name = g.unique_name(opts.name);
-  build(initial_value, std::move(opts), false);
+  build(initial_value, std::move(opts));
 }
 
-void variable::build(const output& init, variable_options opts,
-                     bool own_initial_value) {
+void variable::build(const output& init, variable_options opts) {
   auto& g = *graph_;
   auto as_default = graph::default_guard{g};
   auto& name = opts.name;
@@ -71,7 +70,6 @@ void variable::build(const output& init, variable_options opts,
     r.attrs["T"] = init.type();
     g.add_node(std::move(r), {var_op.out(0)}, {init.type()}, {shape});
   }
-  (void) own_initial_value;
   variable_info info;
   info.var_node = name;
   info.initializer_node = assign_name;

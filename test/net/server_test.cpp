@@ -147,3 +147,16 @@ TEST_CASE("server: an embedding CAF actor asks the task for its stats",
   CHECK(stats.task == "/job:local/replica:0/task:0");
   CHECK(stats.messages_handled >= 1);
 }
+
+TEST_CASE("server: assigning one variable's ref to another copies its value",
+          "[server][variable]") {
+  graph g;
+  auto as_default = g.as_default();
+  variable v{1.0f, actorflow::testing::named("v")};
+  variable w{9.0f, actorflow::testing::named("w")};
+  auto copy = v.assign(w.ref());
+  session sess{session_config{}, &g};
+  sess.run(global_variables_initializer());
+  CHECK(sess.run(copy).scalar_value<float>() == 9.0f);
+  CHECK(sess.run(v).scalar_value<float>() == 9.0f);
+}

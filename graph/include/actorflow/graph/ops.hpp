@@ -360,8 +360,7 @@ private:
   variable(graph* g, int index) : graph_(g), index_(index) {
     // nop
   }
-  void build(const output& initial_value, variable_options opts,
-             bool own_initial_value);
+  void build(const output& initial_value, variable_options opts);
   const variable_info& info() const;
   output assign_op(const std::string& op_type, const output& value,
                    const std::string& name, bool validate_shape) const;

@@ -26,7 +26,8 @@ struct placement_record {
 };
 
 /// Assigns a full device name to every node of `g` (TensorFlow's Placer):
-/// nodes connected by ref edges (variables and the ops that use them) or
+/// nodes connected by ref-typed inputs (a variable and the Assign,
+/// AssignAdd, AssignSub or IsVariableInitialized that takes it) or
 /// `_class = loc:@x` form one colocation group and share a device; a
 /// group's merged request picks the first matching device; a Const or
 /// `_Arg` without a request follows its consumers when they agree.
