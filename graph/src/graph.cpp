@@ -273,6 +273,11 @@ std::string attr_text(const attr_value& v) {
         for (size_t i = 0; i < x.size(); ++i)
           s += (i > 0 ? "," : "") + ("\"" + x[i] + "\"");
         return s + "]";
+      } else if constexpr (std::is_same_v<T, std::vector<tensor_shape>>) {
+        std::string s = "[";
+        for (size_t i = 0; i < x.size(); ++i)
+          s += (i > 0 ? "," : "") + x[i].to_string();
+        return s + "]";
       } else {
         std::string s = "[";
         for (size_t i = 0; i < x.size(); ++i)

@@ -84,6 +84,8 @@ void encode_list(byte_writer& w, const std::vector<T>& xs) {
       w.i64(x);
     else if constexpr (std::is_same_v<T, std::string>)
       w.bytes(x);
+    else if constexpr (std::is_same_v<T, tensor_shape>)
+      encode(w, x);
     else
       w.u8(static_cast<uint8_t>(x));
   }
@@ -116,6 +118,8 @@ bool decode_list(byte_reader& r, std::vector<T>& xs) {
       ok = r.i64(x);
     else if constexpr (std::is_same_v<T, std::string>)
       ok = r.bytes(x);
+    else if constexpr (std::is_same_v<T, tensor_shape>)
+      ok = decode(r, x);
     else
       ok = decode_dtype(r, x);
     if (!ok)

@@ -67,6 +67,8 @@ std::vector<attr_value> all_attr_values() {
     attr_value{std::vector<int64_t>{1, -2, std::numeric_limits<int64_t>::max()}},
     attr_value{std::vector<std::string>{"a", "", "b\0c"s}},
     attr_value{std::vector<dtype>{dtype::float32, dtype::string, dtype::bool_}},
+    attr_value{std::vector<tensor_shape>{tensor_shape{}, tensor_shape{-1, 3},
+                                         tensor_shape::unknown()}},
   };
 }
 
@@ -394,6 +396,7 @@ TEST_CASE("every attr_value alternative round-trips", "[wire]") {
     attr_value{false},                   attr_value{""s},
     attr_value{std::vector<int64_t>{}},  attr_value{std::vector<std::string>{}},
     attr_value{std::vector<dtype>{}},    attr_value{tensor{}},
+    attr_value{std::vector<tensor_shape>{}},
     attr_value{dtype::invalid},          attr_value{-0.0},
   };
   for (auto& x : more) {

@@ -12,10 +12,11 @@
 namespace actorflow {
 
 /// A node attribute, as TensorFlow's AttrValue (the kinds we use).
+/// New kinds go at the end: the wire format tags kinds by position.
 using attr_value
   = std::variant<int64_t, double, bool, std::string, dtype, tensor_shape,
                  tensor, std::vector<int64_t>, std::vector<std::string>,
-                 std::vector<dtype>>;
+                 std::vector<dtype>, std::vector<tensor_shape>>;
 
 /// One node of a graph, as TensorFlow's NodeDef. Inputs are "name",
 /// "name:1" (data) or "^name" (control).
