@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <deque>
+#include <optional>
 #include <random>
 #include <set>
 #include <unordered_map>
@@ -29,14 +30,37 @@ namespace {
 /// Tensors larger than this cross the wire in chunks of this size.
 constexpr uint64_t chunk_size = uint64_t{1} << 20;
 
-bool is_ref_producer(const std::string& op) {
-  return op == "VariableV2" || op == "Variable";
+bool is_queue_producer(const std::string& op) {
+  return op == "FIFOQueueV2" || op == "PaddingFIFOQueueV2"
+         || op == "RandomShuffleQueueV2";
 }
 
-// Ops that take a variable's ref itself rather than its value.
+// Nodes whose output is a handle to a resource actor (a ref).
+bool is_ref_producer(const std::string& op) {
+  return op == "VariableV2" || op == "Variable" || is_queue_producer(op);
+}
+
+// Queue operations, by op type; take the queue handle as input 0.
+std::optional<queue_op> queue_op_of(const std::string& op) {
+  static const std::unordered_map<std::string, queue_op> ops{
+    {"QueueEnqueueV2", queue_op::enqueue},
+    {"QueueEnqueueManyV2", queue_op::enqueue_many},
+    {"QueueDequeueV2", queue_op::dequeue},
+    {"QueueDequeueManyV2", queue_op::dequeue_many},
+    {"QueueDequeueUpToV2", queue_op::dequeue_up_to},
+    {"QueueCloseV2", queue_op::close},
+    {"QueueSizeV2", queue_op::size},
+    {"QueueIsClosedV2", queue_op::is_closed}};
+  auto i = ops.find(op);
+  if (i == ops.end())
+    return std::nullopt;
+  return i->second;
+}
+
+// Ops that take a resource's handle (input 0) rather than its value.
 bool is_ref_consumer(const std::string& op) {
   return op == "Assign" || op == "AssignAdd" || op == "AssignSub"
-         || op == "IsVariableInitialized";
+         || op == "IsVariableInitialized" || queue_op_of(op).has_value();
 }
 
 bool is_plumbing(const std::string& op) {
@@ -57,6 +81,8 @@ struct node_plan {
   std::shared_ptr<rng_cell> rng;
   /// VariableV2: the variable's actor, looked up once.
   variable_actor var;
+  /// A queue node: the queue's actor, looked up once.
+  queue_actor queue;
   std::string rendezvous_key;
 };
 
@@ -78,12 +104,17 @@ struct step_state {
   run_graph_response response;
   /// Index into response.node_stats per node (-1 = not traced).
   std::vector<int> stat_index;
+  /// Queues with an operation of this step pending, to cancel on abort.
+  std::vector<queue_actor> queues;
 };
 
 struct executor_state {
   std::vector<node_plan> nodes;
   std::string device;
   std::string default_container;
+  /// The session this partition belongs to: private queues are per
+  /// session, as TF's per-session kernels.
+  std::string session;
   task_actor task;
   std::shared_ptr<task_counters> counters;
   std::unordered_map<int64_t, step_state> steps;
@@ -123,6 +154,10 @@ void fail_step(executor_self self, int64_t id, status err) {
   if (i == st.steps.end())
     return;
   auto& step = i->second;
+  // Pending queue operations of this step fail with Cancelled and leave
+  // every element in its queue.
+  for (auto& q : step.queues)
+    self->send(q, cancel_step_atom_v, id);
   step.response.result = std::move(err);
   step.response.outputs.clear();
   step.rp.deliver(std::move(step.response));
@@ -274,7 +309,7 @@ void compute_unchecked(executor_self self, step_state& step, int i,
     return;
   }
   if (plan.ref_output) {
-    if (plan.var) {
+    if (plan.var || plan.queue) {
       complete_node(self, step, i, {tensor{}});
       return;
     }
@@ -282,6 +317,31 @@ void compute_unchecked(executor_self self, step_state& step, int i,
     if (container.empty())
       container = st.default_container;
     auto shared = plan.def.attr_or<std::string>("shared_name", "");
+    if (is_queue_producer(op)) {
+      // Without a shared_name a queue is private to its session (TF's
+      // "_<n>_<node>" names); such names start with '_', which a
+      // shared_name may not.
+      auto name = shared.empty() ? "_" + st.session + "_" + plan.def.name
+                                 : shared;
+      graph_def one;
+      one.nodes.push_back(plan.def);
+      ++step.in_flight;
+      self
+        ->request(st.task, caf::infinite, get_queue_atom_v, container, name,
+                  to_bytes(one))
+        .then(
+          [self, id, i](status& err, queue_actor& q) {
+            if (err.ok()) {
+              self->state.nodes[static_cast<size_t>(i)].queue = q;
+              self->monitor(q);
+            }
+            resume(self, id, i, std::move(err), {tensor{}});
+          },
+          [self, id, i](caf::error& err) {
+            resume(self, id, i, to_status(err, "task actor"), {});
+          });
+      return;
+    }
     auto name = shared.empty() ? plan.def.name : shared;
     auto type = plan.def.attr_or<dtype>("dtype", dtype::invalid);
     auto shape = plan.def.attr_or<tensor_shape>("shape",
@@ -304,6 +364,36 @@ void compute_unchecked(executor_self self, step_state& step, int i,
         },
         [self, id, i](caf::error& err) {
           resume(self, id, i, to_status(err, "task actor"), {});
+        });
+    return;
+  }
+  if (auto qop = queue_op_of(op)) {
+    auto producer = plan.inputs.at(0).first;
+    auto& q = st.nodes[static_cast<size_t>(producer)].queue;
+    if (!q)
+      return fail(internal_error("queue handle of " + plan.def.name
+                                 + " is not a queue"));
+    std::vector<tensor> values;
+    int64_t n = 0;
+    if (*qop == queue_op::enqueue || *qop == queue_op::enqueue_many)
+      values.assign(inputs.begin() + 1, inputs.end());
+    if (*qop == queue_op::dequeue_many || *qop == queue_op::dequeue_up_to) {
+      auto& nt = inputs.at(1);
+      n = nt.type() == dtype::int64 ? nt.scalar_value<int64_t>()
+                                    : nt.scalar_value<int32_t>();
+    }
+    bool cancel = plan.def.attr_or<bool>("cancel_pending_enqueues", false);
+    step.queues.push_back(q);
+    ++step.in_flight;
+    self
+      ->request(q, caf::infinite, queue_op_atom_v, static_cast<int32_t>(*qop),
+                std::move(values), n, id, cancel)
+      .then(
+        [self, id, i](status& err, std::vector<tensor>& result) {
+          resume(self, id, i, std::move(err), std::move(result));
+        },
+        [self, id, i](caf::error& err) {
+          resume(self, id, i, to_status(err, "queue actor"), {});
         });
     return;
   }
@@ -496,12 +586,14 @@ void drive(executor_self self, int64_t id) {
 executor_actor::behavior_type executor(executor_self self, task_actor task,
                        graph_def partition, std::string device,
                        std::string default_container,
-                       std::shared_ptr<task_counters> counters, rng_map rngs) {
+                       std::shared_ptr<task_counters> counters, rng_map rngs,
+                       std::string session) {
   auto& st = self->state;
   st.task = std::move(task);
   st.device = std::move(device);
   st.default_container = std::move(default_container);
   st.counters = std::move(counters);
+  st.session = std::move(session);
   std::unordered_map<std::string, int> index;
   st.nodes.resize(partition.nodes.size());
   for (size_t i = 0; i < partition.nodes.size(); ++i) {
@@ -516,10 +608,24 @@ executor_actor::behavior_type executor(executor_self self, task_actor task,
       plan.rng = r != rngs.end() ? r->second : make_rng(plan.def);
     }
   }
+  // Ended (its session closed, its task stopped): the running steps fail,
+  // which cancels their queue operations before any element is taken.
+  self->set_exit_handler([self](caf::exit_msg& em) {
+    std::vector<int64_t> running;
+    for (auto& [id, step] : self->state.steps)
+      running.push_back(id);
+    for (auto id : running)
+      fail_step(self, id,
+                {error_code::cancelled, "Step was cancelled: its session "
+                                        "or task ended"});
+    self->quit(em.reason);
+  });
   self->set_down_handler([self](caf::down_msg& dm) {
     for (auto& plan : self->state.nodes)
       if (plan.var && plan.var.address() == dm.source)
         plan.var = nullptr;
+      else if (plan.queue && plan.queue.address() == dm.source)
+        plan.queue = nullptr;
   });
   for (size_t i = 0; i < st.nodes.size(); ++i) {
     auto& plan = st.nodes[i];
@@ -628,10 +734,10 @@ executor_actor spawn_executor(caf::actor_system& sys, task_actor task,
                           graph_def partition, std::string device,
                           std::string default_container,
                           std::shared_ptr<task_counters> counters,
-                          rng_map rngs) {
+                          rng_map rngs, std::string session) {
   return sys.spawn(executor, std::move(task), std::move(partition),
                    std::move(device), std::move(default_container),
-                   std::move(counters), std::move(rngs));
+                   std::move(counters), std::move(rngs), std::move(session));
 }
 
 bool is_random_op(const std::string& op) {

@@ -14,6 +14,7 @@
 #include "actorflow/actors/messages.hpp"
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/graph/graph_def.hpp"
+#include "actorflow/kernels/queue_core.hpp"
 
 namespace actorflow {
 
@@ -52,6 +53,13 @@ bool is_random_op(const std::string& op);
 variable_actor spawn_variable(caf::actor_system& sys, std::string name,
                               dtype type, tensor_shape shape);
 
+/// A queue with TensorFlow's semantics (kernels/queue_core.hpp) as an
+/// actor: waiting operations are pending requests inside it.
+queue_actor spawn_queue(caf::actor_system& sys, queue_options opts);
+
+/// The queue options a queue node's attributes describe, named `name`.
+queue_options queue_options_of(const node_def& node, std::string name);
+
 /// Runs one registered partition. `task` is its task actor (resource
 /// lookups), `rngs` the generators of its random ops; messages: (run_graph, run_graph_request, vector<actor> peers)
 /// -> run_graph_response; (recv_tensor, int64 step, string key, tensor);
@@ -60,7 +68,7 @@ executor_actor spawn_executor(caf::actor_system& sys, task_actor task,
                           graph_def partition, std::string device,
                           std::string default_container,
                           std::shared_ptr<task_counters> counters,
-                          rng_map rngs);
+                          rng_map rngs, std::string session);
 
 /// Microseconds since the epoch (step stats).
 int64_t now_micros();

@@ -69,6 +69,11 @@ struct task_state {
   std::string task_prefix; // "/job:J/replica:0/task:T"
   std::string device;      // task_prefix + "/device:CPU:0"
   std::map<std::pair<std::string, std::string>, variable_actor> variables;
+  struct queue_entry {
+    queue_options opts;
+    queue_actor handle;
+  };
+  std::map<std::pair<std::string, std::string>, queue_entry> queues;
   std::unordered_map<std::string, master_session> sessions;
   std::vector<executor_actor> executors;
   /// Random generators per (session, node), shared by that session's
@@ -474,6 +479,14 @@ void clear_containers(task_self self, std::vector<std::string> containers) {
       ++i;
     }
   }
+  for (auto i = st.queues.begin(); i != st.queues.end();) {
+    if (doomed.count(i->first.first) > 0) {
+      self->send_exit(i->second.handle, caf::exit_reason::user_shutdown);
+      i = st.queues.erase(i);
+    } else {
+      ++i;
+    }
+  }
 }
 
 // A remote task went away: its steps fail now (not at their deadline)
@@ -543,6 +556,8 @@ task_actor::behavior_type task(task_self self, task_options opts) {
       self->send_exit(exec, em.reason);
     for (auto& [key, var] : self->state.variables)
       self->send_exit(var, em.reason);
+    for (auto& [key, q] : self->state.queues)
+      self->send_exit(q.handle, em.reason);
     self->quit(em.reason);
   });
   auto count = [self] {
@@ -659,7 +674,7 @@ task_actor::behavior_type task(task_self self, task_options opts) {
       auto exec = spawn_executor(self->system(),
                                  caf::actor_cast<task_actor>(self),
                                  std::move(g), device, st.opts.job,
-                                 st.counters, std::move(rngs));
+                                 st.counters, std::move(rngs), session);
       self->monitor(exec);
       st.executors.push_back(exec);
       return {status{}, exec};
@@ -685,6 +700,33 @@ task_actor::behavior_type task(task_self self, task_options opts) {
         i = st.variables.emplace(key, var).first;
       }
       return {status{}, i->second};
+    },
+    [self, count](get_queue_atom, const std::string& container,
+                  const std::string& name, const std::string& node_bytes)
+      -> caf::result<status, queue_actor> {
+      count();
+      auto& st = self->state;
+      if (!valid_container(container))
+        return {invalid_argument("container contains invalid characters: "
+                                 + container),
+                queue_actor{}};
+      graph_def g;
+      if (auto err = from_bytes(node_bytes, g); !err.ok() || g.nodes.size() != 1)
+        return {invalid_argument("malformed queue node for " + name),
+                queue_actor{}};
+      auto opts = queue_options_of(g.nodes.front(), name);
+      if (auto err = validate(opts); !err.ok())
+        return {err, queue_actor{}};
+      auto key = std::make_pair(container, name);
+      if (auto i = st.queues.find(key); i != st.queues.end()) {
+        // Same container and shared_name: the same queue, if it agrees.
+        if (auto err = check_compatible(i->second.opts, opts); !err.ok())
+          return {err, queue_actor{}};
+        return {status{}, i->second.handle};
+      }
+      auto handle = spawn_queue(self->system(), opts);
+      st.queues.emplace(key, task_state::queue_entry{std::move(opts), handle});
+      return {status{}, handle};
     },
     [self, count](get_stats_atom) {
       count();

@@ -150,6 +150,24 @@ using reset_atom = caf::atom_constant<caf::atom("sess_reset")>;
 inline constexpr reset_atom reset_atom_v = reset_atom{};
 using cleanup_atom = caf::atom_constant<caf::atom("cleanup")>;
 inline constexpr cleanup_atom cleanup_atom_v = cleanup_atom{};
+using queue_op_atom = caf::atom_constant<caf::atom("queue_op")>;
+inline constexpr queue_op_atom queue_op_atom_v = queue_op_atom{};
+using cancel_step_atom = caf::atom_constant<caf::atom("cancel_stp")>;
+inline constexpr cancel_step_atom cancel_step_atom_v = cancel_step_atom{};
+using get_queue_atom = caf::atom_constant<caf::atom("get_queue")>;
+inline constexpr get_queue_atom get_queue_atom_v = get_queue_atom{};
+
+/// Operations a queue actor performs (the `op` of a queue_op message).
+enum class queue_op : int32_t {
+  enqueue = 0,
+  enqueue_many = 1,
+  dequeue = 2,
+  dequeue_many = 3,
+  dequeue_up_to = 4,
+  close = 5,
+  size = 6,
+  is_closed = 7,
+};
 
 /// A variable (one tensor in a container of its task).
 using variable_actor = caf::typed_actor<
@@ -158,6 +176,17 @@ using variable_actor = caf::typed_actor<
   caf::replies_to<assign_add_atom, tensor>::with<status, tensor>,
   caf::replies_to<assign_sub_atom, tensor>::with<status, tensor>,
   caf::replies_to<is_initialized_atom>::with<bool>>;
+
+/// A queue on its task. `queue_op` carries the operation, its values, n
+/// (dequeue_many / up_to), the step it belongs to (for cancellation) and
+/// cancel_pending_enqueues (close); the reply comes when the operation
+/// completes, which may be much later (a pending request, never a blocked
+/// thread). `cancel_stp` fails the step's pending operations with
+/// Cancelled, without losing an element.
+using queue_actor = caf::typed_actor<
+  caf::replies_to<queue_op_atom, int32_t, std::vector<tensor>, int64_t,
+                  int64_t, bool>::with<status, std::vector<tensor>>,
+  caf::reacts_to<cancel_step_atom, int64_t>>;
 
 /// The executor of one registered partition. `run_graph` carries the
 /// executors of the step's other partitions (untyped: the interface cannot
@@ -182,6 +211,8 @@ using task_actor = caf::typed_actor<
                   std::string>::with<status, executor_actor>,
   caf::replies_to<get_variable_atom, std::string, std::string, int32_t,
                   std::string>::with<status, variable_actor>,
+  caf::replies_to<get_queue_atom, std::string, std::string,
+                  std::string>::with<status, queue_actor>,
   caf::replies_to<get_stats_atom>::with<task_stats>,
   caf::replies_to<reset_atom, std::vector<std::string>>::with<status>,
   caf::replies_to<cleanup_atom, std::vector<std::string>>::with<status>,
@@ -207,6 +238,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(actorflow, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(actorflow, (actorflow::task_stats))
   CAF_ADD_TYPE_ID(actorflow, (std::vector<std::pair<int64_t, actorflow::tensor>>))
   CAF_ADD_TYPE_ID(actorflow, (actorflow::variable_actor))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::queue_actor))
   CAF_ADD_TYPE_ID(actorflow, (actorflow::executor_actor))
   CAF_ADD_TYPE_ID(actorflow, (actorflow::task_actor))
 

@@ -1,0 +1,110 @@
+// A queue as an actor: the queue core (kernels/queue_core.hpp) keeps
+// waiting operations as pending attempts; their replies are response
+// promises delivered when the core completes them.
+
+#include <unordered_map>
+
+#include "runtime.hpp"
+
+namespace actorflow {
+
+namespace {
+
+struct queue_state {
+  std::unique_ptr<queue_core> core;
+  /// Pending attempts by the step that made them, for cancellation.
+  std::unordered_map<int64_t, std::vector<queue_core::attempt_id>> by_step;
+};
+
+using queue_self = queue_actor::stateful_pointer<queue_state>;
+using queue_promise = caf::typed_response_promise<status, std::vector<tensor>>;
+
+queue_actor::behavior_type queue(queue_self self, queue_options opts) {
+  self->state.core = std::make_unique<queue_core>(std::move(opts));
+  // A queue that goes (container reset, task stop) first cancels what
+  // waits on it, so every requester gets its answer.
+  self->set_exit_handler([self](caf::exit_msg& em) {
+    self->state.core->cancel_all();
+    self->state.by_step.clear();
+    self->quit(em.reason);
+  });
+  return {
+    [self](queue_op_atom, int32_t op, std::vector<tensor>& values, int64_t n,
+           int64_t step, bool cancel_pending) -> queue_promise {
+      auto rp = self->make_response_promise<status, std::vector<tensor>>();
+      auto& core = *self->state.core;
+      auto done = [rp](status st, queue_core::tuple result) mutable {
+        rp.deliver(std::move(st), std::move(result));
+      };
+      queue_core::attempt_id id = 0;
+      switch (static_cast<queue_op>(op)) {
+        case queue_op::enqueue:
+          id = core.enqueue(std::move(values), done);
+          break;
+        case queue_op::enqueue_many:
+          id = core.enqueue_many(std::move(values), done);
+          break;
+        case queue_op::dequeue:
+          id = core.dequeue(done);
+          break;
+        case queue_op::dequeue_many:
+          id = core.dequeue_many(n, done);
+          break;
+        case queue_op::dequeue_up_to:
+          id = core.dequeue_up_to(n, done);
+          break;
+        case queue_op::close:
+          id = core.close(cancel_pending, done);
+          break;
+        case queue_op::size:
+          done({}, {tensor::scalar(core.size())});
+          return rp;
+        case queue_op::is_closed:
+          done({}, {tensor::scalar(core.is_closed())});
+          return rp;
+        default:
+          done(invalid_argument("unknown queue operation "
+                                + std::to_string(op)),
+               {});
+          return rp;
+      }
+      if (rp.pending())
+        self->state.by_step[step].push_back(id);
+      return rp;
+    },
+    [self](cancel_step_atom, int64_t step) {
+      auto i = self->state.by_step.find(step);
+      if (i == self->state.by_step.end())
+        return;
+      auto ids = std::move(i->second);
+      self->state.by_step.erase(i);
+      for (auto id : ids)
+        self->state.core->cancel(id);
+    },
+  };
+}
+
+} // namespace
+
+queue_actor spawn_queue(caf::actor_system& sys, queue_options opts) {
+  return sys.spawn(queue, std::move(opts));
+}
+
+queue_options queue_options_of(const node_def& node, std::string name) {
+  queue_options opts;
+  if (node.op == "PaddingFIFOQueueV2")
+    opts.kind = queue_kind::padding_fifo;
+  else if (node.op == "RandomShuffleQueueV2")
+    opts.kind = queue_kind::random_shuffle;
+  opts.name = std::move(name);
+  opts.capacity = static_cast<int32_t>(node.attr_or<int64_t>("capacity", -1));
+  opts.types = node.attr_or<std::vector<dtype>>("component_types", {});
+  opts.shapes = node.attr_or<std::vector<tensor_shape>>("shapes", {});
+  opts.min_after_dequeue = static_cast<int32_t>(
+    node.attr_or<int64_t>("min_after_dequeue", 0));
+  opts.seed = node.attr_or<int64_t>("seed", 0);
+  opts.seed2 = node.attr_or<int64_t>("seed2", 0);
+  return opts;
+}
+
+} // namespace actorflow

@@ -1,0 +1,175 @@
+// Queues end to end: graph ops, the executor and queue actors on a task
+// (tf_semantics §7; seed 004's printouts, the book's slips corrected).
+
+#include <catch2/catch.hpp>
+
+#include <future>
+#include <thread>
+
+#include "actorflow/graph/queue_ops.hpp"
+#include "actorflow/net/server.hpp"
+#include "actorflow/net/session.hpp"
+#include "common/session_util.hpp"
+#include "common/test_util.hpp"
+
+using namespace actorflow;
+using namespace actorflow::testing;
+
+namespace {
+
+tensor matrix(std::vector<float> xs, int64_t rows, int64_t cols) {
+  return tensor::from_vector(std::move(xs), tensor_shape{rows, cols});
+}
+
+error_code code_of(const std::optional<op_error>& e) {
+  return e ? e->code() : error_code::ok;
+}
+
+} // namespace
+
+TEST_CASE("queue: enqueue_many then dequeue_many keeps FIFO order",
+          "[queue][engine]") {
+  graph g;
+  auto as_default = g.as_default();
+  fifo_queue q{10, {dtype::float32}, {tensor_shape{2}}};
+  auto input = placeholder(dtype::float32, {-1, 2}, "input");
+  auto enqueue = q.enqueue_many({input});
+  auto batch = q.dequeue_many(2);
+  auto size = q.size();
+  session sess{bounded(), &g};
+  sess.run(enqueue, {{input, matrix({1, 2, 3, 4, 5, 6}, 3, 2)}});
+  CHECK(sess.run(size).scalar_value<int32_t>() == 3);
+  // TensorFlow gives [[1,2],[3,4]] (the book printed [[1,2],[4,5]]).
+  auto first = sess.run(batch[0]);
+  CHECK(first == matrix({1, 2, 3, 4}, 2, 2));
+  CHECK(sess.run(size).scalar_value<int32_t>() == 1);
+}
+
+TEST_CASE("queue: a dequeue on an empty queue honours the run deadline "
+          "and leaves the queue usable (case 83)",
+          "[queue][engine]") {
+  graph g;
+  auto as_default = g.as_default();
+  fifo_queue q{10, {dtype::float32}, {tensor_shape{}}};
+  auto x = placeholder(dtype::float32, {}, "x");
+  auto enqueue = q.enqueue({x});
+  auto dequeue = q.dequeue();
+  session sess{bounded(), &g};
+  run_options quick;
+  quick.timeout_in_ms = 200;
+  auto err = error_of([&] { sess.run(dequeue[0], {}, quick); });
+  CHECK(code_of(err) == error_code::deadline_exceeded);
+  sess.run(enqueue, {{x, tensor::scalar(7.0f)}});
+  CHECK(sess.run(dequeue[0]).scalar_value<float>() == 7.0f);
+  CHECK(sess.run(q.size()).scalar_value<int32_t>() == 0);
+}
+
+TEST_CASE("queue: close, then dequeue drains and fails OutOfRange; enqueue "
+          "fails Cancelled",
+          "[queue][engine]") {
+  graph g;
+  auto as_default = g.as_default();
+  fifo_queue q{10, {dtype::int32}, {tensor_shape{}}};
+  auto x = placeholder(dtype::int32, {}, "x");
+  auto enqueue = q.enqueue({x});
+  auto dequeue = q.dequeue();
+  auto close = q.close();
+  auto closed = q.is_closed();
+  session sess{bounded(), &g};
+  sess.run(enqueue, {{x, tensor::scalar(int32_t{1})}});
+  CHECK_FALSE(sess.run(closed).scalar_value<bool>());
+  sess.run(close);
+  CHECK(sess.run(closed).scalar_value<bool>());
+  CHECK(sess.run(dequeue[0]).scalar_value<int32_t>() == 1);
+  auto drained = error_of([&] { sess.run(dequeue[0]); });
+  CHECK(code_of(drained) == error_code::out_of_range);
+  CHECK_THAT(drained->what(), Catch::Contains("is closed and has insufficient "
+                                              "elements"));
+  auto late = error_of(
+    [&] { sess.run(enqueue, {{x, tensor::scalar(int32_t{2})}}); });
+  CHECK(code_of(late) == error_code::cancelled);
+}
+
+TEST_CASE("queue: a blocked dequeue completes when another session "
+          "enqueues through a shared_name",
+          "[queue][engine]") {
+  auto srv = server::create_local_server();
+  graph g;
+  auto as_default = g.as_default();
+  fifo_queue q{10, {dtype::float32}, {tensor_shape{}}, "shared_q"};
+  auto x = placeholder(dtype::float32, {}, "x");
+  auto enqueue = q.enqueue({x});
+  auto dequeue = q.dequeue();
+  session consumer{srv.target(), bounded(), &g};
+  session producer{srv.target(), bounded(), &g};
+  auto result = std::async(std::launch::async,
+                           [&] { return consumer.run(dequeue[0]); });
+  // The dequeue waits inside the queue actor, not in a thread of ours.
+  CHECK(result.wait_for(std::chrono::milliseconds(100))
+        == std::future_status::timeout);
+  producer.run(enqueue, {{x, tensor::scalar(3.5f)}});
+  CHECK(result.get().scalar_value<float>() == 3.5f);
+}
+
+TEST_CASE("queue: without shared_name each session has its own queue "
+          "(case 57)",
+          "[queue][engine]") {
+  auto srv = server::create_local_server();
+  graph g;
+  auto as_default = g.as_default();
+  fifo_queue q{10, {dtype::float32}, {tensor_shape{}}};
+  auto x = placeholder(dtype::float32, {}, "x");
+  auto enqueue = q.enqueue({x});
+  auto size = q.size();
+  session a{srv.target(), bounded(), &g};
+  session b{srv.target(), bounded(), &g};
+  a.run(enqueue, {{x, tensor::scalar(1.0f)}});
+  CHECK(a.run(size).scalar_value<int32_t>() == 1);
+  CHECK(b.run(size).scalar_value<int32_t>() == 0);
+}
+
+TEST_CASE("queue: closing a session cancels its blocked dequeue and loses "
+          "no element",
+          "[queue][engine]") {
+  auto srv = server::create_local_server();
+  graph g;
+  auto as_default = g.as_default();
+  fifo_queue q{10, {dtype::float32}, {tensor_shape{}}, "q_close"};
+  auto x = placeholder(dtype::float32, {}, "x");
+  auto enqueue = q.enqueue({x});
+  auto dequeue = q.dequeue();
+  auto blocked_session = std::make_unique<session>(srv.target(), bounded(),
+                                                   &g);
+  auto result = std::async(std::launch::async, [&] {
+    return error_of([&] { blocked_session->run(dequeue[0]); });
+  });
+  CHECK(result.wait_for(std::chrono::milliseconds(100))
+        == std::future_status::timeout);
+  blocked_session->close();
+  auto err = result.get();
+  REQUIRE(err);
+  CHECK((err->code() == error_code::cancelled
+         || err->code() == error_code::aborted));
+  // The element enqueued afterwards reaches the next consumer.
+  session other{srv.target(), bounded(), &g};
+  other.run(enqueue, {{x, tensor::scalar(9.0f)}});
+  CHECK(other.run(dequeue[0]).scalar_value<float>() == 9.0f);
+}
+
+TEST_CASE("queue: bad input is InvalidArgument and changes nothing",
+          "[queue][engine]") {
+  graph g;
+  auto as_default = g.as_default();
+  fifo_queue q{10, {dtype::float32}, {tensor_shape{2}}};
+  auto x = placeholder(dtype::float32, {-1}, "x");
+  auto enqueue = q.enqueue({x});
+  auto size = q.size();
+  session sess{bounded(), &g};
+  auto err = error_of([&] {
+    sess.run(enqueue, {{x, tensor::vec<float>({1, 2, 3})}});
+  });
+  CHECK(code_of(err) == error_code::invalid_argument);
+  CHECK_THAT(err->what(), Catch::Contains("Shape mismatch in tuple "
+                                          "component 0"));
+  CHECK(sess.run(size).scalar_value<int32_t>() == 0);
+}
