@@ -337,8 +337,10 @@ int run(int argc, char** argv) {
     }
   }
   srv->stop();
-  std::cerr << prog << ": " << task_name << " stopped on "
-            << ::strsignal(received) << std::endl;
+  // One write, so lines of several nodes sharing a terminal don't mix.
+  std::cerr << (std::string{prog} + ": " + task_name + " stopped on "
+                + ::strsignal(received) + "\n")
+            << std::flush;
   return 0;
 }
 
