@@ -173,3 +173,20 @@ TEST_CASE("queue: bad input is InvalidArgument and changes nothing",
                                           "component 0"));
   CHECK(sess.run(size).scalar_value<int32_t>() == 0);
 }
+
+TEST_CASE("queue: one shared_name with other shapes is InvalidArgument "
+          "(case 96)",
+          "[queue][engine]") {
+  auto srv = server::create_local_server();
+  graph g;
+  auto as_default = g.as_default();
+  fifo_queue a{10, {dtype::float32}, {tensor_shape{2}}, "same_name"};
+  fifo_queue b{10, {dtype::float32}, {tensor_shape{3}}, "same_name"};
+  session sess{srv.target(), bounded(), &g};
+  CHECK(sess.run(a.size()).scalar_value<int32_t>() == 0);
+  auto err = error_of([&] { sess.run(b.size()); });
+  CHECK(code_of(err) == error_code::invalid_argument);
+  CHECK_THAT(err->what(), Catch::Contains("component shapes"));
+  // The first queue is untouched.
+  CHECK(sess.run(a.size()).scalar_value<int32_t>() == 0);
+}
