@@ -190,3 +190,31 @@ TEST_CASE("queue: one shared_name with other shapes is InvalidArgument "
   // The first queue is untouched.
   CHECK(sess.run(a.size()).scalar_value<int32_t>() == 0);
 }
+
+TEST_CASE("queue: a training set preloaded into a variable feeds a queue "
+          "(seed 004's preloading)",
+          "[queue][engine]") {
+  graph g;
+  auto as_default = g.as_default();
+  // trainable = false and no collections, fed once through the
+  // initializer, as seed 004 shows.
+  auto data_initializer = placeholder(dtype::float32, {4, 2}, "data_init");
+  variable_options opts;
+  opts.name = "input_data";
+  opts.trainable = false;
+  opts.collections = std::vector<std::string>{};
+  variable input_data{data_initializer, opts};
+  CHECK(global_variables().empty());
+  CHECK(trainable_variables().empty());
+  fifo_queue q{10, {dtype::float32}, {tensor_shape{2}}};
+  auto load = q.enqueue_many({input_data});
+  auto batch = q.dequeue_many(3);
+  session sess{bounded(), &g};
+  auto data = tensor::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8},
+                                         tensor_shape{4, 2});
+  sess.run(input_data.initializer(), {{data_initializer, data}});
+  sess.run(load);
+  CHECK(sess.run(batch[0])
+        == tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, tensor_shape{3, 2}));
+  CHECK(sess.run(q.size()).scalar_value<int32_t>() == 1);
+}
