@@ -400,6 +400,10 @@ void compute_unchecked(executor_self self, step_state& step, int i,
   if (plan.ref_consumer) {
     auto producer = plan.inputs.at(0).first;
     auto& var = st.nodes[static_cast<size_t>(producer)].var;
+    if (!var)
+      return fail({error_code::aborted,
+                   "variable " + st.nodes[static_cast<size_t>(producer)].def.name
+                     + " was freed during the step (container reset)"});
     if (op == "IsVariableInitialized") {
       ++step.in_flight;
       self->request(var, caf::infinite, is_initialized_atom_v)
@@ -476,6 +480,14 @@ void start_node(executor_self self, step_state& step, int i) {
     // A ref consumer takes its first input as the ref itself; every other
     // input from a variable is its value.
     if (p.ref_output && !(plan.ref_consumer && inputs.empty())) {
+      if (!p.var) {
+        fail_step(self, step.id,
+                  {error_code::aborted, "variable " + p.def.name
+                                          + " was freed during the step "
+                                            "(container reset) [[node "
+                                          + plan.def.name + "]]"});
+        return;
+      }
       reads.emplace_back(inputs.size(), p.var);
       inputs.emplace_back();
       continue;
