@@ -6,6 +6,7 @@
 #include <future>
 #include <thread>
 
+#include "actorflow/graph/parsing_ops.hpp"
 #include "actorflow/graph/queue_ops.hpp"
 #include "actorflow/net/server.hpp"
 #include "actorflow/net/session.hpp"
@@ -217,4 +218,29 @@ TEST_CASE("queue: a training set preloaded into a variable feeds a queue "
   CHECK(sess.run(batch[0])
         == tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, tensor_shape{3, 2}));
   CHECK(sess.run(q.size()).scalar_value<int32_t>() == 1);
+}
+
+TEST_CASE("queue: CSV lines decoded in a session feed a queue",
+          "[queue][engine][parsing]") {
+  graph g;
+  auto as_default = g.as_default();
+  auto lines = placeholder(dtype::string, {-1}, "lines");
+  auto columns = decode_csv(lines, {tensor::vec<float>({0.0f}),
+                                    tensor::vec<int32_t>({})});
+  fifo_queue q{10, {dtype::float32, dtype::int32},
+               {tensor_shape{}, tensor_shape{}}};
+  auto load = q.enqueue_many(columns);
+  auto batch = q.dequeue_many(2);
+  session sess{bounded(), &g};
+  sess.run(load, {{lines, tensor::vec<std::string>({"1.5,7", ",8"})}});
+  auto got = sess.run({batch[0], batch[1]});
+  CHECK(got[0] == tensor::vec<float>({1.5f, 0.0f}));
+  CHECK(got[1] == tensor::vec<int32_t>({7, 8}));
+  // A record without its required second field names the record.
+  auto err = error_of(
+    [&] { sess.run(load, {{lines, tensor::vec<std::string>({"2,1", "3,"})}}); });
+  REQUIRE(err);
+  CHECK(err->code() == error_code::invalid_argument);
+  CHECK_THAT(err->what(), Catch::Contains("record 1"));
+  CHECK(sess.run(q.size()).scalar_value<int32_t>() == 0);
 }

@@ -8,6 +8,8 @@
 #include "actorflow/graph/device_setter.hpp"
 #include "actorflow/graph/graph.hpp"
 #include "actorflow/graph/ops.hpp"
+#include "actorflow/graph/parsing_ops.hpp"
+#include "actorflow/graph/queue_ops.hpp"
 #include "actorflow/graph/status.hpp"
 #include "actorflow/graph/tensor.hpp"
 #include "actorflow/net/cluster_spec.hpp"
