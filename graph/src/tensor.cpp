@@ -29,6 +29,12 @@ std::string_view to_string(dtype t) {
   return "invalid";
 }
 
+std::string_view tf_type_name(dtype t) {
+  return t == dtype::float32   ? "float"
+         : t == dtype::float64 ? "double"
+                               : to_string(t);
+}
+
 dtype parse_dtype(std::string_view name) {
   if (name == "float32" || name == "float")
     return dtype::float32;

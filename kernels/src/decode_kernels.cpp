@@ -26,26 +26,6 @@ using detail::expect_inputs;
 using detail::read_attr;
 using detail::read_required_attr;
 
-// TensorFlow's DataTypeString names (DecodeRaw's message uses them).
-const char* tf_type_name(dtype t) {
-  switch (t) {
-    case dtype::float32:
-      return "float";
-    case dtype::float64:
-      return "double";
-    case dtype::int32:
-      return "int32";
-    case dtype::int64:
-      return "int64";
-    case dtype::string:
-      return "string";
-    case dtype::bool_:
-      return "bool";
-    default:
-      return "invalid";
-  }
-}
-
 bool is_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'
          || c == '\v';
@@ -357,7 +337,7 @@ status decode_raw_kernel(kernel_context& ctx) {
                                 + std::to_string(size)
                                 + " that is not a multiple of "
                                 + std::to_string(sizeof(T)) + ", the size of "
-                                + tf_type_name(out_type));
+                                + std::string{tf_type_name(out_type)});
       auto width = size / sizeof(T);
       dims.push_back(static_cast<int64_t>(width));
       tensor out{out_type, tensor_shape{dims}};

@@ -126,26 +126,6 @@ std::string_view to_string(queue_kind kind) {
   return "Queue";
 }
 
-std::string_view tf_type_name(dtype t) {
-  switch (t) {
-    case dtype::float32:
-      return "float";
-    case dtype::float64:
-      return "double";
-    case dtype::int32:
-      return "int32";
-    case dtype::int64:
-      return "int64";
-    case dtype::bool_:
-      return "bool";
-    case dtype::string:
-      return "string";
-    case dtype::invalid:
-      break;
-  }
-  return "invalid";
-}
-
 status validate(const queue_options& opts) {
   if (opts.types.empty())
     return invalid_argument("Queue '" + opts.name

@@ -27,6 +27,10 @@ enum class dtype : uint8_t {
 /// TensorFlow's name of a dtype: "float32", "int64", "bool", ...
 std::string_view to_string(dtype t);
 
+/// TensorFlow's C++ name of a dtype (DataTypeString), as its kernels print
+/// it in messages: "float", "double", "int32", "int64", "bool", "string".
+std::string_view tf_type_name(dtype t);
+
 /// Parses a dtype name ("float32", "float", "double", "int32", ...).
 /// Returns dtype::invalid for an unknown name.
 dtype parse_dtype(std::string_view name);

@@ -29,10 +29,6 @@ enum class queue_kind { fifo, padding_fifo, random_shuffle };
 /// "RandomShuffleQueue".
 std::string_view to_string(queue_kind kind);
 
-/// TensorFlow's short name of a dtype as its kernels print it: "float",
-/// "double", "int32", "int64", "bool", "string".
-std::string_view tf_type_name(dtype t);
-
 struct queue_options {
   queue_kind kind = queue_kind::fifo;
   /// Resource name used in messages, e.g. "fifo_queue".
