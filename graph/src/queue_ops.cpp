@@ -138,11 +138,8 @@ std::vector<output> queue_base::outputs_of(const operation& op) const {
   return result;
 }
 
-operation queue_base::enqueue(const std::vector<output>& values,
-                              const std::string& name) {
-  auto q = op();
-  auto guard = graph::default_guard{*graph_};
-  auto op_name_ = op_name(name, "_enqueue");
+void queue_base::check_components(const std::vector<output>& values,
+                                  const std::string& op_name_) const {
   if (values.size() != dtypes_.size())
     fail("Wrong number of components in tuple. Expected "
          + std::to_string(dtypes_.size()) + ", got "
@@ -159,10 +156,14 @@ operation queue_base::enqueue(const std::vector<output>& values,
       fail("Tensor conversion requested dtype "
            + std::string{to_string(dtypes_[i])} + " for Tensor with dtype "
            + std::string{to_string(v.type())} + ": " + v.name());
-    if (!shapes_.empty())
-      check_compatible(v.shape(), shapes_[i]);
   }
-  auto n = make_node(op_name_, "QueueEnqueueV2");
+}
+
+operation queue_base::add_enqueue(const std::string& op_type,
+                                  const std::string& op_name_,
+                                  const std::vector<output>& values) {
+  auto q = op();
+  auto n = make_node(op_name_, op_type);
   n.attrs["Tcomponents"] = dtypes_;
   std::vector<output> inputs{q.out(0)};
   inputs.insert(inputs.end(), values.begin(), values.end());
@@ -170,28 +171,27 @@ operation queue_base::enqueue(const std::vector<output>& values,
   return graph_->add_node(std::move(n), inputs, {}, {});
 }
 
+operation queue_base::enqueue(const std::vector<output>& values,
+                              const std::string& name) {
+  auto guard = graph::default_guard{*graph_};
+  auto op_name_ = op_name(name, "_enqueue");
+  check_components(values, op_name_);
+  for (size_t i = 0; i < values.size(); ++i) {
+    auto& v = values[i];
+    if (!shapes_.empty())
+      check_compatible(v.shape(), shapes_[i]);
+  }
+  return add_enqueue("QueueEnqueueV2", op_name_, values);
+}
+
 operation queue_base::enqueue_many(const std::vector<output>& values,
                                    const std::string& name) {
-  auto q = op();
   auto guard = graph::default_guard{*graph_};
   auto op_name_ = op_name(name, "_EnqueueMany");
-  if (values.size() != dtypes_.size())
-    fail("Wrong number of components in tuple. Expected "
-         + std::to_string(dtypes_.size()) + ", got "
-         + std::to_string(values.size()) + " (node '" + op_name_ + "')");
+  check_components(values, op_name_);
   int64_t batch = -1;
   for (size_t i = 0; i < values.size(); ++i) {
     auto& v = values[i];
-    if (!v.valid())
-      fail("component " + std::to_string(i) + " of '" + op_name_
-           + "' is an empty output");
-    if (v.owner() != graph_)
-      fail("component " + std::to_string(i) + " of '" + op_name_
-           + "' must be from the queue's graph");
-    if (v.type() != dtypes_[i])
-      fail("Tensor conversion requested dtype "
-           + std::string{to_string(dtypes_[i])} + " for Tensor with dtype "
-           + std::string{to_string(v.type())} + ": " + v.name());
     auto s = v.shape();
     if (s.unknown_rank())
       continue;
@@ -207,12 +207,7 @@ operation queue_base::enqueue_many(const std::vector<output>& values,
     if (!shapes_.empty())
       check_compatible(unbatched(s), shapes_[i]);
   }
-  auto n = make_node(op_name_, "QueueEnqueueManyV2");
-  n.attrs["Tcomponents"] = dtypes_;
-  std::vector<output> inputs{q.out(0)};
-  inputs.insert(inputs.end(), values.begin(), values.end());
-  colocate_with near{q};
-  return graph_->add_node(std::move(n), inputs, {}, {});
+  return add_enqueue("QueueEnqueueManyV2", op_name_, values);
 }
 
 std::vector<output> queue_base::dequeue(const std::string& name) {

@@ -240,6 +240,21 @@ status check_same_types(const kernel_context& ctx,
   return {};
 }
 
+// The output of ConcatV2 and Pack: `outer` rounds of one block from each
+// value in turn, shaped `out_dims`.
+status emit_interleaved(kernel_context& ctx,
+                        const std::vector<const tensor*>& values,
+                        const std::vector<int64_t>& blocks, int64_t outer,
+                        const std::vector<int64_t>& out_dims) {
+  auto type = values[0]->type();
+  return visit_all(ctx, type, [&]<class T>(type_tag<T>) -> status {
+    tensor out{type, tensor_shape{out_dims}};
+    interleave<T>(values, blocks, outer, out);
+    ctx.outputs.push_back(std::move(out));
+    return {};
+  });
+}
+
 status concat_kernel(kernel_context& ctx) {
   if (auto st = expect_min_inputs(ctx, 2); !st.ok())
     return st;
@@ -285,13 +300,7 @@ status concat_kernel(kernel_context& ctx) {
     blocks.push_back(product(s.dims(), a, s.dims().size()));
   }
   auto outer = product(first.dims(), 0, a);
-  auto type = values[0]->type();
-  return visit_all(ctx, type, [&]<class T>(type_tag<T>) -> status {
-    tensor out{type, tensor_shape{out_dims}};
-    interleave<T>(values, blocks, outer, out);
-    ctx.outputs.push_back(std::move(out));
-    return {};
-  });
+  return emit_interleaved(ctx, values, blocks, outer, out_dims);
 }
 
 status pack_kernel(kernel_context& ctx) {
@@ -326,13 +335,7 @@ status pack_kernel(kernel_context& ctx) {
   auto outer = product(first.dims(), 0, a);
   std::vector<int64_t> blocks(values.size(),
                               product(first.dims(), a, first.dims().size()));
-  auto type = values[0]->type();
-  return visit_all(ctx, type, [&]<class T>(type_tag<T>) -> status {
-    tensor out{type, tensor_shape{out_dims}};
-    interleave<T>(values, blocks, outer, out);
-    ctx.outputs.push_back(std::move(out));
-    return {};
-  });
+  return emit_interleaved(ctx, values, blocks, outer, out_dims);
 }
 
 // -- Reshape, Fill ----------------------------------------------------------

@@ -127,6 +127,11 @@ private:
                                 const std::string& suffix, const output* n,
                                 int32_t const_n, const std::string& name);
   std::string op_name(const std::string& name, const std::string& suffix);
+  /// Arity, graph and dtype checks shared by enqueue and enqueue_many.
+  void check_components(const std::vector<output>& values,
+                        const std::string& op_name) const;
+  operation add_enqueue(const std::string& op_type, const std::string& op_name,
+                        const std::vector<output>& values);
   std::vector<output> outputs_of(const operation& op) const;
 
   graph* graph_ = nullptr;
