@@ -43,6 +43,9 @@ struct step_plan {
 struct master_session {
   session_config config;
   graph_def graph;
+  /// Node name -> position in `graph`, kept as deltas arrive so that a
+  /// step's feed checks don't walk the whole graph.
+  std::unordered_map<std::string, size_t> node_index;
   std::unordered_map<std::string, step_plan> plans;
   /// Every executor registered for this session, on any task; ended when
   /// the session closes (TF's DeregisterGraph).
@@ -110,22 +113,19 @@ std::string signature(const run_step_request& req) {
 }
 
 // Checks fed values against the placeholders they replace.
-status check_feeds(const graph_def& g, const run_step_request& req) {
+status check_feeds(const master_session& sess, const run_step_request& req) {
   if (req.feed_names.size() != req.feed_values.size())
     return invalid_argument("feed names and values differ in number");
-  std::unordered_map<std::string, const node_def*> nodes;
-  for (auto& n : g.nodes)
-    nodes.emplace(n.name, &n);
   for (size_t i = 0; i < req.feed_names.size(); ++i) {
     auto ref = parse_input(req.feed_names[i]);
-    auto n = nodes.find(ref.node);
-    if (n == nodes.end())
+    auto n = sess.node_index.find(ref.node);
+    if (n == sess.node_index.end())
       return not_found("Feed " + req.feed_names[i] + ": not found in graph");
     auto& value = req.feed_values[i];
     if (!value.valid())
       return invalid_argument("Feed for " + req.feed_names[i]
                               + " is an empty tensor");
-    auto& node = *n->second;
+    auto& node = sess.graph.nodes[n->second];
     if (node.op != "Placeholder")
       continue;
     auto type = node.attr_or<dtype>("dtype", dtype::invalid);
@@ -615,14 +615,16 @@ task_actor::behavior_type task(task_self self, task_options opts) {
           return rp;
         }
         sess.graph.seed = delta.seed;
-        for (auto& n : delta.nodes)
+        for (auto& n : delta.nodes) {
+          sess.node_index[n.name] = sess.graph.nodes.size();
           sess.graph.nodes.push_back(std::move(n));
+        }
         req.graph_delta.clear();
       }
       // A malformed graph (e.g. an attribute of the wrong kind) fails this
       // run, never the task.
       try {
-        if (auto err = check_feeds(sess.graph, req); !err.ok()) {
+        if (auto err = check_feeds(sess, req); !err.ok()) {
           deliver_error(rp, err);
           return rp;
         }
