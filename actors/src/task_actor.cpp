@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <map>
 #include <random>
 #include <regex>
 #include <set>
@@ -48,6 +49,11 @@ struct master_session {
   /// step's feed checks don't walk the whole graph.
   std::unordered_map<std::string, size_t> node_index;
   std::unordered_map<std::string, step_plan> plans;
+  /// Tasks this session had partitions on that were lost since, with the
+  /// reason: the next step fails Aborted (TF: "Graph handle is not found
+  /// ... Possibly, this worker just restarted"), because a restarted task
+  /// lost the state (variables, queues) the session relied on.
+  std::map<std::string, std::string> lost_tasks;
   /// Every executor registered for this session, on any task; ended when
   /// the session closes (TF's DeregisterGraph).
   std::vector<executor_actor> executors;
@@ -554,6 +560,8 @@ void lost_task(task_self self, const std::string& task,
                               [&](const plan_part& p) {
                                 return on_task(p.device);
                               });
+      if (uses)
+        sess.lost_tasks.emplace(task, reason);
       i = uses ? sess.plans.erase(i) : std::next(i);
     }
 }
@@ -674,6 +682,34 @@ task_actor::behavior_type task(task_self self, task_options opts) {
       try {
         if (auto err = check_feeds(sess, req); !err.ok()) {
           deliver_error(rp, err);
+          return rp;
+        }
+        if (!sess.lost_tasks.empty()) {
+          // Still down: Unavailable, as any step that needs it. Back (a
+          // restarted task): Aborted, once.
+          auto [task, reason] = *sess.lost_tasks.begin();
+          auto ms = req.options.timeout_in_ms > 0
+                      ? req.options.timeout_in_ms
+                      : sess.config.operation_timeout_in_ms;
+          auto deadline = self->clock().now()
+                          + std::chrono::milliseconds(ms > 0 ? ms : 30000);
+          auto handle = req.session_handle;
+          resolve_peer(self, task, deadline,
+                       [self, rp, handle, task = task,
+                        reason = reason](status err, task_actor) mutable {
+                         if (!err.ok())
+                           return deliver_error(rp, err);
+                         auto s = self->state.sessions.find(handle);
+                         if (s != self->state.sessions.end())
+                           s->second.lost_tasks.clear();
+                         deliver_error(
+                           rp, {error_code::aborted,
+                                "Task " + task + " was lost (" + reason
+                                  + ") after this session ran a step on "
+                                    "it, and has restarted without its "
+                                    "state (variables, queues). Create a "
+                                    "new session."});
+                       });
           return rp;
         }
         auto timeout_ms = req.options.timeout_in_ms > 0

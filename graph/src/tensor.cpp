@@ -1,5 +1,6 @@
 #include "actorflow/graph/tensor.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -265,14 +266,22 @@ std::string float_repr(T x) {
     return x < 0 ? "-inf" : "inf";
   char buf[64];
   constexpr int max_digits = std::is_same_v<T, float> ? 9 : 17;
-  for (int prec = 1; prec <= max_digits; ++prec) {
-    std::snprintf(buf, sizeof(buf), "%.*g", prec, static_cast<double>(x));
+  auto dx = static_cast<double>(x);
+  int prec = 1;
+  for (; prec < max_digits; ++prec) {
+    std::snprintf(buf, sizeof(buf), "%.*e", prec - 1, dx);
     if (static_cast<T>(std::strtod(buf, nullptr)) == x)
       break;
   }
+  std::snprintf(buf, sizeof(buf), "%.*e", prec - 1, dx);
+  // Python writes positional digits for exponents -4 ... 15 ("10.0",
+  // "0.0001", "1234.5") and the exponent form beyond ("1e+16", "1e-05").
+  int exp = std::atoi(std::strchr(buf, 'e') + 1);
+  if (exp < -4 || exp >= 16)
+    return buf;
+  std::snprintf(buf, sizeof(buf), "%.*f", std::max(prec - 1 - exp, 0), dx);
   std::string s = buf;
-  auto ax = std::fabs(static_cast<double>(x));
-  if (s.find_first_of(".e") == std::string::npos && ax < 1e16)
+  if (s.find('.') == std::string::npos)
     s += ".0";
   return s;
 }

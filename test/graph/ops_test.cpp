@@ -955,3 +955,22 @@ TEST_CASE("ops: graphs are separate and default_guard restores", "[ops]") {
   REQUIRE(err);
   CHECK(err->code() == error_code::invalid_argument);
 }
+
+TEST_CASE("tensor::to_string prints values as Python and numpy do",
+          "[tensor]") {
+  auto f = [](double x) { return tensor::scalar(x).to_string(); };
+  CHECK(f(3.0) == "3.0");
+  CHECK(f(10.0) == "10.0");
+  CHECK(f(-250.0) == "-250.0");
+  CHECK(f(0.1) == "0.1");
+  CHECK(f(1234.5) == "1234.5");
+  CHECK(f(0.0001) == "0.0001");
+  CHECK(f(1e-05) == "1e-05");
+  CHECK(f(1.5e-07) == "1.5e-07");
+  CHECK(f(1e15) == "1000000000000000.0");
+  CHECK(f(1e16) == "1e+16");
+  CHECK(f(-0.0) == "-0.0");
+  CHECK(tensor::scalar(0.1f).to_string() == "0.1");
+  CHECK(tensor::scalar(16777216.0f).to_string() == "16777216.0");
+  CHECK(tensor::vec<float>({1.0f, 2.5f, 10.0f}).to_string() == "[1. 2.5 10.]");
+}
