@@ -462,21 +462,59 @@ std::unique_ptr<optimizer> make_optimizer(const options& opts, double lr) {
   return std::make_unique<adam_optimizer>(lr);
 }
 
-bool retryable(error_code code) {
-  return code == error_code::unavailable
-         || code == error_code::deadline_exceeded
-         || code == error_code::aborted;
-}
+/// Reports what each (re-)created session starts from: the chief's
+/// restored checkpoint or fresh variables, the global step.
+class report_hook : public session_run_hook {
+public:
+  report_hook(bool chief, std::string who, variable global_step,
+              std::optional<std::string> checkpoint_dir)
+    : chief_(chief),
+      who_(std::move(who)),
+      global_step_(std::move(global_step)),
+      checkpoint_dir_(std::move(checkpoint_dir)) {
+    // nop
+  }
 
-/// Test accuracy over the whole test set, in batches.
-double evaluate(session& sess, const model& m,
+  void after_create_session(session& sess, coordinator&) override {
+    global_ = sess.run(global_step_).scalar_value<int64_t>();
+    // The chief restored the latest checkpoint if there was one; it is
+    // the only one writing them.
+    auto restored = chief_ && checkpoint_dir_
+                      ? latest_checkpoint(*checkpoint_dir_)
+                      : std::string{};
+    if (!restored.empty())
+      say(who_ + ": restored " + restored + " (global step "
+          + std::to_string(global_) + ")");
+    else
+      say(who_ + (chief_ ? ": initialized the variables"
+                         : ": the chief has initialized the variables")
+          + (global_ > 0 ? " (global step " + std::to_string(global_) + ")"
+                         : std::string{}));
+  }
+
+  int64_t global_step() const noexcept {
+    return global_;
+  }
+
+private:
+  bool chief_;
+  std::string who_;
+  variable global_step_;
+  std::optional<std::string> checkpoint_dir_;
+  int64_t global_ = 0;
+};
+
+/// Test accuracy over the whole test set, in batches (`sess`: a session
+/// or a monitored_session).
+template <class Session>
+double evaluate(Session& sess, const model& m,
                 const fashion_mnist::dataset& test, int64_t batch_size) {
   double correct = 0;
   for (int64_t begin = 0; begin < test.size(); begin += batch_size) {
     auto n = std::min(batch_size, test.size() - begin);
     auto [x, y] = fashion_mnist::make_batch(test, {}, begin, n,
                                             m.image_shape);
-    auto value = sess.run(m.num_correct, {{m.x, x}, {m.y, y}});
+    tensor value = sess.run(m.num_correct, {{m.x, x}, {m.y, y}});
     correct += static_cast<double>(value.scalar_value<float>());
   }
   return correct / static_cast<double>(test.size());
@@ -538,16 +576,9 @@ int run_worker(const options& opts, const task_config& cfg) {
   model m;
   variable global_step;
   operation train_op;
-  operation init_op;
-  std::vector<fetch> ready_checks;
   std::unique_ptr<optimizer> opt;
-  // The chief's saver (TF's Scaffold saver: every global variable, the
-  // optimizer's slots and the global step included).
-  std::optional<saver> ckpt;
-  // --sync: TF's SyncReplicasOptimizer and its start-up ops.
+  // --sync: TF's SyncReplicasOptimizer.
   std::unique_ptr<sync_replicas_optimizer> sync;
-  operation local_init;
-  operation release_tokens;
   {
     replica_device_setter_options dopts;
     dopts.worker_device = "/job:worker/task:" + std::to_string(cfg.task);
@@ -561,19 +592,9 @@ int run_worker(const options& opts, const task_config& cfg) {
       sync = std::make_unique<sync_replicas_optimizer>(
         *opt, replicas, static_cast<int>(num_workers));
       train_op = sync->minimize(m.loss, global_step);
-      local_init = local_variables_initializer();
-      // A worker that stops hands out tokens so that no other waits for
-      // an update that will not come any more.
-      release_tokens = sync->get_init_tokens_op(
-        static_cast<int>(num_workers));
     } else {
       train_op = opt->minimize(m.loss, &global_step);
     }
-    init_op = global_variables_initializer();
-    for (const auto& v : global_variables())
-      ready_checks.emplace_back(is_variable_initialized(v));
-    if (chief && opts.checkpoint_dir)
-      ckpt.emplace();
   }
   std::string shape = opts.model == "cnn"
                         ? "conv5x5x" + std::to_string(mopts.filters[0])
@@ -593,141 +614,67 @@ int run_worker(const options& opts, const task_config& cfg) {
               : std::string{"async"})
       + ")");
 
+  // TF's MonitoredTrainingSession: the chief initializes the variables or
+  // restores the latest checkpoint of --checkpoint_dir (and saves one
+  // every --save_steps global steps and at the end); the others wait for
+  // it. A lost ps task re-creates the session the same way, so training
+  // continues from the last checkpoint.
   session_config config;
   config.operation_timeout_in_ms = static_cast<int64_t>(opts.step_timeout
                                                         * 1000);
-  session sess{srv->target(), config, &g};
-
-  // Checkpoints: the chief restores the latest one instead of
-  // initializing, and saves every --save_steps global steps and at the end
-  // (TF's MonitoredTrainingSession with checkpoint_dir).
-  std::string restore_from;
-  std::string ckpt_prefix;
-  if (ckpt) {
-    std::error_code ec;
-    std::filesystem::create_directories(*opts.checkpoint_dir, ec);
-    if (ec)
-      throw std::runtime_error("--checkpoint_dir: cannot create "
-                               + *opts.checkpoint_dir + ": " + ec.message());
-    ckpt_prefix = (std::filesystem::path{*opts.checkpoint_dir} / "model.ckpt")
-                    .string();
-    if (auto state = get_checkpoint_state(*opts.checkpoint_dir))
-      ckpt->recover_last_checkpoints(state->all_model_checkpoint_paths);
+  auto report = std::make_shared<report_hook>(chief, who, global_step,
+                                              opts.checkpoint_dir);
+  monitored_training_session_options mo;
+  mo.master = srv->target();
+  mo.is_chief = chief;
+  mo.g = &g;
+  mo.config = config;
+  if (opts.checkpoint_dir) {
+    mo.checkpoint_dir = *opts.checkpoint_dir;
+    mo.save_checkpoint_steps = opts.save_steps;
   }
-
-  // Ready: the chief initializes (or restores) the variables, retrying
-  // while the ps tasks come up; the others wait for it, within
-  // --startup_timeout. Run at start and again after a lost task.
-  auto become_ready = [&] {
-    if (ckpt)
-      restore_from = latest_checkpoint(*opts.checkpoint_dir);
-    auto startup_deadline = steady::now()
-                            + std::chrono::milliseconds{static_cast<int64_t>(
-                              opts.startup_timeout * 1000)};
-    std::string last_problem = "no answer yet";
-    run_options quick;
-    quick.timeout_in_ms = 5000;
-    for (bool ready = false; !ready;) {
-      if (steady::now() >= startup_deadline)
-        throw std::runtime_error(
-          who + ": not ready after "
-          + fixed(opts.startup_timeout, 0) + " s: " + last_problem
-          + (chief ? "" : " (is the chief, worker 0, running?)"));
-      try {
-        if (chief && !restore_from.empty()) {
-          try {
-            ckpt->restore(sess, restore_from);
-          } catch (const op_error& e) {
-            if (retryable(e.code()))
-              throw;
-            throw std::runtime_error("restoring " + restore_from + ": "
-                                     + e.what());
-          }
-          ready = true;
-        } else if (chief) {
-          sess.run(init_op, {}, quick);
-          ready = true;
-        } else {
-          auto flags = sess.run(ready_checks, {}, quick);
-          ready = true;
-          for (const auto& f : flags)
-            ready = ready && f.scalar_value<bool>();
-          if (!ready)
-            last_problem = "the variables are not initialized";
-        }
-      } catch (const op_error& e) {
-        if (!retryable(e.code()))
-          throw;
-        last_problem = e.what();
-      }
-      if (!ready)
-        std::this_thread::sleep_for(100ms);
-    }
-    if (!restore_from.empty())
-      say(who + ": restored " + restore_from + " (global step "
-          + std::to_string(sess.run(global_step).scalar_value<int64_t>())
-          + ")");
-    else
-      say(who + (chief ? ": initialized the variables"
-                       : ": the chief has initialized the variables"));
-  };
-  become_ready();
+  // Our progress lines give examples/s; TF's global_step/sec would repeat
+  // them.
+  mo.log_step_count_steps = 0;
+  mo.max_wait = std::chrono::milliseconds{
+    static_cast<int64_t>(opts.startup_timeout * 1000)};
+  mo.recovery_wait = 100ms;
+  mo.prepare_timeout_in_ms = 5000;
+  mo.stop_grace_period = 10s;
+  mo.log = [who](const std::string& line) { say(who + ": " + line); };
+  mo.hooks = {std::make_shared<stop_at_step_hook>(std::nullopt, train_steps),
+              report};
+  // A worker that stops hands out tokens, so that no other waits for an
+  // update that will not come any more.
+  if (sync)
+    mo.hooks.push_back(make_sync_replicas_hook(*sync, chief, -1, true));
+  std::unique_ptr<monitored_session> sess;
+  try {
+    sess = monitored_training_session(mo);
+  } catch (const op_error& e) {
+    if (e.code() == error_code::deadline_exceeded)
+      throw std::runtime_error(
+        who + ": not ready after " + fixed(opts.startup_timeout, 0) + " s: "
+        + e.what() + (chief ? "" : " (is the chief, worker 0, running?)"));
+    throw;
+  }
 
   // Training.
   fashion_mnist::batcher batches{train_set, opts.batch_size,
                                  static_cast<uint64_t>(opts.seed) * 1'000'003u
                                    + static_cast<uint64_t>(cfg.task),
                                  m.image_shape};
-  auto global = sess.run(global_step).scalar_value<int64_t>();
-  auto last_saved = global;
-  auto save = [&] {
-    if (!ckpt)
-      return;
-    auto path = ckpt->save(sess, ckpt_prefix, global_step);
-    say(who + ": saved " + path);
-    last_saved = global;
-  };
-  // Sync start-up, as TF's SyncReplicasOptimizer hook: every worker sets
-  // its local step; the chief sets the accumulators' step, hands out the
-  // first tokens and runs the sync op in a queue-runner thread.
-  coordinator coord;
-  if (sync) {
-    sess.run(local_init);
-    sess.run(sync->local_step_init_op());
-    if (chief) {
-      sess.run(sync->chief_init_op());
-      sess.run(sync->get_init_tokens_op());
-      queue_runner chief_runner{g, sync->chief_queue_runner()};
-      chief_runner.create_threads(sess, &coord);
-    }
-  }
+  auto global = report->global_step();
   int64_t local_step = 0;
   auto start = steady::now();
   auto window_start = start;
   int64_t window_steps = 0;
   double window_loss = 0;
-  int recoveries = 0;
-  while (global < train_steps) {
+  // A run restored past --train_steps only evaluates.
+  while (global < train_steps && !sess->should_stop()) {
     auto [x, y] = batches.next();
-    std::vector<tensor> out;
-    try {
-      out = sess.run({train_op, m.loss, global_step}, {{m.x, x}, {m.y, y}});
-    } catch (const op_error& e) {
-      // A lost or restarted task (TF's MonitoredTrainingSession recovers
-      // from these): wait until the ps is back, then continue from the
-      // restored (or re-initialized) variables. Sync training keeps state
-      // in the ps's accumulators and token queue: no recovery there.
-      // A step cut short by the lost task may also end Cancelled.
-      bool lost = retryable(e.code()) || e.code() == error_code::cancelled;
-      if (sync || !lost || ++recoveries > 20)
-        throw;
-      say(who + ": lost a task (" + e.what() + "); recovering");
-      std::this_thread::sleep_for(500ms);
-      become_ready();
-      global = sess.run(global_step).scalar_value<int64_t>();
-      last_saved = global;
-      continue;
-    }
+    auto out = sess->run({train_op, m.loss, global_step},
+                         {{m.x, x}, {m.y, y}});
     ++local_step;
     ++window_steps;
     window_loss += static_cast<double>(out[1].scalar_value<float>());
@@ -747,12 +694,9 @@ int run_worker(const options& opts, const task_config& cfg) {
       window_steps = 0;
       window_loss = 0;
     }
-    if (chief && global - last_saved >= opts.save_steps
-        && global < train_steps)
-      save();
     if (chief && opts.eval_every > 0 && local_step % opts.eval_every == 0
-        && global < train_steps) {
-      auto accuracy = evaluate(sess, m, *test_set, opts.eval_batch_size);
+        && !sess->should_stop()) {
+      auto accuracy = evaluate(*sess, m, *test_set, opts.eval_batch_size);
       say(who + ": step " + std::to_string(local_step) + " (global "
           + std::to_string(global) + ") test accuracy "
           + fixed(accuracy, 4));
@@ -763,23 +707,21 @@ int run_worker(const options& opts, const task_config& cfg) {
   auto secs = std::chrono::duration<double>(steady::now() - start).count();
   auto epochs = static_cast<double>(local_step * opts.batch_size)
                 / static_cast<double>(train_set.size());
-  if (sync)
-    sess.run(release_tokens);
   say(who + ": done: " + std::to_string(local_step) + " local steps ("
       + fixed(epochs, 1) + " epochs of its own shuffle), global step "
-      + std::to_string(global) + ", " + fixed(secs, 1) + " s");
-
-  if (chief && global != last_saved)
-    save();
+      + std::to_string(global) + ", " + fixed(secs, 1) + " s"
+      + (sess->recoveries() > 0
+           ? ", " + std::to_string(sess->recoveries())
+               + " recoveries from a lost task"
+           : std::string{}));
+  // The hooks' end: the chief's last checkpoint, the sync tokens.
+  sess->close();
   if (chief) {
-    auto accuracy = evaluate(sess, m, *test_set, opts.eval_batch_size);
+    session eval{srv->target(), config, &g};
+    auto accuracy = evaluate(eval, m, *test_set, opts.eval_batch_size);
     say("test accuracy: " + fixed(accuracy, 4));
+    eval.close();
   }
-  // The chief's sync thread waits in the accumulators; closing the
-  // session ends that wait.
-  coord.request_stop();
-  sess.close();
-  coord.join(std::chrono::seconds(10));
   srv->stop();
   return 0;
 }
