@@ -5,6 +5,8 @@
 
 #include <fstream>
 
+#include "common/temp_dir.hpp"
+
 using namespace actorflow;
 using namespace actorflow::testing;
 
@@ -146,4 +148,30 @@ TEST_CASE("readme: training on a ps task", "[readme]") {
                       {y, tensor::vec<int32_t>({1, 2})}});
   CHECK(sess.run(get_global_step()).scalar_value<int64_t>() == 1);
   CHECK(get_global_step().op().device() == "/job:ps/task:0");
+
+  // The monitored training snippet, as written there (in a scratch
+  // directory, with a quiet log).
+  temp_dir logs{"actorflow-readme"};
+  auto srv = std::move(worker);
+  int task_index = 0;
+  auto batch_x = tensor{dtype::float32, tensor_shape{2, 784}};
+  auto batch_y = tensor::vec<int32_t>({1, 2});
+  monitored_training_session_options o;
+  o.master = srv.target();
+  o.is_chief = task_index == 0;
+  o.checkpoint_dir = logs.path.string();
+  o.save_checkpoint_steps = 1000;
+  o.hooks = {std::make_shared<stop_at_step_hook>(std::nullopt, 5)};
+  o.log = [](const std::string&) {};
+  auto msess = monitored_training_session(o);
+  int runs = 0;
+  while (!msess->should_stop()) {
+    msess->run(train_op, {{x, batch_x}, {y, batch_y}});
+    ++runs;
+  }
+  msess->close();
+  // The plain session had trained one step; the chief found no
+  // checkpoint and initialized again, so five runs reach step 5.
+  CHECK(runs == 5);
+  CHECK(latest_checkpoint(logs.path.string()) == logs / "model.ckpt-5");
 }

@@ -25,7 +25,7 @@
 /// o.hooks = {std::make_shared<stop_at_step_hook>(std::nullopt, 10000)};
 /// auto sess = monitored_training_session(o);
 /// while (!sess->should_stop())
-///   sess->run({train_op}, {{x, batch_x}, {y, batch_y}});
+///   sess->run(train_op, {{x, batch_x}, {y, batch_y}});
 /// sess->close();
 /// ~~~
 ///
