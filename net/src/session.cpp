@@ -13,8 +13,52 @@
 #include <atomic>
 #include <future>
 #include <mutex>
+#include <unordered_map>
 
 namespace actorflow {
+
+namespace {
+
+using step_result = std::pair<run_step_response, status>;
+
+/// The steps of one session waiting for the master, by id. Once `ended`,
+/// no step is added: its status answers them all.
+struct pending_steps {
+  std::mutex mtx;
+  std::unordered_map<uint64_t, std::promise<step_result>> waiting;
+  uint64_t next_id = 0;
+  bool ended = false;
+  status end_status;
+
+  void finish(uint64_t id, step_result result) {
+    std::promise<step_result> p;
+    {
+      std::lock_guard<std::mutex> guard{mtx};
+      auto i = waiting.find(id);
+      if (i == waiting.end())
+        return;
+      p = std::move(i->second);
+      waiting.erase(i);
+    }
+    p.set_value(std::move(result));
+  }
+
+  void end(status why) {
+    std::unordered_map<uint64_t, std::promise<step_result>> left;
+    {
+      std::lock_guard<std::mutex> guard{mtx};
+      if (ended)
+        return;
+      ended = true;
+      end_status = why;
+      left.swap(waiting);
+    }
+    for (auto& [id, p] : left)
+      p.set_value({{}, why});
+  }
+};
+
+} // namespace
 
 struct session::impl {
   caf::actor_system* sys = nullptr;
@@ -31,6 +75,11 @@ struct session::impl {
   /// Nodes of `g` the master has already received.
   int sent_nodes = 0;
   std::atomic<bool> closed = false;
+  /// Steps waiting for the master, shared with `client`.
+  std::shared_ptr<pending_steps> pending;
+  /// Sends this session's steps to the master and hands the replies to
+  /// the waiting threads (see client_actor).
+  caf::actor client;
 };
 
 namespace {
@@ -97,39 +146,59 @@ std::string create_master_session(caf::actor_system& sys,
   return handle;
 }
 
-// Sends one step to the master and waits for its reply. The request runs
-// in a short-lived actor that monitors the master, so a master that dies
-// or whose process is lost ends the wait with Unavailable instead of
-// leaving the caller blocked.
-void call_master(caf::actor_system& sys, const task_actor& master,
-                 caf::duration wait, run_step_request req,
-                 const std::string& what, run_step_response& resp,
-                 status& transport) {
-  // Shared: the actor may still hold it after the caller has returned.
-  auto done = std::make_shared<
-    std::promise<std::pair<run_step_response, status>>>();
-  auto result = done->get_future();
-  sys.spawn([done, master, wait, what,
-             req = std::move(req)](caf::event_based_actor* self) mutable {
-    auto finish = [self, done](run_step_response r, status st) {
-      done->set_value({std::move(r), std::move(st)});
-      self->quit();
-    };
-    self->monitor(master);
-    self->set_down_handler([finish, what](caf::down_msg& dm) {
-      finish({}, {error_code::unavailable,
-                  "Lost the master at " + what + ": "
-                    + caf::to_string(dm.reason)});
-    });
-    self->request(master, wait, run_step_atom_v, std::move(req))
-      .then([finish](run_step_response& r) { finish(std::move(r), {}); },
-            [finish, what](caf::error& e) {
-              finish({}, to_status(e, what));
-            });
+// One actor per session carries its steps (spawning one per step cost
+// more than the rest of a trivial step, and left a monitor behind on the
+// master each time). It monitors the master, so that a master that dies
+// or whose process is lost ends every wait with Unavailable instead of
+// leaving callers blocked; when the session closes it ends, and steps
+// still waiting fail with Aborted.
+caf::behavior client_actor(caf::event_based_actor* self, task_actor master,
+                           std::shared_ptr<pending_steps> pending,
+                           std::string what) {
+  self->monitor(master);
+  self->set_down_handler([self, pending, what](caf::down_msg& dm) {
+    pending->end({error_code::unavailable, "Lost the master at " + what
+                                             + ": "
+                                             + caf::to_string(dm.reason)});
+    self->quit();
   });
-  auto [r, st] = result.get();
-  resp = std::move(r);
-  transport = std::move(st);
+  self->attach_functor([pending] {
+    pending->end({error_code::aborted, "Session was closed while the step "
+                                       "was running."});
+  });
+  return {
+    [self, master, pending, what](run_step_atom, uint64_t id,
+                                  run_step_request& req, int64_t wait_ms) {
+      auto wait = wait_ms > 0 ? caf::duration{std::chrono::milliseconds(
+                                  wait_ms)}
+                              : caf::infinite;
+      self->request(master, wait, run_step_atom_v, std::move(req))
+        .then(
+          [pending, id](run_step_response& r) {
+            pending->finish(id, {std::move(r), {}});
+          },
+          [pending, id, what](caf::error& e) {
+            pending->finish(id, {{}, to_status(e, what)});
+          });
+    },
+  };
+}
+
+// Sends one step through the session's client actor and waits for its
+// reply.
+step_result call_master(pending_steps& pending, const caf::actor& client,
+                        run_step_request req, int64_t wait_ms) {
+  std::future<step_result> result;
+  uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> guard{pending.mtx};
+    if (pending.ended)
+      return {{}, pending.end_status};
+    id = pending.next_id++;
+    result = pending.waiting[id].get_future();
+  }
+  caf::anon_send(client, run_step_atom_v, id, std::move(req), wait_ms);
+  return result.get();
 }
 
 } // namespace
@@ -148,6 +217,10 @@ session::session(session_config config, graph* g)
   impl_->target = "";
   impl_->handle = create_master_session(*impl_->sys, impl_->master, config,
                                         "in-process engine");
+  impl_->pending = std::make_shared<pending_steps>();
+  impl_->client = impl_->sys->spawn(client_actor, impl_->master,
+                                    impl_->pending,
+                                    std::string{"in-process engine"});
 }
 
 session::session(const std::string& target, session_config config, graph* g)
@@ -165,6 +238,9 @@ session::session(caf::actor_system& sys, const std::string& target,
   impl_->master = connect_master(sys, target, config);
   impl_->handle = create_master_session(
     sys, impl_->master, config, std::string{strip_scheme(target)});
+  impl_->pending = std::make_shared<pending_steps>();
+  impl_->client = sys.spawn(client_actor, impl_->master, impl_->pending,
+                            std::string{strip_scheme(target)});
 }
 
 session::session(session&&) noexcept = default;
@@ -188,6 +264,9 @@ graph& session::get_graph() const {
 void session::close() {
   if (!impl_ || impl_->closed.exchange(true))
     return;
+  // Steps still running fail (Aborted) now, not when the master answers.
+  if (impl_->client)
+    caf::anon_send_exit(impl_->client, caf::exit_reason::user_shutdown);
   if (impl_->owns_master) {
     caf::anon_send_exit(impl_->master, caf::exit_reason::user_shutdown);
     return;
@@ -250,15 +329,9 @@ std::vector<tensor> session::run(const std::vector<fetch>& fetches,
   // The master enforces the step deadline; the client waits a little
   // longer so that the master's DeadlineExceeded (not a local timeout)
   // reaches the caller, and never forever when a deadline is set.
-  auto wait = timeout_ms > 0
-                ? caf::duration{std::chrono::milliseconds(timeout_ms + 5000)}
-                : caf::infinite;
-  auto what = im.target.empty() ? std::string{"in-process engine"}
-                                 : im.target;
-  run_step_response resp;
-  status transport;
-  call_master(*im.sys, im.master, wait, std::move(req), what, resp,
-              transport);
+  auto wait_ms = timeout_ms > 0 ? timeout_ms + 5000 : 0;
+  auto [resp, transport] = call_master(*im.pending, im.client, std::move(req),
+                                      wait_ms);
   throw_if_error(transport);
   // The master applied the delta unless it rejected the session itself.
   if (resp.result.ok() || resp.result.code() != error_code::aborted) {

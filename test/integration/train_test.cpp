@@ -228,7 +228,9 @@ TEST_CASE("train: the chief saves checkpoints and restores the latest",
   std::smatch match;
   REQUIRE(std::regex_search(second.out, match, restored));
   CHECK(std::stol(match[1].str()) >= 200);
-  CHECK(match[1].str() == match[2].str());
+  // The global step read after the restore: worker 1 may have trained
+  // on the restored variables already.
+  CHECK(std::stol(match[2].str()) >= std::stol(match[1].str()));
   CHECK_THAT(second.out, Contains("worker 1: the chief has initialized"));
   CHECK(test_accuracy(second.out) > 0.6);
   // A run already past its last step restores and only evaluates.
