@@ -5,8 +5,10 @@
 // send a request and the step continues in the reply handler. Nothing here
 // ever blocks a scheduler thread.
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <optional>
@@ -191,7 +193,13 @@ struct executor_state {
   /// Tensors for steps that have not started here yet.
   std::unordered_map<int64_t, std::unordered_map<std::string, tensor>> early;
   /// Large tensors arriving in chunks, by step and rendezvous key.
+  /// A tensor arriving in chunks of its wire encoding. Chunks from one
+  /// sender arrive in order, so the header (chunk 0) comes first: then
+  /// the data goes straight into `value`. Otherwise (a string tensor, a
+  /// header past the first chunk) the bytes are collected and decoded.
   struct partial_tensor {
+    tensor value;
+    size_t header_size = 0;
     std::string bytes;
     uint64_t received = 0;
   };
@@ -469,13 +477,32 @@ void compute_unchecked(executor_self self, step_state& step, int i,
       self->send(dest, recv_tensor_atom_v, id, plan.rendezvous_key,
                  std::move(value));
     } else {
-      // Large tensors cross the wire as ~1 MiB chunks, all in flight at
-      // once: one huge message is ~3x slower (docs/DESIGN.md).
-      auto bytes = to_bytes(value);
-      uint64_t total = bytes.size();
-      for (uint64_t off = 0; off < total; off += chunk_size)
+      // Large tensors cross the wire as ~1 MiB chunks of their encoding,
+      // all in flight at once: one huge message is ~3x slower
+      // (docs/DESIGN.md). Each chunk is cut from the header and the
+      // tensor's own bytes: one copy, no encoding of the whole first.
+      auto header = tensor_header_bytes(value);
+      uint64_t data_bytes = value.byte_size();
+      if (header.empty()) {
+        header = to_bytes(value);
+        data_bytes = 0;
+      }
+      const auto* data = static_cast<const char*>(value.raw());
+      uint64_t total = header.size() + data_bytes;
+      for (uint64_t off = 0; off < total; off += chunk_size) {
+        auto end = std::min(total, off + chunk_size);
+        std::string chunk;
+        chunk.reserve(end - off);
+        if (off < header.size())
+          chunk.append(header, off, std::min<uint64_t>(end, header.size())
+                                      - off);
+        if (end > header.size()) {
+          auto from = std::max<uint64_t>(off, header.size()) - header.size();
+          chunk.append(data + from, end - header.size() - from);
+        }
         self->send(dest, recv_tensor_atom_v, id, plan.rendezvous_key, total,
-                   off, bytes.substr(off, chunk_size));
+                   off, std::move(chunk));
+      }
     }
     complete_node(self, step, i, {});
     return;
@@ -1017,25 +1044,60 @@ executor_actor::behavior_type executor(executor_self self, task_actor task,
       if (st.finished.count(id) > 0)
         return;
       auto& part = st.partials[id][key];
-      if (part.bytes.empty())
-        part.bytes.resize(total);
-      if (offset > total || chunk.size() > total - offset) {
+      auto bad = [&](status err) {
         st.partials[id].erase(key);
-        fail_step(self, id,
-                  {error_code::data_loss, "chunk out of range for " + key});
-        return;
+        fail_step(self, id, std::move(err));
+      };
+      if (offset > total || chunk.size() > total - offset)
+        return bad({error_code::data_loss, "chunk out of range for " + key});
+      if (part.received == 0 && offset == 0 && part.bytes.empty()) {
+        tensor value;
+        size_t header = 0;
+        if (tensor_from_header(chunk, value, header).ok()) {
+          if (header + value.byte_size() != total)
+            return bad({error_code::data_loss,
+                        "corrupt tensor: " + std::to_string(total)
+                          + " bytes announced for " + key + ", its header "
+                          + "says " + std::to_string(header
+                                                     + value.byte_size())});
+          part.value = std::move(value);
+          part.header_size = header;
+        }
       }
-      std::copy(chunk.begin(), chunk.end(), part.bytes.begin() + offset);
+      if (part.value.valid() && offset >= part.header_size) {
+        std::memcpy(static_cast<char*>(part.value.raw()) + offset
+                      - part.header_size,
+                    chunk.data(), chunk.size());
+      } else if (part.value.valid()) {
+        // The header's chunk: its data part.
+        auto skip = part.header_size - offset;
+        if (skip > chunk.size())
+          return bad({error_code::data_loss, "split header for " + key});
+        std::memcpy(part.value.raw(), chunk.data() + skip,
+                    chunk.size() - skip);
+      } else {
+        if (part.bytes.empty())
+          part.bytes.resize(total);
+        std::copy(chunk.begin(), chunk.end(), part.bytes.begin() + offset);
+      }
       part.received += chunk.size();
       if (part.received < total)
         return;
       tensor value;
-      auto err = from_bytes(part.bytes, value);
-      st.partials[id].erase(key);
-      if (!err.ok()) {
-        fail_step(self, id, err);
-        return;
+      if (part.value.valid()) {
+        value = std::move(part.value);
+        if (value.type() == dtype::bool_) {
+          auto* b = static_cast<const unsigned char*>(value.raw());
+          for (size_t i = 0; i < value.byte_size(); ++i)
+            if (b[i] > 1)
+              return bad({error_code::data_loss,
+                          "corrupt tensor: invalid bool byte "
+                            + std::to_string(b[i]) + " in " + key});
+        }
+      } else if (auto err = from_bytes(part.bytes, value); !err.ok()) {
+        return bad(err);
       }
+      st.partials[id].erase(key);
       deliver(self, id, std::move(key), std::move(value));
     },
     [self](abort_step_atom, int64_t id, status& why) {

@@ -5,7 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <utility>
+#include <vector>
 #include <sstream>
 
 namespace actorflow {
@@ -141,21 +144,84 @@ std::string tensor_shape::to_string() const {
 
 // -- tensor buffer ------------------------------------------------------------
 
+namespace {
+
+// Freed large blocks kept for reuse. A fresh block above glibc's mmap
+// threshold (at most 32 MiB) comes from mmap: the kernel zeroes it page
+// by page on first touch, and with munmap on free every large transfer
+// paid that again (a 64 MiB fetch was 4x slower per byte than a 16 MiB
+// one). Bounded: a few blocks, 256 MiB in all; exact sizes only.
+class block_cache {
+public:
+  static constexpr size_t min_bytes = size_t{8} << 20;
+  static constexpr size_t max_bytes = size_t{256} << 20;
+  static constexpr size_t max_blocks = 8;
+
+  void* take(size_t n) {
+    if (n < min_bytes)
+      return nullptr;
+    std::lock_guard<std::mutex> guard{mtx_};
+    for (auto i = blocks_.begin(); i != blocks_.end(); ++i)
+      if (i->first == n) {
+        auto p = i->second;
+        total_ -= n;
+        blocks_.erase(i);
+        return p;
+      }
+    return nullptr;
+  }
+
+  /// Keeps `p` (of `n` bytes) or frees it.
+  void put(void* p, size_t n) {
+    if (n >= min_bytes && n <= max_bytes) {
+      std::lock_guard<std::mutex> guard{mtx_};
+      // Oldest out first, to make room.
+      while (!blocks_.empty()
+             && (total_ + n > max_bytes || blocks_.size() >= max_blocks)) {
+        std::free(blocks_.front().second);
+        total_ -= blocks_.front().first;
+        blocks_.erase(blocks_.begin());
+      }
+      blocks_.emplace_back(n, p);
+      total_ += n;
+      return;
+    }
+    std::free(p);
+  }
+
+private:
+  std::mutex mtx_;
+  std::vector<std::pair<size_t, void*>> blocks_;
+  size_t total_ = 0;
+};
+
+block_cache& large_blocks() {
+  // Never destroyed: tensors may be freed during static destruction.
+  static auto* cache = new block_cache;
+  return *cache;
+}
+
+} // namespace
+
 // Element storage: 64-byte aligned so Eigen may vectorize over it; strings
 // are constructed in place.
 struct tensor::buffer {
-  buffer(dtype t, int64_t n) : type(t), count(n) {
+  buffer(dtype t, int64_t n, bool zero = true) : type(t), count(n) {
     auto n_bytes = t == dtype::string ? sizeof(std::string) * n
                                       : dtype_size(t) * n;
-    auto rounded = ((n_bytes + 63) / 64) * 64;
-    data = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+    rounded = ((n_bytes + 63) / 64) * 64;
+    if (rounded == 0)
+      rounded = 64;
+    data = large_blocks().take(rounded);
+    if (data == nullptr)
+      data = std::aligned_alloc(64, rounded);
     if (data == nullptr)
       throw std::bad_alloc{};
     if (t == dtype::string) {
       auto strs = static_cast<std::string*>(data);
       for (int64_t i = 0; i < n; ++i)
         new (strs + i) std::string();
-    } else if (n_bytes > 0) {
+    } else if (n_bytes > 0 && zero) {
       std::memset(data, 0, n_bytes);
     }
   }
@@ -165,12 +231,13 @@ struct tensor::buffer {
       for (int64_t i = 0; i < count; ++i)
         strs[i].~basic_string();
     }
-    std::free(data);
+    large_blocks().put(data, rounded);
   }
   buffer(const buffer&) = delete;
   buffer& operator=(const buffer&) = delete;
   dtype type;
   int64_t count;
+  size_t rounded = 0;
   void* data = nullptr;
 };
 
@@ -184,6 +251,17 @@ tensor::tensor(dtype type, tensor_shape shape)
                      + shape_.to_string());
   num_elements_ = shape_.num_elements();
   buf_ = std::make_shared<buffer>(type, num_elements_);
+}
+
+tensor tensor::uninitialized(dtype type, tensor_shape shape) {
+  if (type == dtype::invalid || !shape.fully_defined())
+    return tensor{type, std::move(shape)};  // throws as the constructor
+  tensor result;
+  result.type_ = type;
+  result.shape_ = std::move(shape);
+  result.num_elements_ = result.shape_.num_elements();
+  result.buf_ = std::make_shared<buffer>(type, result.num_elements_, false);
+  return result;
 }
 
 size_t tensor::byte_size() const noexcept {

@@ -399,7 +399,7 @@ bool decode(byte_reader& r, tensor& x) {
     return r.fail("truncated input: tensor data of " + std::to_string(n_bytes)
                   + " bytes, " + std::to_string(r.remaining())
                   + " bytes remain");
-  tensor result{type, std::move(shape)};
+  auto result = tensor::uninitialized(type, std::move(shape));
   auto data = static_cast<unsigned char*>(result.raw());
   if (!r.raw(data, static_cast<size_t>(n_bytes)))
     return false;
@@ -574,6 +574,53 @@ std::string to_bytes(const tensor& x) {
 
 status from_bytes(std::string_view in, tensor& x) {
   return decode_all(in, x, "tensor");
+}
+
+std::string tensor_header_bytes(const tensor& x) {
+  if (!little_endian_host || !x.valid() || x.type() == dtype::string)
+    return {};
+  std::string out;
+  byte_writer w{out};
+  w.u8(wire_format_version);
+  w.u8(static_cast<uint8_t>(x.type()));
+  encode(w, x.shape());
+  w.u64(x.byte_size());
+  return out;
+}
+
+status tensor_from_header(std::string_view in, tensor& x,
+                          size_t& header_size) {
+  auto corrupt = [](const std::string& reason) {
+    return status{error_code::data_loss, "corrupt tensor: " + reason};
+  };
+  if (!little_endian_host)
+    return corrupt("raw tensor data needs a little-endian host");
+  byte_reader r{in};
+  uint8_t version = 0;
+  uint8_t tag = 0;
+  if (!r.u8(version) || !r.u8(tag))
+    return corrupt(r.error());
+  if (version != wire_format_version)
+    return corrupt("unsupported wire format version "
+                   + std::to_string(version));
+  if (!is_dtype_value(tag) || tag == static_cast<uint8_t>(dtype::invalid)
+      || tag == static_cast<uint8_t>(dtype::string))
+    return corrupt("no raw data for dtype " + std::to_string(tag));
+  auto type = static_cast<dtype>(tag);
+  tensor_shape shape;
+  int64_t n = 0;
+  uint64_t n_bytes = 0;
+  if (!decode(r, shape) || !checked_num_elements(r, shape, n)
+      || !r.u64(n_bytes))
+    return corrupt(r.error());
+  auto width = dtype_size(type);
+  if (static_cast<uint64_t>(n) > std::numeric_limits<uint64_t>::max() / width
+      || static_cast<uint64_t>(n) * width != n_bytes)
+    return corrupt("tensor of shape " + shape.to_string() + " cannot have "
+                   + std::to_string(n_bytes) + " bytes of data");
+  header_size = r.position();
+  x = tensor::uninitialized(type, std::move(shape));
+  return status::ok_status();
 }
 
 std::string to_bytes(const graph_def& x) {

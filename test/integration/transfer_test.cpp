@@ -42,3 +42,53 @@ TEST_CASE("transfer: an 8 MiB tensor moves between two tasks intact",
   // Uniform values: the mean is near 1/2 (not zeros from a lost chunk).
   CHECK(sum / flat.num_elements() == Approx(0.5).epsilon(0.01));
 }
+
+TEST_CASE("transfer: chunked bools, odd sizes and strings arrive intact",
+          "[transfer]") {
+  local_cluster nodes{node_path, {{"ps", 1}, {"worker", 1}}, captured()};
+  graph g;
+  auto as_default = g.as_default();
+  // Made on the ps, consumed on the worker: each crosses as chunks. The
+  // bools (3 MiB + 5 bytes) and int64s end mid-chunk; strings take the
+  // encoded path (no raw data to cut).
+  output flags;
+  output counts;
+  output words;
+  {
+    device_scope on_ps{"/job:ps/task:0"};
+    flags = greater(random_uniform({3 * 1024 * 1024 + 5}, 0.0, 1.0,
+                                   dtype::float32, 3),
+                    constant(0.5f));
+    counts = cast(random_uniform({300001}, 0.0, 1000.0, dtype::float32, 4),
+                  dtype::int64);
+    words = tile(reshape(constant(std::string(1000, 'w')), {1}),
+                 constant(tensor::vec<int32_t>({2500})));
+  }
+  output flags_here;
+  output counts_sum;
+  output words_here;
+  {
+    device_scope on_worker{"/job:worker/task:0"};
+    flags_here = identity(flags);
+    counts_sum = reduce_sum(counts);
+    words_here = identity(words);
+  }
+  session sess{nodes.target("worker", 0), bounded(), &g};
+  // The ps's values fetched directly (from the ps partition) against the
+  // worker's copies (through the chunks).
+  auto v = sess.run({flags, flags_here, counts, counts_sum, words,
+                     words_here});
+  CHECK(v[0] == v[1]);
+  int64_t ones = 0;
+  for (auto b : v[1].flat<bool>())
+    ones += b ? 1 : 0;
+  CHECK(ones > 1400000);
+  CHECK(ones < 1750000);
+  int64_t sum = 0;
+  for (auto x : v[2].flat<int64_t>())
+    sum += x;
+  CHECK(v[3].scalar_value<int64_t>() == sum);
+  CHECK(v[4] == v[5]);
+  REQUIRE(v[5].num_elements() == 2500);
+  CHECK(v[5].flat<std::string>()[2499] == std::string(1000, 'w'));
+}

@@ -115,6 +115,10 @@ public:
   /// A zero-filled (or empty-string-filled) tensor. The shape must be fully
   /// defined.
   tensor(dtype type, tensor_shape shape);
+  /// As above, but the element bytes of a non-string tensor are left
+  /// unspecified: for a caller about to overwrite all of them (decoding,
+  /// receiving). Strings are still empty.
+  static tensor uninitialized(dtype type, tensor_shape shape);
 
   template <class T>
   static tensor scalar(T value) {

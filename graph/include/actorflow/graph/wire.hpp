@@ -155,6 +155,20 @@ std::string to_bytes(const tensor& x);
 /// invalid data, trailing bytes) and leaves `x` untouched.
 status from_bytes(std::string_view in, tensor& x);
 
+/// For sending a non-string tensor in pieces without encoding it whole:
+/// the bytes to_bytes(x) writes before the element data (which follow as
+/// the tensor's raw bytes). Empty for string or invalid tensors and on a
+/// big-endian host (use to_bytes there).
+std::string tensor_header_bytes(const tensor& x);
+/// Reads a header written by tensor_header_bytes (or the start of
+/// to_bytes) from the front of `in`: sets `x` to a tensor of that dtype
+/// and shape whose element bytes are for the caller to write (all
+/// x.byte_size() of them; bools must be 0 or 1) and `header_size` to the
+/// header's length. DataLoss "corrupt tensor: ..." for a truncated or
+/// invalid header or a string tensor; `x` is untouched then.
+status tensor_from_header(std::string_view in, tensor& x,
+                          size_t& header_size);
+
 /// The version byte followed by the graph's encoding.
 std::string to_bytes(const graph_def& x);
 /// Decodes the whole of `in` as written by to_bytes(). On failure returns
