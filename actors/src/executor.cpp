@@ -1053,7 +1053,7 @@ executor_actor::behavior_type executor(executor_self self, task_actor task,
       if (part.received == 0 && offset == 0 && part.bytes.empty()) {
         tensor value;
         size_t header = 0;
-        if (tensor_from_header(chunk, value, header).ok()) {
+        if (tensor_from_header(chunk, value, header, total).ok()) {
           if (header + value.byte_size() != total)
             return bad({error_code::data_loss,
                         "corrupt tensor: " + std::to_string(total)

@@ -589,7 +589,7 @@ std::string tensor_header_bytes(const tensor& x) {
 }
 
 status tensor_from_header(std::string_view in, tensor& x,
-                          size_t& header_size) {
+                          size_t& header_size, uint64_t max_data_bytes) {
   auto corrupt = [](const std::string& reason) {
     return status{error_code::data_loss, "corrupt tensor: " + reason};
   };
@@ -618,6 +618,10 @@ status tensor_from_header(std::string_view in, tensor& x,
       || static_cast<uint64_t>(n) * width != n_bytes)
     return corrupt("tensor of shape " + shape.to_string() + " cannot have "
                    + std::to_string(n_bytes) + " bytes of data");
+  if (n_bytes > max_data_bytes)
+    return corrupt("truncated input: tensor data of "
+                   + std::to_string(n_bytes) + " bytes, "
+                   + std::to_string(max_data_bytes) + " bytes follow");
   header_size = r.position();
   x = tensor::uninitialized(type, std::move(shape));
   return status::ok_status();

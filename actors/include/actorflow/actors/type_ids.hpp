@@ -14,7 +14,52 @@ namespace actorflow {
 // serialize element by element); inside a process the message shares it.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, tensor& x) {
-  if constexpr (Inspector::reads_state) {
+  // On the wire: the header, then the raw element bytes written from and
+  // read into the tensor itself (no whole-tensor copy on either side).
+  // String tensors (and big-endian hosts) send their whole encoding as the
+  // first string instead.
+  if constexpr (std::is_base_of_v<caf::serializer, Inspector>) {
+    auto header = tensor_header_bytes(x);
+    if (header.empty()) {
+      std::string bytes = to_bytes(x);
+      return f(caf::meta::type_name("actorflow::tensor"), bytes);
+    }
+    if (auto err = f(caf::meta::type_name("actorflow::tensor"), header))
+      return err;
+    return x.byte_size() > 0 ? f.apply_raw(x.byte_size(), x.raw())
+                             : caf::error{};
+  } else if constexpr (std::is_base_of_v<caf::deserializer, Inspector>) {
+    std::string bytes;
+    if (auto err = f(caf::meta::type_name("actorflow::tensor"), bytes))
+      return err;
+    // What may follow bounds the allocation (a bad header must not make
+    // a task allocate what the message cannot hold).
+    uint64_t available = 0;
+    if constexpr (std::is_same_v<Inspector, caf::binary_deserializer>)
+      available = f.remaining();
+    else
+      available = uint64_t{1} << 32;
+    tensor value;
+    size_t header = 0;
+    if (tensor_from_header(bytes, value, header, available).ok()
+        && header == bytes.size()) {
+      if (value.byte_size() > 0)
+        if (auto err = f.apply_raw(value.byte_size(), value.raw()))
+          return err;
+      if (value.type() == dtype::bool_) {
+        auto* b = static_cast<const unsigned char*>(value.raw());
+        for (size_t i = 0; i < value.byte_size(); ++i)
+          if (b[i] > 1)
+            return caf::make_error(caf::sec::invalid_argument,
+                                   "corrupt tensor: invalid bool byte");
+      }
+      x = std::move(value);
+      return caf::none;
+    }
+    if (auto st = from_bytes(bytes, x); !st.ok())
+      return caf::make_error(caf::sec::invalid_argument, st.message());
+    return caf::none;
+  } else if constexpr (Inspector::reads_state) {
     std::string bytes = to_bytes(x);
     return f(caf::meta::type_name("actorflow::tensor"), bytes);
   } else {

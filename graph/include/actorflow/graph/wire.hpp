@@ -165,9 +165,11 @@ std::string tensor_header_bytes(const tensor& x);
 /// and shape whose element bytes are for the caller to write (all
 /// x.byte_size() of them; bools must be 0 or 1) and `header_size` to the
 /// header's length. DataLoss "corrupt tensor: ..." for a truncated or
-/// invalid header or a string tensor; `x` is untouched then.
+/// invalid header, a string tensor, or more data than `max_data_bytes`
+/// (what the caller can still receive: checked before allocating); `x`
+/// is untouched then.
 status tensor_from_header(std::string_view in, tensor& x,
-                          size_t& header_size);
+                          size_t& header_size, uint64_t max_data_bytes);
 
 /// The version byte followed by the graph's encoding.
 std::string to_bytes(const graph_def& x);
