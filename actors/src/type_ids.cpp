@@ -1,5 +1,7 @@
 #include "actorflow/actors/type_ids.hpp"
 
+#include <cstdlib>
+
 #include <caf/io/middleman.hpp>
 
 namespace actorflow {
@@ -26,6 +28,19 @@ void add_options_impl(caf::actor_system_config& cfg) {
   // ~140 µs; work stealing sleeps between polls and each middleman worker
   // adds a scheduler hop per received message.
   set_default(cfg, "scheduler.policy", caf::atom("sharing"));
+  // One scheduler thread unless told otherwise (docs/PERFORMANCE.md): a
+  // step is a chain of messages between actors, and every hand-over to
+  // another thread costs a wake-up of tens of microseconds on these VMs;
+  // CAF's default (at least 4 threads) made a trivial local step 4x
+  // slower. A task's kernels run one after another on its executor
+  // anyway; the middleman and file readers have threads of their own.
+  size_t threads = 1;
+  if (auto* env = std::getenv("ACTORFLOW_SCHEDULER_MAX_THREADS")) {
+    auto n = std::strtoul(env, nullptr, 10);
+    if (n > 0 && n <= 1024)
+      threads = n;
+  }
+  set_default(cfg, "scheduler.max-threads", threads);
   set_default(cfg, "middleman.workers", size_t{0});
   // Send/Recv go straight between the tasks that hold the partitions,
   // not through the master that told them about each other.
