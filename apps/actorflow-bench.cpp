@@ -1,0 +1,1250 @@
+// actorflow-bench: the engine's figures against baselines measured in the
+// same run, on this host.
+//
+//   actorflow-bench             # every figure, a few minutes on 2 cores
+//   actorflow-bench --quick     # a short version (CI: reported, not asserted)
+//   actorflow-bench --only fetch_remote,step_remote_small --json-only
+//
+// Each figure prints one JSON object per line on stdout as soon as it is
+// measured: {"name", "value", "unit", "baseline", "baseline_value",
+// "ratio"} (ratio = value / baseline_value; null where a figure has none),
+// sometimes with a "note"; a readable table follows at the end.
+//
+// The remote figures run a cluster {worker: [this process], ps: [an
+// actorflow-node process]} on free loopback ports: a server for
+// /job:worker/task:0 lives in the bench and its session runs steps that
+// touch variables and queues on /job:ps/task:0. Their raw TCP baseline is
+// this program started again in a hidden server mode (bench/raw_tcp.hpp).
+// The training figures run `actorflow-train --local N`. Every child is
+// stopped and reaped on every way out (including exceptions); every wait
+// has a deadline.
+//
+// Exit status: 0 when every figure was measured (a figure skipped for a
+// stated reason, such as a missing dataset, counts as measured), 1 when a
+// figure failed at run time, 2 for a bad command line.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <Eigen/Core>
+#include <nlohmann/json.hpp>
+
+#include "actorflow/actorflow.hpp"
+
+#include "bench/eigen_mlp.hpp"
+#include "bench/measure.hpp"
+#include "bench/raw_tcp.hpp"
+#include "local_cluster.hpp"
+
+namespace {
+
+using namespace actorflow;
+using namespace actorflow::bench;
+using namespace std::chrono_literals;
+using std::chrono::milliseconds;
+
+constexpr const char* prog = "actorflow-bench";
+
+constexpr const char* usage_text = R"(usage: actorflow-bench [--quick] [--only NAME[,NAME...]] [--json-only]
+                       [--node PATH] [--train PATH] [--data_dir DIR]
+
+Measures actorflow on this host against baselines measured in the same run
+and prints one JSON object per figure and line on stdout
+  {"name", "value", "unit", "baseline", "baseline_value", "ratio"}
+(ratio = value / baseline_value), then a readable table.
+
+Figures (group: names):
+  step_local:   step_local_trivial (us per run of a one-node graph in an
+                in-process session; baseline: the 20 us target),
+                step_local_large_graph (the same fetch in a graph with 1000
+                unused nodes; baseline: step_local_trivial)
+  matmul:       matmul_1024 (GFLOP/s of a 1024x1024 float MatMul through a
+                session; baseline: the same Eigen product called directly)
+  fetch_remote: fetch_remote_{1KiB,4KiB,...,64MiB} (MB/s of a session on
+                the worker fetching a variable on the ps process; baseline:
+                the same bytes as request/reply over a raw TCP_NODELAY
+                socket between two processes)
+  step_remote:  step_remote_small (us per assign_add of a scalar on the ps,
+                run from the worker; baseline: raw TCP round trip of 64
+                bytes), step_remote_small_rate (steps/s)
+  queue:        queue_enqueue_many, queue_dequeue_many (elements/s of
+                1000x256 float batches through a FIFOQueue on the ps;
+                baseline: raw TCP moving the same bytes), and _MBps lines
+  rss:          rss_peak_ps, rss_peak_worker (peak resident MiB of each
+                task while 1 GiB streams through a queue on the ps;
+                baseline: the task's peak before streaming)
+  train:        train_examples_per_s_1worker, train_examples_per_s_2workers
+                (Fashion-MNIST MLP with actorflow-train --local 1 / 2;
+                baseline: a single-process plain Eigen loop doing the same
+                forward, backward and Adam update)
+  (1 KiB = 1024 bytes, MB = 10^6 bytes)
+
+Flags:
+  --quick          short runs (CI): smaller budgets, 64 MiB streamed for rss
+  --only LIST      comma-separated group or figure names to run (a figure
+                   name runs its group, or that size for fetch_remote)
+  --json-only      no table, only the JSON lines
+  --node PATH      the actorflow-node launcher (default: next to this
+                   program, else on $PATH)
+  --train PATH     the actorflow-train trainer (default: likewise)
+  --data_dir DIR   Fashion-MNIST for the train figures (default
+                   /usr/share/datasets/fashion-mnist; missing: skipped)
+  --help           this text
+
+Exit status: 0 when every figure was measured (or skipped for a stated
+reason), 1 when one failed at run time, 2 for a bad command line.
+)";
+
+/// A bad command line (exit status 2).
+struct usage_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// -- signals ------------------------------------------------------------------
+
+// The trainer launcher we are waiting for (0: none). Node processes and the
+// raw TCP server die with us through PR_SET_PDEATHSIG; `actorflow-train
+// --local` takes no --parent-pid, so a SIGINT/SIGTERM to the bench passes
+// SIGTERM on to it (it then stops and reaps its own tasks).
+std::atomic<pid_t> trainer_pid{0};
+
+extern "C" void on_stop_signal(int sig) {
+  if (auto pid = trainer_pid.load(); pid > 0)
+    ::kill(pid, SIGTERM);
+  ::_exit(128 + sig);
+}
+
+// -- options ------------------------------------------------------------------
+
+struct options {
+  bool quick = false;
+  bool json_only = false;
+  bool help = false;
+  std::vector<std::string> only;
+  std::string node;
+  std::string train;
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+};
+
+const std::vector<std::string> groups = {"step_local", "matmul", "fetch_remote",
+                                         "step_remote", "queue", "rss",
+                                         "train"};
+
+/// The fetch sizes: powers of 4 from 1 KiB to 64 MiB (the plot's x axis);
+/// 1KiB, 1MiB and 64MiB are the issue's figures.
+const std::vector<std::pair<std::string, int64_t>> fetch_sizes = {
+  {"1KiB", int64_t{1} << 10},  {"4KiB", int64_t{4} << 10},
+  {"16KiB", int64_t{16} << 10}, {"64KiB", int64_t{64} << 10},
+  {"256KiB", int64_t{256} << 10}, {"1MiB", int64_t{1} << 20},
+  {"4MiB", int64_t{4} << 20},  {"16MiB", int64_t{16} << 20},
+  {"64MiB", int64_t{64} << 20}};
+
+/// Figure names -> their group, for --only.
+std::map<std::string, std::string> figure_groups() {
+  std::map<std::string, std::string> result{
+    {"step_local_trivial", "step_local"},
+    {"step_local_large_graph", "step_local"},
+    {"matmul_1024", "matmul"},
+    {"step_remote_small", "step_remote"},
+    {"step_remote_small_rate", "step_remote"},
+    {"queue_enqueue_many", "queue"},
+    {"queue_dequeue_many", "queue"},
+    {"queue_enqueue_many_MBps", "queue"},
+    {"queue_dequeue_many_MBps", "queue"},
+    {"rss_peak", "rss"},
+    {"rss_peak_ps", "rss"},
+    {"rss_peak_worker", "rss"},
+    {"train_examples_per_s", "train"},
+    {"train_examples_per_s_1worker", "train"},
+    {"train_examples_per_s_2workers", "train"}};
+  for (const auto& [label, _] : fetch_sizes)
+    result.emplace("fetch_remote_" + label, "fetch_remote");
+  return result;
+}
+
+std::vector<std::string> split_commas(const std::string& flag,
+                                      const std::string& list) {
+  std::vector<std::string> result;
+  std::stringstream in{list};
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty())
+      result.push_back(item);
+  if (result.empty())
+    throw usage_error(flag + ": expected a comma-separated list of names");
+  return result;
+}
+
+options parse_args(int argc, char** argv) {
+  options opts;
+  std::set<std::string> seen;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg{argv[i]};
+    if (arg == "--help" || arg == "-h") {
+      opts.help = true;
+      continue;
+    }
+    if (!arg.starts_with("--"))
+      throw usage_error("unexpected argument '" + std::string{arg} + "'");
+    auto eq = arg.find('=');
+    auto name = std::string{arg.substr(0, eq)};
+    if (!seen.insert(name).second)
+      throw usage_error(name + " given twice");
+    static const std::set<std::string> known_flags{
+      "--quick", "--json-only", "--only", "--node", "--train", "--data_dir"};
+    if (known_flags.count(name) == 0)
+      throw usage_error("unknown flag '" + name + "'");
+    if (name == "--quick" || name == "--json-only") {
+      if (eq != std::string_view::npos)
+        throw usage_error(name + " takes no value");
+      (name == "--quick" ? opts.quick : opts.json_only) = true;
+      continue;
+    }
+    std::string value;
+    if (eq != std::string_view::npos)
+      value = std::string{arg.substr(eq + 1)};
+    else if (i + 1 < argc)
+      value = argv[++i];
+    else
+      throw usage_error(name + " needs a value");
+    if (name == "--only") {
+      auto known = figure_groups();
+      for (auto& item : split_commas(name, value)) {
+        bool is_group = std::find(groups.begin(), groups.end(), item)
+                        != groups.end();
+        if (!is_group && known.count(item) == 0) {
+          std::string list;
+          for (const auto& g : groups)
+            list += (list.empty() ? "" : ", ") + g;
+          throw usage_error("--only: unknown figure '" + item
+                            + "' (groups: " + list
+                            + "; or a figure name from --help)");
+        }
+        opts.only.push_back(item);
+      }
+    } else if (name == "--node" || name == "--train" || name == "--data_dir") {
+      if (value.empty())
+        throw usage_error(name + ": empty");
+      (name == "--node"    ? opts.node
+       : name == "--train" ? opts.train
+                           : opts.data_dir)
+        = value;
+    } else {
+      throw usage_error("unknown flag '" + name + "'");
+    }
+  }
+  return opts;
+}
+
+/// An executable named `name`: `override_path` (from `flag`) if given,
+/// else next to this program, else on $PATH.
+std::string find_binary(const std::string& name,
+                        const std::string& override_path,
+                        const std::string& flag) {
+  namespace fs = std::filesystem;
+  if (!override_path.empty()) {
+    if (::access(override_path.c_str(), X_OK) != 0)
+      throw usage_error(flag + " " + override_path
+                        + ": not an executable file");
+    return override_path;
+  }
+  std::error_code ec;
+  auto self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto next_to_us = self.parent_path() / name;
+    if (::access(next_to_us.c_str(), X_OK) == 0)
+      return next_to_us.string();
+  }
+  if (const char* path = std::getenv("PATH")) {
+    std::stringstream dirs{path};
+    std::string dir;
+    while (std::getline(dirs, dir, ':')) {
+      if (dir.empty())
+        continue;
+      auto candidate = fs::path{dir} / name;
+      if (::access(candidate.c_str(), X_OK) == 0)
+        return candidate.string();
+    }
+  }
+  throw std::runtime_error(name + " not found next to this program nor on "
+                           "$PATH (use " + flag + " PATH)");
+}
+
+std::string self_path(const char* argv0) {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string{argv0} : self.string();
+}
+
+// -- output -------------------------------------------------------------------
+
+void say(const std::string& line) {
+  std::cout << line << "\n" << std::flush;
+}
+
+void note(const std::string& line) {
+  std::cerr << prog << ": " << line << "\n" << std::flush;
+}
+
+/// `x` rounded to `digits` significant digits (the JSON lines stay short;
+/// the measurement is not more precise than that).
+double significant(double x, int digits) {
+  if (x == 0 || !std::isfinite(x))
+    return x;
+  auto scale = std::pow(10.0, digits - 1 - static_cast<int>(std::floor(
+                                                std::log10(std::fabs(x)))));
+  return std::round(x * scale) / scale;
+}
+
+std::string human(std::optional<double> x) {
+  if (!x)
+    return "-";
+  std::ostringstream os;
+  auto v = *x;
+  if (std::fabs(v) >= 1000)
+    os << std::fixed << std::setprecision(0) << v;
+  else if (std::fabs(v) >= 100)
+    os << std::fixed << std::setprecision(1) << v;
+  else if (std::fabs(v) >= 1)
+    os << std::fixed << std::setprecision(2) << v;
+  else
+    os << std::setprecision(3) << v;
+  return os.str();
+}
+
+/// One measured figure.
+struct figure {
+  std::string name = {};
+  std::optional<double> value = {};
+  std::string unit = {};
+  std::string baseline = {};
+  std::optional<double> baseline_value = {};
+  std::string note = {};
+  /// Why there is no value (a skip), or what failed.
+  std::string skipped = {};
+  std::string error = {};
+
+  std::optional<double> ratio() const {
+    if (!value || !baseline_value || *baseline_value == 0)
+      return std::nullopt;
+    return *value / *baseline_value;
+  }
+
+  nlohmann::ordered_json to_json() const {
+    auto num = [](std::optional<double> x, int digits) -> nlohmann::ordered_json {
+      if (!x)
+        return nullptr;
+      return significant(*x, digits);
+    };
+    nlohmann::ordered_json j;
+    j["name"] = name;
+    j["value"] = num(value, 4);
+    j["unit"] = unit;
+    j["baseline"] = baseline.empty() ? nlohmann::ordered_json(nullptr)
+                                     : nlohmann::ordered_json(baseline);
+    j["baseline_value"] = num(baseline_value, 4);
+    j["ratio"] = num(ratio(), 3);
+    if (!note.empty())
+      j["note"] = note;
+    if (!skipped.empty())
+      j["skipped"] = skipped;
+    if (!error.empty())
+      j["error"] = error;
+    return j;
+  }
+};
+
+/// The issue's targets (for the lead; reported in the table, never
+/// asserted here).
+struct target {
+  std::string text;
+  std::function<bool(const figure&)> met;
+};
+
+const std::map<std::string, target>& targets() {
+  static const std::map<std::string, target> result{
+    {"fetch_remote_64MiB",
+     {"ratio >= 0.85", [](const figure& f) { return *f.ratio() >= 0.85; }}},
+    {"step_remote_small",
+     {"ratio <= 3", [](const figure& f) { return *f.ratio() <= 3.0; }}},
+    {"matmul_1024",
+     {"ratio >= 0.95", [](const figure& f) { return *f.ratio() >= 0.95; }}},
+    {"step_local_trivial",
+     {"<= 20 us", [](const figure& f) { return *f.value <= 20.0; }}},
+    {"train_examples_per_s_1worker",
+     {"ratio >= 0.7", [](const figure& f) { return *f.ratio() >= 0.7; }}}};
+  return result;
+}
+
+class report {
+public:
+  explicit report(bool json_only) : json_only_(json_only) {
+  }
+
+  /// Prints the figure's JSON line at once (a long run shows progress, and
+  /// a run cut short keeps what it measured).
+  void add(figure f) {
+    say(f.to_json().dump());
+    if (!f.error.empty())
+      failed_ = true;
+    figures_.push_back(std::move(f));
+  }
+
+  bool failed() const noexcept {
+    return failed_;
+  }
+
+  const figure* find(const std::string& name) const {
+    for (const auto& f : figures_)
+      if (f.name == name)
+        return &f;
+    return nullptr;
+  }
+
+  void print_table() const {
+    if (json_only_ || figures_.empty())
+      return;
+    std::vector<std::vector<std::string>> rows;
+    rows.push_back({"figure", "value", "unit", "baseline", "baseline value",
+                    "ratio", "target"});
+    for (const auto& f : figures_) {
+      std::string goal;
+      if (auto i = targets().find(f.name); i != targets().end()) {
+        goal = i->second.text;
+        if (f.value && (f.ratio() || f.name == "step_local_trivial"))
+          goal += i->second.met(f) ? " (met)" : " (not met)";
+      }
+      std::string value = f.value ? human(f.value)
+                          : !f.skipped.empty() ? "skipped"
+                                               : "FAILED";
+      rows.push_back({f.name, value, f.unit, f.baseline.empty() ? "-" : f.baseline,
+                      human(f.baseline_value), human(f.ratio()), goal});
+    }
+    std::vector<size_t> width(rows.front().size(), 0);
+    for (const auto& r : rows)
+      for (size_t c = 0; c < r.size(); ++c)
+        width[c] = std::max(width[c], r[c].size());
+    std::ostringstream os;
+    os << "\n";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      std::ostringstream line;
+      for (size_t c = 0; c < rows[i].size(); ++c) {
+        // Numbers right-aligned, words left-aligned.
+        bool numeric = c == 1 || c == 4 || c == 5;
+        line << (c > 0 ? "  " : "") << (numeric ? std::right : std::left)
+             << std::setw(static_cast<int>(width[c])) << rows[i][c];
+      }
+      // The last column is padded like the others: trim it.
+      auto text = line.str();
+      text.erase(text.find_last_not_of(' ') + 1);
+      os << text << "\n";
+      if (i == 0)
+        os << std::string(text.size(), '-') << "\n";
+    }
+    for (const auto& f : figures_) {
+      if (!f.skipped.empty())
+        os << f.name << ": skipped: " << f.skipped << "\n";
+      if (!f.error.empty())
+        os << f.name << ": failed: " << f.error << "\n";
+    }
+    std::cout << os.str() << std::flush;
+  }
+
+private:
+  bool json_only_;
+  bool failed_ = false;
+  std::vector<figure> figures_;
+};
+
+// -- context ------------------------------------------------------------------
+
+struct context {
+  options opts;
+  std::string self;
+  report* out = nullptr;
+
+  /// True if --only selects `name` (a figure) of `group`.
+  bool wanted(const std::string& group, const std::string& name = "") const {
+    if (opts.only.empty())
+      return true;
+    bool group_named = false;
+    bool any_figure_of_group = false;
+    auto known = figure_groups();
+    for (const auto& item : opts.only) {
+      if (item == group)
+        group_named = true;
+      else if (auto i = known.find(item); i != known.end() && i->second == group) {
+        any_figure_of_group = true;
+        if (!name.empty() && item == name)
+          return true;
+      }
+    }
+    if (group_named)
+      return true;
+    // A figure of the group was named: the group runs; within it only the
+    // named figure where figures are separable (fetch sizes), every
+    // figure otherwise.
+    return any_figure_of_group && (name.empty() || group != "fetch_remote");
+  }
+
+  seconds_d budget(double full, double quick) const {
+    return seconds_d{opts.quick ? quick : full};
+  }
+};
+
+// -- shared pieces ------------------------------------------------------------
+
+/// Deadlines for every step the bench runs: a stuck step fails its figure
+/// instead of hanging the bench.
+session_config bounded_config() {
+  session_config config;
+  config.operation_timeout_in_ms = 60000;
+  return config;
+}
+
+/// The raw TCP baseline: a server process (this program in its hidden
+/// mode) and a connected client. The destructor hangs up (the server then
+/// exits) and reaps it.
+class raw_tcp_baseline {
+public:
+  explicit raw_tcp_baseline(const std::string& self)
+    : server_({self, "--raw-tcp-server", "--parent-pid",
+               std::to_string(::getpid())},
+              quiet()) {
+    auto line = server_.wait_for_line(raw_tcp_marker, 10s);
+    if (!line)
+      throw std::runtime_error("the raw TCP baseline server did not start: "
+                               + server_.err());
+    auto pos = line->find(raw_tcp_marker) + std::strlen(raw_tcp_marker);
+    auto port = std::stoi(line->substr(pos));
+    client_.emplace(static_cast<uint16_t>(port));
+    // A fresh connection starts with small windows that the kernel grows
+    // as data flows (receive buffer autotuning): move some bulk both ways
+    // first, so every size is measured on a connection in steady state, as
+    // the engine's long-lived connections are.
+    for (int i = 0; i < 4; ++i) {
+      client_->round_trip(0, uint64_t{64} << 20);
+      client_->round_trip(uint64_t{64} << 20, 8);
+    }
+  }
+
+  ~raw_tcp_baseline() {
+    client_.reset();
+    server_.wait(2s);
+  }
+
+  /// One request of `request_bytes` and its reply of `reply_bytes`.
+  void round_trip(uint64_t request_bytes, uint64_t reply_bytes) {
+    client_->round_trip(request_bytes, reply_bytes);
+  }
+
+private:
+  static examples::spawn_options quiet() {
+    examples::spawn_options o;
+    o.capture_stderr = true;
+    return o;
+  }
+
+  examples::child_process server_;
+  std::optional<raw_tcp_client> client_;
+};
+
+/// The cluster of the remote figures: /job:ps/task:0 as an actorflow-node
+/// process, /job:worker/task:0 as a server in this process (sessions on
+/// its target are "a session on task A"). Members stop in reverse order:
+/// the worker server first, then the node.
+class remote_cluster {
+public:
+  explicit remote_cluster(const std::string& node)
+    : nodes_(node, {{"ps", 1}, {"worker", 1}}, node_options()) {
+    srv_.emplace(nodes_.spec(), "worker", 0);
+  }
+
+  ~remote_cluster() {
+    if (srv_)
+      srv_->stop();
+  }
+
+  std::string target() const {
+    return srv_->target();
+  }
+
+  pid_t ps_pid() {
+    return nodes_.process("ps", 0).pid();
+  }
+
+  /// Starts one, retrying on fresh ports when another process took the
+  /// worker's port between picking it and binding it.
+  static std::unique_ptr<remote_cluster> start(const std::string& node) {
+    for (int attempt = 1;; ++attempt) {
+      try {
+        return std::make_unique<remote_cluster>(node);
+      } catch (const op_error& e) {
+        if (attempt >= 3)
+          throw;
+        note("retrying the cluster start: " + std::string{e.what()});
+      }
+    }
+  }
+
+private:
+  static examples::cluster_options node_options() {
+    examples::cluster_options o;
+    o.not_started = {{"worker", 0}};
+    o.capture_stderr = true;
+    o.echo_stdout = false;
+    return o;
+  }
+
+  examples::local_cluster nodes_;
+  std::optional<server> srv_;
+};
+
+/// Variable options with just a name (designated initializers would leave
+/// the other members to -Wmissing-field-initializers).
+variable_options named(std::string name) {
+  variable_options opts;
+  opts.name = std::move(name);
+  return opts;
+}
+
+/// `bytes` per second in MB/s (10^6 bytes).
+double mb_per_s(const rate& r, double bytes) {
+  return r.per_second * bytes / 1e6;
+}
+
+std::string fixed(double x, int digits) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(digits) << x;
+  return os.str();
+}
+
+// -- step_local ---------------------------------------------------------------
+
+void run_step_local(context& ctx) {
+  auto budget = ctx.budget(2.0, 0.4);
+  graph g;
+  auto as_default = g.as_default();
+  auto c = constant(1.0f, "c");
+  session sess{bounded_config(), &g};
+  auto r = measure([&] { sess.run(c); }, {.budget = budget, .warmup = 10});
+  auto trivial_us = 1e6 / r.per_second;
+  if (ctx.wanted("step_local", "step_local_trivial")) {
+    figure f{.name = "step_local_trivial",
+             .value = trivial_us,
+             .unit = "us/run",
+             .baseline = "target_20us",
+             .baseline_value = 20.0};
+    f.note = "in-process session, fetch of one Const; lower is better; "
+             + std::to_string(r.reps) + " runs";
+    ctx.out->add(f);
+  }
+  if (!ctx.wanted("step_local", "step_local_large_graph"))
+    return;
+  // The same fetch in a graph with 1000 more nodes that it does not need:
+  // pruning and the per-signature cache must keep the step cost flat.
+  graph big;
+  auto big_default = big.as_default();
+  auto c2 = constant(1.0f, "c");
+  auto x = constant(0.5f, "unused");
+  for (int i = 0; i < 999; ++i)
+    x = tanh(x);
+  session sess2{bounded_config(), &big};
+  auto r2 = measure([&] { sess2.run(c2); }, {.budget = budget, .warmup = 10});
+  figure f{.name = "step_local_large_graph",
+           .value = 1e6 / r2.per_second,
+           .unit = "us/run",
+           .baseline = "step_local_trivial",
+           .baseline_value = trivial_us};
+  f.note = "same fetch, 1000 unused nodes in the graph; lower is better";
+  ctx.out->add(f);
+}
+
+// -- matmul -------------------------------------------------------------------
+
+void run_matmul(context& ctx) {
+  constexpr int64_t n = 1024;
+  auto budget = ctx.budget(3.0, 0.8);
+  const double flop = 2.0 * n * n * n;
+  graph g;
+  auto as_default = g.as_default();
+  variable a{random_uniform({n, n}, -1.0, 1.0, dtype::float32, 1),
+             named("a")};
+  variable b{random_uniform({n, n}, -1.0, 1.0, dtype::float32, 2),
+             named("b")};
+  auto product = matmul(a, b);
+  session sess{bounded_config(), &g};
+  sess.run(global_variables_initializer());
+  auto ours = measure([&] { sess.run(product); },
+                      {.budget = budget, .min_reps = 3});
+  // The same product with Eigen directly: the kernel's own GEMM (row-major
+  // maps, one thread) on the same values, into a reused output.
+  auto values = sess.run({a, b});
+  using matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic,
+                               Eigen::RowMajor>;
+  Eigen::Map<const matrix> am(values[0].flat<float>().data(), n, n);
+  Eigen::Map<const matrix> bm(values[1].flat<float>().data(), n, n);
+  matrix om(n, n);
+  auto eigen = measure([&] { om.noalias() = am * bm; },
+                       {.budget = budget, .min_reps = 3});
+  figure f{.name = "matmul_1024",
+           .value = ours.per_second * flop / 1e9,
+           .unit = "GFLOP/s",
+           .baseline = "eigen_direct",
+           .baseline_value = eigen.per_second * flop / 1e9};
+  f.note = "in-process session, variables as inputs, one thread (as the "
+           "kernel)";
+  ctx.out->add(f);
+}
+
+// -- fetch_remote -------------------------------------------------------------
+
+void run_fetch_remote(context& ctx, remote_cluster& cluster,
+                      raw_tcp_baseline& tcp) {
+  graph g;
+  auto as_default = g.as_default();
+  std::vector<std::pair<std::pair<std::string, int64_t>, variable>> vars;
+  {
+    device_scope on_ps{"/job:ps/task:0"};
+    int64_t seed = 10;
+    for (const auto& size : fetch_sizes) {
+      if (!ctx.wanted("fetch_remote", "fetch_remote_" + size.first))
+        continue;
+      // Random values, made on the ps itself: the graph stays small.
+      variable v{random_uniform({size.second / 4}, 0.0, 1.0, dtype::float32,
+                                ++seed),
+                 named("fetch_" + size.first)};
+      vars.emplace_back(size, v);
+    }
+  }
+  session sess{cluster.target(), bounded_config(), &g};
+  sess.run(global_variables_initializer());
+  // Steady state first, as for the raw baseline: the largest fetch a few
+  // times grows the connection's windows.
+  if (!vars.empty())
+    for (int i = 0; i < 4; ++i)
+      sess.run(vars.back().second);
+  for (auto& [size, v] : vars) {
+    const auto& [label, bytes] = size;
+    auto big = bytes >= (int64_t{16} << 20);
+    auto budget = ctx.budget(big ? 2.0 : 1.0, big ? 0.5 : 0.2);
+    measure_options mopts{.budget = budget, .min_reps = big ? 3 : 5,
+                          .warmup = 2};
+    auto ours = measure(
+      [&] {
+        auto t = sess.run(v);
+        if (static_cast<int64_t>(t.byte_size()) != bytes)
+          throw std::runtime_error("fetched " + std::to_string(t.byte_size())
+                                   + " bytes, expected "
+                                   + std::to_string(bytes));
+      },
+      mopts);
+    auto raw = measure([&] { tcp.round_trip(0, static_cast<uint64_t>(bytes)); },
+                       mopts);
+    figure f{.name = "fetch_remote_" + label,
+             .value = mb_per_s(ours, double(bytes)),
+             .unit = "MB/s",
+             .baseline = "raw_tcp",
+             .baseline_value = mb_per_s(raw, double(bytes))};
+    f.note = std::to_string(bytes) + " bytes per fetch, "
+             + fixed(1e6 / ours.per_second, 1) + " us per fetch vs "
+             + fixed(1e6 / raw.per_second, 1) + " us raw";
+    ctx.out->add(f);
+  }
+}
+
+// -- step_remote --------------------------------------------------------------
+
+void run_step_remote(context& ctx, remote_cluster& cluster,
+                     raw_tcp_baseline& tcp) {
+  auto budget = ctx.budget(2.0, 0.4);
+  graph g;
+  auto as_default = g.as_default();
+  variable counter;
+  {
+    device_scope on_ps{"/job:ps/task:0"};
+    counter = variable{0.0f, named("step_counter")};
+  }
+  auto increment = counter.assign_add(1.0);
+  session sess{cluster.target(), bounded_config(), &g};
+  sess.run(counter.initializer());
+  auto ours = measure([&] { sess.run(increment); },
+                      {.budget = budget, .min_reps = 10, .warmup = 10});
+  // 64 bytes each way: a 16-byte header plus 48 of payload, 64 back.
+  auto raw = measure([&] { tcp.round_trip(48, 64); },
+                     {.budget = budget, .min_reps = 10, .warmup = 10});
+  auto ours_us = 1e6 / ours.per_second;
+  auto raw_us = 1e6 / raw.per_second;
+  figure f{.name = "step_remote_small",
+           .value = ours_us,
+           .unit = "us/step",
+           .baseline = "raw_tcp_rtt_64B",
+           .baseline_value = raw_us};
+  f.note = "assign_add on a scalar on the ps from a session on the worker; "
+           "lower is better; " + fixed(ours.per_second, 0) + " steps/s";
+  ctx.out->add(f);
+  ctx.out->add(figure{.name = "step_remote_small_rate",
+                      .value = ours.per_second,
+                      .unit = "steps/s",
+                      .baseline = "raw_tcp_rtt_64B",
+                      .baseline_value = raw.per_second});
+}
+
+// -- queue --------------------------------------------------------------------
+
+void run_queue(context& ctx, remote_cluster& cluster, raw_tcp_baseline& tcp) {
+  constexpr int32_t batch = 1000;
+  constexpr int64_t width = 256;
+  const double batch_bytes = double(batch) * width * 4;
+  // Enqueue first (time-bounded, at most max_batches), then dequeue exactly
+  // what went in: each direction is timed alone, and the queue's capacity
+  // bounds the ps's memory (max_batches MB).
+  const int64_t max_batches = ctx.opts.quick ? 48 : 400;
+  // A few batches untimed each way (the worker-to-ps direction has carried
+  // little so far: see raw_tcp_baseline on the connection's windows).
+  constexpr int warmup = 4;
+  auto budget = ctx.budget(2.0, 0.4);
+  graph g;
+  auto as_default = g.as_default();
+  queue_base q;
+  {
+    device_scope on_ps{"/job:ps/task:0"};
+    q = fifo_queue{static_cast<int32_t>((max_batches + warmup) * batch),
+                   {dtype::float32}, {tensor_shape{width}}, "bench_queue"};
+  }
+  auto x = placeholder(dtype::float32, {-1, width}, "x");
+  auto enqueue = q.enqueue_many({x});
+  auto dequeue = q.dequeue_many(batch);
+  tensor values{dtype::float32, tensor_shape{batch, width}};
+  {
+    auto flat = values.flat<float>();
+    for (size_t i = 0; i < flat.size(); ++i)
+      flat[i] = static_cast<float>(i % 1009) * 0.001f;
+  }
+  session sess{cluster.target(), bounded_config(), &g};
+  auto enq = measure([&] { sess.run(enqueue, {{x, values}}); },
+                     {.budget = budget, .max_reps = max_batches,
+                      .min_reps = 3, .warmup = warmup});
+  const int64_t queued = enq.reps + warmup;
+  auto deq = measure(
+    [&] {
+      auto t = sess.run(dequeue[0]);
+      if (t.num_elements() != batch * width)
+        throw std::runtime_error("dequeue_many returned "
+                                 + t.shape().to_string());
+    },
+    {.budget = seconds_d{3600}, .max_reps = queued - warmup,
+     .warmup = warmup});
+  auto up = measure([&] { tcp.round_trip(uint64_t(batch_bytes), 8); },
+                    {.budget = budget, .min_reps = 3});
+  auto down = measure([&] { tcp.round_trip(0, uint64_t(batch_bytes)); },
+                      {.budget = budget, .min_reps = 3});
+  auto what = std::to_string(batch) + "x" + std::to_string(width)
+              + " float32 per batch, FIFOQueue on the ps, session on the "
+                "worker";
+  if (ctx.wanted("queue", "queue_enqueue_many")) {
+    ctx.out->add(figure{.name = "queue_enqueue_many",
+                        .value = enq.per_second * batch,
+                        .unit = "elements/s",
+                        .baseline = "raw_tcp_upload",
+                        .baseline_value = up.per_second * batch,
+                        .note = what + "; " + std::to_string(enq.reps)
+                                + " batches"});
+    ctx.out->add(figure{.name = "queue_enqueue_many_MBps",
+                        .value = mb_per_s(enq, batch_bytes),
+                        .unit = "MB/s",
+                        .baseline = "raw_tcp_upload",
+                        .baseline_value = mb_per_s(up, batch_bytes)});
+  }
+  if (ctx.wanted("queue", "queue_dequeue_many")) {
+    ctx.out->add(figure{.name = "queue_dequeue_many",
+                        .value = deq.per_second * batch,
+                        .unit = "elements/s",
+                        .baseline = "raw_tcp_download",
+                        .baseline_value = down.per_second * batch,
+                        .note = what + "; " + std::to_string(deq.reps)
+                                + " batches"});
+    ctx.out->add(figure{.name = "queue_dequeue_many_MBps",
+                        .value = mb_per_s(deq, batch_bytes),
+                        .unit = "MB/s",
+                        .baseline = "raw_tcp_download",
+                        .baseline_value = mb_per_s(down, batch_bytes)});
+  }
+}
+
+// -- rss ----------------------------------------------------------------------
+
+void run_rss(context& ctx, const std::string& node) {
+  // A cluster of its own, so that the ps's peak is this stream's and not
+  // an earlier figure's.
+  auto cluster = remote_cluster::start(node);
+  constexpr int64_t element_floats = 262144; // 1 MiB per element
+  const int64_t elements = ctx.opts.quick ? 64 : 1024;
+  const auto limit = ctx.opts.quick ? 30s : 120s;
+  graph g;
+  auto as_default = g.as_default();
+  queue_base q;
+  {
+    device_scope on_ps{"/job:ps/task:0"};
+    q = fifo_queue{16, {dtype::float32}, {tensor_shape{element_floats}},
+                   "rss_queue"};
+  }
+  auto x = placeholder(dtype::float32, {element_floats}, "x");
+  auto enqueue = q.enqueue({x});
+  auto dequeue = q.dequeue().front();
+  auto close = q.close(/*cancel_pending_enqueues=*/true);
+  tensor value{dtype::float32, tensor_shape{element_floats}};
+  {
+    auto flat = value.flat<float>();
+    for (size_t i = 0; i < flat.size(); ++i)
+      flat[i] = static_cast<float>(i % 4099);
+  }
+  session sess{cluster->target(), bounded_config(), &g};
+  // Warm up both paths, then take the peaks before streaming.
+  sess.run(enqueue, {{x, value}});
+  sess.run(dequeue);
+  auto ps_pid = cluster->ps_pid();
+  auto ps_before = proc_status_kib(ps_pid, "VmHWM");
+  bool reset = reset_own_peak_rss();
+  auto self_before = proc_status_kib(0, reset ? "VmHWM" : "VmRSS");
+  // Producer and consumer at once, as a training input pipeline: the
+  // queue's capacity (16 MiB) is all that may pile up.
+  std::atomic<bool> stop{false};
+  std::exception_ptr producer_error;
+  auto start = steady::now();
+  std::thread producer{[&] {
+    try {
+      for (int64_t i = 0; i < elements && !stop; ++i)
+        sess.run(enqueue, {{x, value}});
+    } catch (...) {
+      if (!stop)
+        producer_error = std::current_exception();
+    }
+  }};
+  int64_t moved = 0;
+  std::exception_ptr consumer_error;
+  // The ps's resident size at each quarter of the stream: flat if its
+  // memory is bounded, a slope if something keeps what passed through.
+  std::string ps_trend;
+  try {
+    for (; moved < elements; ++moved) {
+      if (steady::now() - start > limit)
+        break;
+      if (producer_error)
+        break;
+      sess.run(dequeue);
+      if ((moved + 1) % (elements / 4) == 0)
+        if (auto rss = proc_status_kib(ps_pid, "VmRSS"))
+          ps_trend += (ps_trend.empty() ? "" : ", ") + fixed(*rss / 1024, 0);
+    }
+  } catch (...) {
+    consumer_error = std::current_exception();
+  }
+  auto secs = seconds_d(steady::now() - start).count();
+  stop = true;
+  if (moved < elements) {
+    // Unblock a producer waiting on a full queue.
+    try {
+      sess.run(close);
+    } catch (const std::exception&) {
+      // The queue may be gone with the error that stopped us.
+    }
+  }
+  producer.join();
+  if (consumer_error)
+    std::rethrow_exception(consumer_error);
+  if (producer_error)
+    std::rethrow_exception(producer_error);
+  auto ps_after = proc_status_kib(ps_pid, "VmHWM");
+  auto self_after = proc_status_kib(0, reset ? "VmHWM" : "VmRSS");
+  if (!ps_before || !ps_after || !self_before || !self_after)
+    throw std::runtime_error("cannot read VmHWM from /proc/<pid>/status");
+  auto streamed = fixed(double(moved), 0) + " MiB streamed in "
+                  + fixed(secs, 1) + " s ("
+                  + fixed(double(moved) * 1.048576 / secs, 0) + " MB/s)";
+  if (moved < elements)
+    streamed += ", stopped at the time limit";
+  ctx.out->add(figure{.name = "rss_peak_ps",
+                      .value = *ps_after / 1024,
+                      .unit = "MiB",
+                      .baseline = "peak_before_streaming",
+                      .baseline_value = *ps_before / 1024,
+                      .note = "the ps node holding the queue (capacity 16 "
+                              "x 1 MiB); " + streamed
+                              + "; its VmRSS (MiB) after each quarter: "
+                              + ps_trend});
+  ctx.out->add(figure{
+    .name = "rss_peak_worker",
+    .value = *self_after / 1024,
+    .unit = "MiB",
+    .baseline = reset ? "rss_before_streaming" : "rss_before_streaming_nopeakreset",
+    .baseline_value = *self_before / 1024,
+    .note = std::string{"the bench process (worker task and client); "}
+            + (reset ? "peak reset before streaming"
+                     : "VmRSS: this kernel refused to reset VmHWM")});
+}
+
+// -- train --------------------------------------------------------------------
+
+/// Aggregate examples/s of an `actorflow-train --local` run: per worker,
+/// the median of its "examples/s X" lines after the first (which includes
+/// start-up: graph registration and the first steps), summed over the
+/// workers.
+double trainer_examples_per_s(const std::string& out, int workers,
+                              std::string& detail) {
+  static const std::regex pattern{
+    R"(worker (\d+): step \d+\b.*examples/s ([0-9.]+))"};
+  std::map<int, std::vector<double>> rates;
+  std::istringstream lines{out};
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::smatch m;
+    if (std::regex_search(line, m, pattern))
+      rates[std::stoi(m[1].str())].push_back(std::stod(m[2].str()));
+  }
+  if (static_cast<int>(rates.size()) != workers)
+    throw std::runtime_error("expected examples/s lines from "
+                             + std::to_string(workers) + " worker(s), got "
+                             + std::to_string(rates.size()));
+  double total = 0;
+  for (auto& [worker, xs] : rates) {
+    if (xs.size() > 1)
+      xs.erase(xs.begin());
+    std::sort(xs.begin(), xs.end());
+    auto median = xs[xs.size() / 2];
+    detail += (detail.empty() ? "" : ", ") + std::string{"worker "}
+              + std::to_string(worker) + " " + fixed(median, 0) + " ("
+              + std::to_string(xs.size()) + " windows)";
+    total += median;
+  }
+  return total;
+}
+
+bool have_fashion_mnist(const std::string& dir) {
+  for (const char* file :
+       {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+        "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"})
+    if (!std::filesystem::is_regular_file(std::filesystem::path{dir} / file))
+      return false;
+  return true;
+}
+
+void run_train(context& ctx) {
+  const std::vector<std::pair<std::string, int>> runs = {
+    {"train_examples_per_s_1worker", 1}, {"train_examples_per_s_2workers", 2}};
+  const std::string baseline = "eigen_loop_1process";
+  if (!have_fashion_mnist(ctx.opts.data_dir)) {
+    for (const auto& [name, _] : runs)
+      ctx.out->add(figure{.name = name,
+                          .unit = "examples/s",
+                          .baseline = baseline,
+                          .skipped = "Fashion-MNIST not found in "
+                                     + ctx.opts.data_dir
+                                     + " (Debian package dataset-fashion-mnist)"});
+    return;
+  }
+  auto train = find_binary("actorflow-train", ctx.opts.train, "--train");
+  // The baseline: the same MLP step as a plain Eigen loop in this process.
+  eigen_mlp mlp;
+  float loss = 0;
+  auto plain = measure([&] { loss = mlp.step(); },
+                       {.budget = ctx.budget(4.0, 1.0), .min_reps = 10,
+                        .warmup = 3});
+  if (!std::isfinite(loss))
+    throw std::runtime_error("the Eigen MLP baseline diverged");
+  auto plain_rate = plain.per_second * double(mlp.batch_size());
+  for (const auto& [name, workers] : runs) {
+    if (!ctx.wanted("train", name))
+      continue;
+    // Enough logged windows for a median after the first one, within a
+    // bounded time (the mlp runs ~100 steps/s per worker here).
+    int64_t steps = ctx.opts.quick ? 250 * workers : 2000 * workers;
+    int64_t log_every = ctx.opts.quick ? 50 : 100;
+    std::vector<std::string> argv{train,           "--local",
+                                  std::to_string(workers),
+                                  "--model",       "mlp",
+                                  "--train_steps", std::to_string(steps),
+                                  "--log_every",   std::to_string(log_every),
+                                  "--data_dir",    ctx.opts.data_dir};
+    examples::spawn_options sopts;
+    sopts.capture_stderr = true;
+    note("running actorflow-train --local " + std::to_string(workers)
+         + " --model mlp --train_steps " + std::to_string(steps));
+    examples::child_process child{argv, sopts};
+    trainer_pid = child.pid();
+    auto limit = ctx.opts.quick ? 90s : 240s;
+    auto status = child.wait(std::chrono::duration_cast<milliseconds>(limit));
+    if (!status)
+      child.stop(5s);
+    trainer_pid = 0;
+    auto out = child.out();
+    if (!status || !status->success()) {
+      auto err = child.err();
+      if (err.size() > 600)
+        err = "..." + err.substr(err.size() - 600);
+      throw std::runtime_error(
+        "actorflow-train --local " + std::to_string(workers)
+        + (status ? " ended with " + status->to_string()
+                  : " did not finish within "
+                      + std::to_string(limit.count()) + " s")
+        + ": " + err);
+    }
+    std::string detail;
+    auto ours = trainer_examples_per_s(out, workers, detail);
+    ctx.out->add(figure{.name = name,
+                        .value = ours,
+                        .unit = "examples/s",
+                        .baseline = baseline,
+                        .baseline_value = plain_rate,
+                        .note = "mlp 784-256-128-10, adam, batch 100, 1 ps + "
+                                + std::to_string(workers) + " worker(s), "
+                                + std::to_string(steps) + " global steps; "
+                                + detail});
+  }
+}
+
+// -- main ---------------------------------------------------------------------
+
+/// The figure names a group reports, for the null lines of a group that
+/// failed as a whole.
+std::vector<std::string> names_of(const context& ctx, const std::string& group) {
+  std::vector<std::string> result;
+  for (const auto& [name, g] : figure_groups())
+    if (g == group && name != "rss_peak" && name != "train_examples_per_s"
+        && ctx.wanted(group, name))
+      result.push_back(name);
+  return result;
+}
+
+/// Runs one group; a failure becomes null lines naming the error, and the
+/// bench goes on with the next group.
+void run_group(context& ctx, const std::string& group,
+               const std::function<void()>& body) {
+  if (!ctx.wanted(group))
+    return;
+  note("measuring " + group);
+  try {
+    body();
+  } catch (const std::exception& e) {
+    note(group + " failed: " + e.what());
+    for (const auto& name : names_of(ctx, group))
+      if (ctx.out->find(name) == nullptr)
+        ctx.out->add(figure{.name = name, .error = e.what()});
+  }
+}
+
+int run(int argc, char** argv) {
+  auto opts = parse_args(argc, argv);
+  if (opts.help) {
+    std::cout << usage_text;
+    return 0;
+  }
+  report out{opts.json_only};
+  context ctx{opts, self_path(argv[0]), &out};
+  // Resolve the launcher before measuring anything: a missing one is a
+  // usage problem and should not surface halfway through.
+  if (!opts.node.empty() && ::access(opts.node.c_str(), X_OK) != 0)
+    throw usage_error("--node " + opts.node + ": not an executable file");
+  std::string node;
+  bool remote = ctx.wanted("fetch_remote") || ctx.wanted("step_remote")
+                || ctx.wanted("queue") || ctx.wanted("rss");
+  if (remote)
+    node = examples::find_node_binary(opts.node);
+  if (ctx.wanted("train") && have_fashion_mnist(opts.data_dir))
+    find_binary("actorflow-train", opts.train, "--train");
+
+  run_group(ctx, "step_local", [&] { run_step_local(ctx); });
+  run_group(ctx, "matmul", [&] { run_matmul(ctx); });
+  // The remote figures share one cluster and one raw TCP pair.
+  {
+    std::unique_ptr<remote_cluster> cluster;
+    std::unique_ptr<raw_tcp_baseline> tcp;
+    auto ensure = [&] {
+      if (!cluster)
+        cluster = remote_cluster::start(node);
+      if (!tcp)
+        tcp = std::make_unique<raw_tcp_baseline>(ctx.self);
+    };
+    run_group(ctx, "fetch_remote", [&] {
+      ensure();
+      run_fetch_remote(ctx, *cluster, *tcp);
+    });
+    run_group(ctx, "step_remote", [&] {
+      ensure();
+      run_step_remote(ctx, *cluster, *tcp);
+    });
+    run_group(ctx, "queue", [&] {
+      ensure();
+      run_queue(ctx, *cluster, *tcp);
+    });
+  }
+  run_group(ctx, "rss", [&] { run_rss(ctx, node); });
+  run_group(ctx, "train", [&] { run_train(ctx); });
+  out.print_table();
+  return out.failed() ? 1 : 0;
+}
+
+/// The hidden server mode: `--raw-tcp-server --parent-pid PID`.
+int run_raw_tcp_server(int argc, char** argv) {
+  pid_t parent = 0;
+  for (int i = 2; i + 1 < argc; i += 2)
+    if (std::string_view{argv[i]} == "--parent-pid")
+      parent = static_cast<pid_t>(std::atol(argv[i + 1]));
+  return serve_raw_tcp(parent);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  int code = 0;
+  try {
+    if (argc > 1 && std::string_view{argv[1]} == "--raw-tcp-server") {
+      code = run_raw_tcp_server(argc, argv);
+    } else {
+      ::signal(SIGPIPE, SIG_IGN);
+      struct sigaction sa {};
+      sa.sa_handler = on_stop_signal;
+      sigemptyset(&sa.sa_mask);
+      for (int sig : {SIGINT, SIGTERM, SIGHUP})
+        ::sigaction(sig, &sa, nullptr);
+      code = run(argc, argv);
+    }
+  } catch (const usage_error& e) {
+    std::cerr << prog << ": " << e.what() << " (see --help)\n";
+    code = 2;
+  } catch (const std::exception& e) {
+    std::cerr << prog << ": " << e.what() << "\n";
+    code = 1;
+  }
+  // As actorflow-node: CAF's threads may still be busy with the last
+  // messages of peers; a process that ends here needs no static
+  // destructors.
+  std::cout.flush();
+  std::cerr.flush();
+  std::_Exit(code);
+}

@@ -1,0 +1,128 @@
+#pragma once
+
+// Timing and memory probes of actorflow-bench.
+//
+// measure() runs an operation over a bounded time and reports the median
+// rate of five consecutive slices of the run rather than the overall mean:
+// on a 2-core machine shared with compilers, one slice that lost its core
+// for a while then moves the figure by a fifth at most, not by all of it.
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace actorflow::bench {
+
+using seconds_d = std::chrono::duration<double>;
+using steady = std::chrono::steady_clock;
+
+/// What measure() saw.
+struct rate {
+  /// Operations per second (the median slice's).
+  double per_second = 0;
+  /// Operations timed (warm-up ones excluded).
+  int64_t reps = 0;
+  /// Wall time of the timed operations.
+  double seconds = 0;
+};
+
+struct measure_options {
+  /// Stop once this much time has passed (and min_reps are done).
+  seconds_d budget{1.0};
+  /// ... or once this many operations are done, whatever the time.
+  int64_t max_reps = std::numeric_limits<int64_t>::max();
+  /// At least this many, even past the budget (each op is bounded by its
+  /// own deadline, so this bounds the figure too).
+  int64_t min_reps = 1;
+  /// Untimed runs first (a session's first run prunes, places, partitions
+  /// and registers; later ones hit the cache).
+  int warmup = 1;
+};
+
+/// Runs `op` (blocking) repeatedly; see measure_options.
+template <class F>
+rate measure(F&& op, const measure_options& opts) {
+  for (int i = 0; i < opts.warmup; ++i)
+    op();
+  std::vector<steady::time_point> done;
+  done.reserve(1024);
+  auto start = steady::now();
+  for (;;) {
+    auto reps = static_cast<int64_t>(done.size());
+    if (reps >= opts.max_reps)
+      break;
+    if (reps >= opts.min_reps && !done.empty()
+        && done.back() - start >= opts.budget)
+      break;
+    op();
+    done.push_back(steady::now());
+  }
+  rate result;
+  result.reps = static_cast<int64_t>(done.size());
+  if (done.empty())
+    return result;
+  result.seconds = seconds_d(done.back() - start).count();
+  constexpr int64_t slices = 5;
+  if (result.reps < slices) {
+    result.per_second = result.seconds > 0
+                          ? static_cast<double>(result.reps) / result.seconds
+                          : 0;
+    return result;
+  }
+  std::vector<double> rates;
+  auto slice_start = start;
+  int64_t begin = 0;
+  for (int64_t s = 1; s <= slices; ++s) {
+    auto end = result.reps * s / slices;
+    auto secs = seconds_d(done[static_cast<size_t>(end - 1)] - slice_start)
+                  .count();
+    if (secs > 0)
+      rates.push_back(static_cast<double>(end - begin) / secs);
+    slice_start = done[static_cast<size_t>(end - 1)];
+    begin = end;
+  }
+  if (rates.empty())
+    return result;
+  std::nth_element(rates.begin(), rates.begin() + rates.size() / 2,
+                   rates.end());
+  result.per_second = rates[rates.size() / 2];
+  return result;
+}
+
+/// A field of /proc/<pid>/status in KiB ("VmHWM", "VmRSS"), or nullopt if
+/// the process or the field is not there.
+inline std::optional<double> proc_status_kib(pid_t pid,
+                                             const std::string& field) {
+  std::ifstream in{"/proc/" + (pid > 0 ? std::to_string(pid) : "self")
+                   + "/status"};
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) {
+      try {
+        return std::stod(line.substr(field.size() + 1));
+      } catch (const std::exception&) {
+        return std::nullopt;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+/// Resets this process's peak resident set size to its current one
+/// (Linux >= 4.0: "5" > /proc/self/clear_refs), so that VmHWM afterwards
+/// is the peak of what follows. False if the kernel refused.
+inline bool reset_own_peak_rss() {
+  std::ofstream out{"/proc/self/clear_refs"};
+  out << "5";
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+} // namespace actorflow::bench

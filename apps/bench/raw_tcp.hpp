@@ -1,0 +1,208 @@
+#pragma once
+
+// The raw TCP baseline of actorflow-bench: a plain TCP_NODELAY socket pair
+// on loopback between two processes, request/reply, so that actorflow's
+// remote figures can be set against what the kernel alone does with the
+// same bytes.
+//
+// The server is this same program started again with a hidden mode flag
+// (see serve_raw_tcp): a fork() of a process that runs CAF's threads
+// would inherit locks held by threads that do not exist in the child. It
+// prints its port on stdout, serves one connection, and ends when the
+// client hangs up or its parent dies.
+//
+// Wire format of one request: a 16-byte header (request payload bytes,
+// reply bytes; both uint64, host order, since both ends are this program
+// on this host), the payload, then the server answers with exactly "reply
+// bytes" bytes. Both ends keep their buffers across requests: the baseline
+// is the transport alone, with no allocation per message.
+//
+// Blocking calls: serve_raw_tcp (until EOF), raw_tcp_client's constructor
+// (connect) and round_trip (one send and one full reply). Every wait has a
+// deadline (poll on accept, SO_RCVTIMEO/SO_SNDTIMEO on the data socket).
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace actorflow::bench {
+
+/// The largest reply or request payload either side accepts (the biggest
+/// figure moves 64 MiB; a little slack for the header).
+constexpr uint64_t raw_tcp_max_bytes = uint64_t{256} << 20;
+
+/// What the server prints once it listens, followed by the port.
+constexpr const char* raw_tcp_marker = "raw-tcp-server listening on port ";
+
+/// Seconds any single send or receive may block before the peer counts as
+/// lost (a stuck baseline must not hang the bench).
+constexpr int raw_tcp_io_timeout_s = 60;
+
+namespace detail {
+
+inline std::runtime_error tcp_error(const std::string& what, int err = errno) {
+  return std::runtime_error("raw tcp: " + what + ": " + std::strerror(err));
+}
+
+inline void set_nodelay_and_timeouts(int fd) {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  timeval tv{raw_tcp_io_timeout_s, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+/// Sends all `n` bytes; false on error or timeout.
+inline bool send_all(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    auto sent = ::send(fd, data, n, MSG_NOSIGNAL);
+    if (sent < 0 && errno == EINTR)
+      continue;
+    if (sent <= 0)
+      return false;
+    data += sent;
+    n -= static_cast<size_t>(sent);
+  }
+  return true;
+}
+
+/// Receives exactly `n` bytes; false on EOF, error or timeout.
+inline bool recv_all(int fd, char* data, size_t n) {
+  while (n > 0) {
+    auto got = ::recv(fd, data, n, MSG_WAITALL);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      return false;
+    data += got;
+    n -= static_cast<size_t>(got);
+  }
+  return true;
+}
+
+} // namespace detail
+
+/// The server side (the hidden `--raw-tcp-server` mode). Listens on a free
+/// loopback port, prints `raw_tcp_marker` and the port, accepts one client
+/// within `accept_timeout_s`, and answers its requests until it hangs up.
+/// Exits (PR_SET_PDEATHSIG) when `parent` dies. Returns the exit status.
+inline int serve_raw_tcp(pid_t parent, int accept_timeout_s = 60) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (parent > 0 && ::getppid() != parent)
+    return 1;
+  int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (lfd < 0)
+    throw detail::tcp_error("socket");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(lfd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0
+      || ::listen(lfd, 1) != 0
+      || ::getsockname(lfd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    throw detail::tcp_error("bind/listen on 127.0.0.1:0");
+  auto line = std::string{raw_tcp_marker} + std::to_string(ntohs(addr.sin_port))
+              + "\n";
+  // stdout is a pipe to the parent, not a socket: write(), not send().
+  if (::write(1, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    return 1;
+  pollfd p{lfd, POLLIN, 0};
+  if (::poll(&p, 1, accept_timeout_s * 1000) != 1)
+    return 1;
+  int fd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+  ::close(lfd);
+  if (fd < 0)
+    throw detail::tcp_error("accept");
+  detail::set_nodelay_and_timeouts(fd);
+  // Lazily grown so that a small figure does not touch 64 MiB of pages.
+  std::vector<char> in;
+  std::vector<char> out;
+  for (;;) {
+    uint64_t header[2];
+    if (!detail::recv_all(fd, reinterpret_cast<char*>(header), sizeof header))
+      break; // the client hung up: done
+    auto request = header[0];
+    auto reply = header[1];
+    if (request > raw_tcp_max_bytes || reply > raw_tcp_max_bytes)
+      return 1;
+    if (in.size() < request)
+      in.resize(request, 1);
+    if (out.size() < reply)
+      out.resize(reply, 2);
+    if (!detail::recv_all(fd, in.data(), request)
+        || !detail::send_all(fd, out.data(), reply))
+      return 1;
+  }
+  ::close(fd);
+  return 0;
+}
+
+/// The client side: one connection to the server, reused for every
+/// request.
+class raw_tcp_client {
+public:
+  explicit raw_tcp_client(uint16_t port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd_ < 0)
+      throw detail::tcp_error("socket");
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(port);
+    // Loopback connect either succeeds or is refused at once.
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      auto err = errno;
+      ::close(fd_);
+      throw detail::tcp_error("connect 127.0.0.1:" + std::to_string(port),
+                              err);
+    }
+    detail::set_nodelay_and_timeouts(fd_);
+  }
+
+  raw_tcp_client(const raw_tcp_client&) = delete;
+  raw_tcp_client& operator=(const raw_tcp_client&) = delete;
+
+  ~raw_tcp_client() {
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+
+  /// Sends `request_bytes` of payload and waits for `reply_bytes` back.
+  /// The header travels in the same send as the payload, so a request is
+  /// one write as a tensor's message would be. Throws on a lost peer or
+  /// after raw_tcp_io_timeout_s without progress.
+  void round_trip(uint64_t request_bytes, uint64_t reply_bytes) {
+    if (request_bytes > raw_tcp_max_bytes || reply_bytes > raw_tcp_max_bytes)
+      throw std::invalid_argument("raw tcp: request or reply too large");
+    if (out_.size() < request_bytes + 16)
+      out_.resize(request_bytes + 16, 3);
+    if (in_.size() < reply_bytes)
+      in_.resize(reply_bytes);
+    uint64_t header[2] = {request_bytes, reply_bytes};
+    std::memcpy(out_.data(), header, sizeof header);
+    if (!detail::send_all(fd_, out_.data(), request_bytes + 16))
+      throw detail::tcp_error("send");
+    if (!detail::recv_all(fd_, in_.data(), reply_bytes))
+      throw std::runtime_error("raw tcp: the server hung up or timed out");
+  }
+
+private:
+  int fd_ = -1;
+  std::vector<char> out_;
+  std::vector<char> in_;
+};
+
+} // namespace actorflow::bench
