@@ -1,6 +1,8 @@
 #include "actorflow/actors/type_ids.hpp"
 
+#include <algorithm>
 #include <cstdlib>
+#include <thread>
 
 #include <caf/io/middleman.hpp>
 
@@ -28,13 +30,14 @@ void add_options_impl(caf::actor_system_config& cfg) {
   // ~140 µs; work stealing sleeps between polls and each middleman worker
   // adds a scheduler hop per received message.
   set_default(cfg, "scheduler.policy", caf::atom("sharing"));
-  // One scheduler thread unless told otherwise (docs/PERFORMANCE.md): a
-  // step is a chain of messages between actors, and every hand-over to
-  // another thread costs a wake-up of tens of microseconds on these VMs;
-  // CAF's default (at least 4 threads) made a trivial local step 4x
-  // slower. A task's kernels run one after another on its executor
-  // anyway; the middleman and file readers have threads of their own.
-  size_t threads = 1;
+  // As many scheduler threads as cores, at most 4, unless told otherwise
+  // (docs/PERFORMANCE.md). A step is a chain of messages between actors
+  // and every hand-over to another thread is a wake-up: on 2 cores, CAF's
+  // default of 4 threads made a trivial local step ~70 us, 2 threads
+  // ~33 us; 1 thread was fast on a busy machine but ~85 us on an idle
+  // one (waking an idle core is slow on these VMs).
+  auto cores = static_cast<size_t>(std::thread::hardware_concurrency());
+  size_t threads = std::clamp(cores, size_t{1}, size_t{4});
   if (auto* env = std::getenv("ACTORFLOW_SCHEDULER_MAX_THREADS")) {
     auto n = std::strtoul(env, nullptr, 10);
     if (n > 0 && n <= 1024)
