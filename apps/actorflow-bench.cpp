@@ -261,38 +261,16 @@ options parse_args(int argc, char** argv) {
   return opts;
 }
 
-/// An executable named `name`: `override_path` (from `flag`) if given,
-/// else next to this program, else on $PATH.
+/// `name`: `override_path` if given, else next to this program, else on
+/// $PATH (examples::find_program); a bad override is a usage error.
 std::string find_binary(const std::string& name,
                         const std::string& override_path,
                         const std::string& flag) {
-  namespace fs = std::filesystem;
-  if (!override_path.empty()) {
-    if (::access(override_path.c_str(), X_OK) != 0)
-      throw usage_error(flag + " " + override_path
-                        + ": not an executable file");
-    return override_path;
+  try {
+    return examples::find_program(name, override_path, flag);
+  } catch (const std::invalid_argument& e) {
+    throw usage_error(e.what());
   }
-  std::error_code ec;
-  auto self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    auto next_to_us = self.parent_path() / name;
-    if (::access(next_to_us.c_str(), X_OK) == 0)
-      return next_to_us.string();
-  }
-  if (const char* path = std::getenv("PATH")) {
-    std::stringstream dirs{path};
-    std::string dir;
-    while (std::getline(dirs, dir, ':')) {
-      if (dir.empty())
-        continue;
-      auto candidate = fs::path{dir} / name;
-      if (::access(candidate.c_str(), X_OK) == 0)
-        return candidate.string();
-    }
-  }
-  throw std::runtime_error(name + " not found next to this program nor on "
-                           "$PATH (use " + flag + " PATH)");
 }
 
 std::string self_path(const char* argv0) {

@@ -12,20 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(gnuplot-nox)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
-    || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "plot_performance: installing ${missing[*]}" >&2
-  sudo_cmd=()
-  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq \
-    --no-install-recommends "${missing[@]}"
-fi
+scripts/install_packages.sh gnuplot-nox
 
 out=${PLOT_OUT:-docs/performance_fetch.png}
 if [ $# -ge 1 ]; then

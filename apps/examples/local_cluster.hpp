@@ -445,16 +445,18 @@ inline process_result run_process(std::vector<std::string> argv,
   return result;
 }
 
-/// The `actorflow-node` launcher: `override_path` if given (it must be
-/// executable), else the one next to this executable, else the first on
-/// $PATH. Throws std::runtime_error if none is found.
-inline std::string find_node_binary(const std::string& override_path = {}) {
+/// The program `name`: `override_path` if given (it must be executable,
+/// else std::invalid_argument naming `flag`), else the one next to this
+/// executable, else the first on $PATH. Throws std::runtime_error if none
+/// is found.
+inline std::string find_program(const std::string& name,
+                                const std::string& override_path,
+                                const std::string& flag) {
   namespace fs = std::filesystem;
-  constexpr const char* name = "actorflow-node";
   if (!override_path.empty()) {
     if (::access(override_path.c_str(), X_OK) != 0)
-      throw std::runtime_error("--node " + override_path
-                               + ": not an executable file");
+      throw std::invalid_argument(flag + " " + override_path
+                                  + ": not an executable file");
     return override_path;
   }
   std::error_code ec;
@@ -478,9 +480,19 @@ inline std::string find_node_binary(const std::string& override_path = {}) {
         return candidate.string();
     }
   }
-  throw std::runtime_error(std::string{name}
-                           + " not found next to this program nor on $PATH"
-                             " (use --node PATH)");
+  throw std::runtime_error(name + " not found next to this program nor on "
+                                  "$PATH (use " + flag + " PATH)");
+}
+
+/// The `actorflow-node` launcher (see find_program). Throws
+/// std::runtime_error if none is found or `override_path` is not
+/// executable.
+inline std::string find_node_binary(const std::string& override_path = {}) {
+  try {
+    return find_program("actorflow-node", override_path, "--node");
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(e.what());
+  }
 }
 
 /// The argv that starts task `task` of `job` of `spec`. `--parent-pid`
