@@ -56,6 +56,7 @@
 
 #include "actorflow/actorflow.hpp"
 
+#include "command_line.hpp"
 #include "bench/eigen_mlp.hpp"
 #include "bench/measure.hpp"
 #include "bench/raw_tcp.hpp"
@@ -64,6 +65,7 @@
 namespace {
 
 using namespace actorflow;
+using namespace actorflow::apps;
 using namespace actorflow::bench;
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
@@ -119,11 +121,6 @@ Flags:
 Exit status: 0 when every figure was measured (or skipped for a stated
 reason), 1 when one failed at run time, 2 for a bad command line.
 )";
-
-/// A bad command line (exit status 2).
-struct usage_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 // -- signals ------------------------------------------------------------------
 
@@ -187,32 +184,16 @@ std::map<std::string, std::string> figure_groups() {
   return result;
 }
 
-std::vector<std::string> split_commas(const std::string& flag,
-                                      const std::string& list) {
-  std::vector<std::string> result;
-  std::stringstream in{list};
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty())
-      result.push_back(item);
-  if (result.empty())
-    throw usage_error(flag + ": expected a comma-separated list of names");
-  return result;
-}
-
 options parse_args(int argc, char** argv) {
   options opts;
   std::set<std::string> seen;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg{argv[i]};
-    if (arg == "--help" || arg == "-h") {
+  flag_reader flags{argc, argv};
+  while (flags.next()) {
+    const auto& name = flags.name();
+    if (name == "--help") {
       opts.help = true;
       continue;
     }
-    if (!arg.starts_with("--"))
-      throw usage_error("unexpected argument '" + std::string{arg} + "'");
-    auto eq = arg.find('=');
-    auto name = std::string{arg.substr(0, eq)};
     if (!seen.insert(name).second)
       throw usage_error(name + " given twice");
     static const std::set<std::string> known_flags{
@@ -220,21 +201,14 @@ options parse_args(int argc, char** argv) {
     if (known_flags.count(name) == 0)
       throw usage_error("unknown flag '" + name + "'");
     if (name == "--quick" || name == "--json-only") {
-      if (eq != std::string_view::npos)
-        throw usage_error(name + " takes no value");
+      flags.no_value();
       (name == "--quick" ? opts.quick : opts.json_only) = true;
       continue;
     }
-    std::string value;
-    if (eq != std::string_view::npos)
-      value = std::string{arg.substr(eq + 1)};
-    else if (i + 1 < argc)
-      value = argv[++i];
-    else
-      throw usage_error(name + " needs a value");
+    auto value = flags.value();
     if (name == "--only") {
       auto known = figure_groups();
-      for (auto& item : split_commas(name, value)) {
+      for (auto& item : split_list(name, value)) {
         bool is_group = std::find(groups.begin(), groups.end(), item)
                         != groups.end();
         if (!is_group && known.count(item) == 0) {

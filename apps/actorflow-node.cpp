@@ -101,25 +101,19 @@ options parse_args(int argc, char** argv) {
       return &opts.parent_pid;
     return nullptr;
   };
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg{argv[i]};
-    if (arg == "--help" || arg == "-h") {
+  flag_reader flags{argc, argv};
+  while (flags.next()) {
+    const auto& name = flags.name();
+    if (name == "--help") {
       opts.help = true;
       continue;
     }
-    auto eq = arg.find('=');
-    auto name = arg.substr(0, eq);
-    auto* dst = arg.starts_with("--") ? slot(name) : nullptr;
+    auto* dst = slot(name);
     if (dst == nullptr)
-      throw usage_error("unknown argument '" + std::string{arg} + "'");
+      throw usage_error("unknown flag '" + name + "'");
     if (dst->has_value())
-      throw usage_error(std::string{name} + " given twice");
-    if (eq != std::string_view::npos)
-      *dst = std::string{arg.substr(eq + 1)};
-    else if (i + 1 < argc)
-      *dst = std::string{argv[++i]};
-    else
-      throw usage_error(std::string{name} + " needs a value");
+      throw usage_error(name + " given twice");
+    *dst = flags.value();
   }
   return opts;
 }

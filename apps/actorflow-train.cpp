@@ -193,24 +193,13 @@ options parse_args(int argc, char** argv) {
   options opts;
   opts.cluster.other_sources = ", or --local N";
   std::map<std::string, bool> seen;
-  auto value_of = [&](int& i, std::string_view arg, size_t eq,
-                      const std::string& name) -> std::string {
-    if (eq != std::string_view::npos)
-      return std::string{arg.substr(eq + 1)};
-    if (i + 1 < argc)
-      return argv[++i];
-    throw usage_error(name + " needs a value");
-  };
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg{argv[i]};
-    if (arg == "--help" || arg == "-h") {
+  flag_reader flags{argc, argv};
+  while (flags.next()) {
+    const auto& name = flags.name();
+    if (name == "--help") {
       opts.help = true;
       continue;
     }
-    if (!arg.starts_with("--"))
-      throw usage_error("unexpected argument '" + std::string{arg} + "'");
-    auto eq = arg.find('=');
-    auto name = std::string{arg.substr(0, eq)};
     // Aliases share one slot, so "--job x --job_name y" is "given twice".
     auto key = name == "--job" ? "--job_name"
                : name == "--task" ? "--task_index" : name;
@@ -218,13 +207,12 @@ options parse_args(int argc, char** argv) {
       throw usage_error(name + " given twice");
     seen[key] = true;
     if (name == "--sync") {
-      if (eq != std::string_view::npos)
-        throw usage_error("--sync takes no value");
+      flags.no_value();
       opts.sync = true;
       opts.forwarded.push_back(name);
       continue;
     }
-    auto value = value_of(i, arg, eq, name);
+    auto value = flags.value();
     bool forward = true;
     if (name == "--cluster") {
       opts.cluster.cluster_json = value;

@@ -19,43 +19,9 @@
 
 #include "actorflow/graph/status.hpp"
 #include "actorflow/net/cluster_spec.hpp"
+#include "command_line.hpp"
 
 namespace actorflow::apps {
-
-/// A bad command line or configuration (exit status 2).
-struct usage_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-/// A strict non-negative decimal integer: "1x", "-1", "" and "+1" fail.
-inline std::optional<long long> parse_index(std::string_view text) {
-  long long value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(),
-                                   value);
-  if (ec != std::errc{} || end != text.data() + text.size() || value < 0
-      || text.empty())
-    return std::nullopt;
-  return value;
-}
-
-/// "a,b,c" -> {a, b, c}; empty entries are an error naming the flag.
-inline std::vector<std::string> split_list(const std::string& flag,
-                                           const std::string& list) {
-  std::vector<std::string> result;
-  size_t begin = 0;
-  for (;;) {
-    auto comma = list.find(',', begin);
-    auto item = list.substr(begin, comma == std::string::npos
-                                     ? std::string::npos
-                                     : comma - begin);
-    if (item.empty())
-      throw usage_error(flag + ": empty entry in '" + list + "'");
-    result.push_back(item);
-    if (comma == std::string::npos)
-      return result;
-    begin = comma + 1;
-  }
-}
 
 /// The cluster flags as given (each std::nullopt when absent).
 struct cluster_flags {
