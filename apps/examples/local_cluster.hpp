@@ -129,6 +129,74 @@ struct spawn_options {
   std::vector<std::string> env;
 };
 
+/// A child started by spawn_piped: its pid and our read ends of its
+/// stdout and stderr pipes (-1 for a stderr it shares with us).
+struct piped_child {
+  pid_t pid = -1;
+  int out = -1;
+  int err = -1;
+};
+
+/// Starts `argv` with stdin from /dev/null, stdout into a new pipe and,
+/// with `capture_stderr`, stderr into another, with no blocked signals and
+/// default dispositions whatever the spawning thread has set up (an
+/// ignored SIGPIPE or a blocked SIGTERM would otherwise carry over through
+/// exec). Throws std::runtime_error naming argv[0].
+inline piped_child spawn_piped(std::vector<std::string> argv,
+                               bool capture_stderr, char** envp) {
+  int out_pipe[2] = {-1, -1};
+  int err_pipe[2] = {-1, -1};
+  // O_CLOEXEC: children spawned concurrently by other threads must not
+  // inherit our ends, or EOF would never come.
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0)
+    throw sys_error("pipe2");
+  if (capture_stderr && ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    auto err = errno;
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    throw sys_error("pipe2", err);
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  if (capture_stderr)
+    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGHUP, SIGCHLD})
+    sigaddset(&defaults, sig);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  std::vector<char*> args;
+  for (auto& a : argv)
+    args.push_back(a.data());
+  args.push_back(nullptr);
+  piped_child child;
+  int rc = ::posix_spawn(&child.pid, args[0], &actions, &attr, args.data(),
+                         envp);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  ::close(out_pipe[1]);
+  if (err_pipe[1] >= 0)
+    ::close(err_pipe[1]);
+  if (rc != 0) {
+    ::close(out_pipe[0]);
+    if (err_pipe[0] >= 0)
+      ::close(err_pipe[0]);
+    throw sys_error("posix_spawn " + argv[0], rc);
+  }
+  child.out = out_pipe[0];
+  child.err = err_pipe[0];
+  return child;
+}
+
 /// A child process with its stdout (and optionally stderr) read by a
 /// background thread, so a chatty child never blocks on a full pipe. The
 /// destructor stops and reaps it.
@@ -137,64 +205,16 @@ public:
   child_process(std::vector<std::string> argv, spawn_options opts = {}) {
     if (argv.empty())
       throw std::invalid_argument("child_process: empty argv");
-    int out_pipe[2] = {-1, -1};
-    int err_pipe[2] = {-1, -1};
-    // O_CLOEXEC: children spawned concurrently by other threads must not
-    // inherit our ends, or EOF would never come.
-    if (::pipe2(out_pipe, O_CLOEXEC) != 0)
-      throw sys_error("pipe2");
-    if (opts.capture_stderr && ::pipe2(err_pipe, O_CLOEXEC) != 0) {
-      auto err = errno;
-      close_pair(out_pipe);
-      throw sys_error("pipe2", err);
-    }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-    if (opts.capture_stderr)
-      posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-    // The child starts with no blocked signals and default dispositions
-    // whatever the spawning thread has set up (an ignored SIGPIPE or a
-    // blocked SIGTERM would otherwise carry over through exec).
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attr, &none);
-    sigset_t defaults;
-    sigemptyset(&defaults);
-    for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGHUP, SIGCHLD})
-      sigaddset(&defaults, sig);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setflags(&attr,
-                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     auto env = make_env(opts.env);
     std::vector<char*> envp;
     for (auto& e : env)
       envp.push_back(e.data());
     envp.push_back(nullptr);
-    std::vector<char*> args;
-    for (auto& a : argv)
-      args.push_back(a.data());
-    args.push_back(nullptr);
-    int rc = ::posix_spawn(&pid_, args[0], &actions, &attr, args.data(),
-                           envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    ::close(out_pipe[1]);
-    if (err_pipe[1] >= 0)
-      ::close(err_pipe[1]);
-    if (rc != 0) {
-      ::close(out_pipe[0]);
-      if (err_pipe[0] >= 0)
-        ::close(err_pipe[0]);
-      pid_ = -1;
-      throw sys_error("posix_spawn " + argv[0], rc);
-    }
+    auto child = spawn_piped(argv, opts.capture_stderr, envp.data());
+    pid_ = child.pid;
     command_ = argv[0];
     echo_stdout_ = opts.echo_stdout;
-    reader_ = std::thread{[this, out = out_pipe[0], err = err_pipe[0]] {
+    reader_ = std::thread{[this, out = child.out, err = child.err] {
       read_loop(out, err);
     }};
   }
@@ -296,12 +316,6 @@ public:
   }
 
 private:
-  static void close_pair(int (&fds)[2]) {
-    for (int fd : fds)
-      if (fd >= 0)
-        ::close(fd);
-  }
-
   static std::vector<std::string>
   make_env(const std::vector<std::string>& changes) {
     std::vector<std::string> env;

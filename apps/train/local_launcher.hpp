@@ -34,6 +34,8 @@
 #include <utility>
 #include <vector>
 
+#include "local_cluster.hpp"
+
 extern char** environ;
 
 namespace actorflow::train {
@@ -61,53 +63,9 @@ public:
                std::string serving_marker, std::mutex& out_mtx)
     : label_(std::move(label)), marker_(std::move(serving_marker)),
       out_mtx_(out_mtx) {
-    int out_pipe[2] = {-1, -1};
-    int err_pipe[2] = {-1, -1};
-    if (::pipe2(out_pipe, O_CLOEXEC) != 0)
-      throw std::runtime_error(std::string{"pipe2: "} + std::strerror(errno));
-    if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
-      auto err = errno;
-      ::close(out_pipe[0]);
-      ::close(out_pipe[1]);
-      throw std::runtime_error(std::string{"pipe2: "} + std::strerror(err));
-    }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-    // The child starts with no blocked signals and default dispositions,
-    // whatever we set up for ourselves.
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attr, &none);
-    sigset_t defaults;
-    sigemptyset(&defaults);
-    for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGHUP, SIGCHLD})
-      sigaddset(&defaults, sig);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setflags(&attr,
-                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    std::vector<char*> args;
-    for (auto& a : argv)
-      args.push_back(a.data());
-    args.push_back(nullptr);
-    int rc = ::posix_spawn(&pid_, args[0], &actions, &attr, args.data(),
-                           environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    ::close(out_pipe[1]);
-    ::close(err_pipe[1]);
-    if (rc != 0) {
-      ::close(out_pipe[0]);
-      ::close(err_pipe[0]);
-      pid_ = -1;
-      throw std::runtime_error("cannot start " + argv[0] + ": "
-                               + std::strerror(rc));
-    }
-    reader_ = std::thread{[this, out = out_pipe[0], err = err_pipe[0]] {
+    auto child = examples::spawn_piped(argv, true, environ);
+    pid_ = child.pid;
+    reader_ = std::thread{[this, out = child.out, err = child.err] {
       read_loop(out, err);
     }};
   }
