@@ -14,6 +14,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/io/middleman_actor.hpp>
 
+#include "actorflow/actors/deadline_table.hpp"
 #include "actorflow/actors/task.hpp"
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/graph/device_name.hpp"
@@ -70,6 +71,10 @@ struct master_step {
   std::vector<plan_part> parts;
   std::vector<tensor> outputs;
   std::vector<run_graph_response> responses;
+  /// Which parts have answered (the first one that has not is named when
+  /// the step times out).
+  std::vector<bool> replied;
+  int64_t timeout_ms = 0;
 };
 
 using peer_callback = std::function<void(status, task_actor)>;
@@ -103,6 +108,8 @@ struct task_state {
   std::unordered_map<std::string, task_actor> peers;
   std::unordered_map<std::string, std::vector<peer_callback>> connecting;
   std::unordered_map<int64_t, master_step> steps;
+  /// Deadlines of the steps in `steps` that have one.
+  deadline_table<int64_t> step_deadlines;
   std::shared_ptr<task_counters> counters = std::make_shared<task_counters>();
   uint64_t next_session = 0;
   int64_t step_base = 0;
@@ -315,6 +322,7 @@ void on_step_reply(task_self self, int64_t id, size_t part,
       self->send(p.executor, abort_step_atom_v, id,
                  status{error_code::aborted, "step aborted"});
     deliver_error(step.rp, resp.result);
+    st.step_deadlines.erase(id);
     st.steps.erase(i);
     return;
   }
@@ -322,6 +330,7 @@ void on_step_reply(task_self self, int64_t id, size_t part,
     if (index >= 0 && static_cast<size_t>(index) < step.outputs.size())
       step.outputs[static_cast<size_t>(index)] = std::move(value);
   step.responses[part] = std::move(resp);
+  step.replied[part] = true;
   if (--step.remaining > 0)
     return;
   run_step_response out;
@@ -339,6 +348,7 @@ void on_step_reply(task_self self, int64_t id, size_t part,
         {step.parts[p].device, std::move(step.responses[p].node_stats)});
   }
   step.rp.deliver(std::move(out));
+  st.step_deadlines.erase(id);
   st.steps.erase(i);
   st.counters->steps.fetch_add(1, std::memory_order_relaxed);
 }
@@ -355,13 +365,19 @@ void start_step(task_self self, step_promise rp,
   step.parts = plan.parts;
   step.outputs.resize(req.fetches.size());
   step.responses.resize(plan.parts.size());
+  step.replied.resize(plan.parts.size());
+  step.timeout_ms = timeout_ms;
   if (plan.parts.empty()) {
     on_step_reply(self, id, 0, {});
     return;
   }
-  auto timeout = timeout_ms > 0
-                   ? caf::duration{std::chrono::milliseconds(timeout_ms)}
-                   : caf::infinite;
+  // Requests without CAF timeouts: the deadline is ours (deadline_table).
+  if (timeout_ms > 0) {
+    auto now = std::chrono::steady_clock::now();
+    if (auto delay = st.step_deadlines.add(
+          id, now + std::chrono::milliseconds(timeout_ms), now))
+      self->delayed_send(self, *delay, check_deadlines_atom_v);
+  }
   for (size_t p = 0; p < plan.parts.size(); ++p) {
     auto& part = plan.parts[p];
     run_graph_request rg;
@@ -370,22 +386,42 @@ void start_step(task_self self, step_promise rp,
     rg.peer_devices = plan.peer_devices;
     for (auto f : part.feeds)
       rg.feeds.emplace_back(f, req.feed_values[static_cast<size_t>(f)]);
-    self->request(part.executor, timeout, run_graph_atom_v, std::move(rg),
-                  plan.peers)
+    self->request(part.executor, caf::infinite, run_graph_atom_v,
+                  std::move(rg), plan.peers)
       .then(
         [self, id, p](run_graph_response& resp) {
           on_step_reply(self, id, p, std::move(resp));
         },
-        [self, id, p, timeout_ms, device = part.device](caf::error& err) {
+        [self, id, p, device = part.device](caf::error& err) {
           run_graph_response resp;
-          if (err == caf::sec::request_timeout)
-            resp.result = {error_code::deadline_exceeded,
-                           "Timed out after " + std::to_string(timeout_ms)
-                             + " ms waiting for the step on " + device};
-          else
-            resp.result = to_status(err, device);
+          resp.result = to_status(err, device);
           on_step_reply(self, id, p, std::move(resp));
         });
+  }
+}
+
+// Fails the steps whose deadline has passed with DeadlineExceeded, naming
+// a partition that has not answered; on_step_reply aborts the others.
+void check_step_deadlines(task_self self) {
+  auto& st = self->state;
+  std::optional<std::chrono::steady_clock::duration> rearm;
+  auto expired = st.step_deadlines.expire(std::chrono::steady_clock::now(),
+                                          rearm);
+  if (rearm)
+    self->delayed_send(self, *rearm, check_deadlines_atom_v);
+  for (auto id : expired) {
+    auto i = st.steps.find(id);
+    if (i == st.steps.end() || i->second.done)
+      continue;
+    auto& step = i->second;
+    size_t p = 0;
+    while (p + 1 < step.parts.size() && step.replied[p])
+      ++p;
+    run_graph_response resp;
+    resp.result = {error_code::deadline_exceeded,
+                   "Timed out after " + std::to_string(step.timeout_ms)
+                     + " ms waiting for the step on " + step.parts[p].device};
+    on_step_reply(self, id, p, std::move(resp));
   }
 }
 
@@ -930,6 +966,7 @@ task_actor::behavior_type task(task_self self, task_options opts) {
         caf::actor_clock::duration_type{deadline_ns}};
       connect_peer(self, task, deadline, attempt);
     },
+    [self](check_deadlines_atom) { check_step_deadlines(self); },
   };
 }
 

@@ -3,6 +3,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/io/middleman_actor.hpp>
 
+#include "actorflow/actors/deadline_table.hpp"
 #include "actorflow/actors/task.hpp"
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/graph/wire.hpp"
@@ -80,6 +81,10 @@ struct session::impl {
   /// Sends this session's steps to the master and hands the replies to
   /// the waiting threads (see client_actor).
   caf::actor client;
+  /// How long run() may poll for the reply before it blocks.
+  caf::timespan spin{0};
+  /// Moving average of the reply times, in ns (see call_master).
+  std::atomic<int64_t> reply_ns{0};
 };
 
 namespace {
@@ -166,28 +171,51 @@ caf::behavior client_actor(caf::event_based_actor* self, task_actor master,
     pending->end({error_code::aborted, "Session was closed while the step "
                                        "was running."});
   });
+  // The waits' deadlines, without CAF request timeouts (deadline_table.hpp).
+  auto deadlines = std::make_shared<deadline_table<uint64_t>>();
   return {
-    [self, master, pending, what](run_step_atom, uint64_t id,
-                                  run_step_request& req, int64_t wait_ms) {
-      auto wait = wait_ms > 0 ? caf::duration{std::chrono::milliseconds(
-                                  wait_ms)}
-                              : caf::infinite;
-      self->request(master, wait, run_step_atom_v, std::move(req))
+    [self, master, pending, what, deadlines](run_step_atom, uint64_t id,
+                                             run_step_request& req,
+                                             int64_t wait_ms) {
+      if (wait_ms > 0) {
+        auto now = std::chrono::steady_clock::now();
+        if (auto delay = deadlines->add(
+              id, now + std::chrono::milliseconds(wait_ms), now))
+          self->delayed_send(self, *delay, check_deadlines_atom_v);
+      }
+      self->request(master, caf::infinite, run_step_atom_v, std::move(req))
         .then(
-          [pending, id](run_step_response& r) {
+          [pending, id, deadlines](run_step_response& r) {
+            deadlines->erase(id);
             pending->finish(id, {std::move(r), {}});
           },
-          [pending, id, what](caf::error& e) {
+          [pending, id, what, deadlines](caf::error& e) {
+            deadlines->erase(id);
             pending->finish(id, {{}, to_status(e, what)});
           });
+    },
+    [self, pending, what, deadlines](check_deadlines_atom) {
+      std::optional<std::chrono::steady_clock::duration> rearm;
+      for (auto id : deadlines->expire(std::chrono::steady_clock::now(),
+                                       rearm))
+        pending->finish(id, {{}, {error_code::deadline_exceeded,
+                                  "Timed out waiting for a reply (" + what
+                                    + ")"}});
+      if (rearm)
+        self->delayed_send(self, *rearm, check_deadlines_atom_v);
     },
   };
 }
 
 // Sends one step through the session's client actor and waits for its
-// reply.
+// reply. While this session's replies have been arriving within `spin`,
+// it polls for up to that long first (waking a blocked thread costs tens
+// of µs on a VM: more than a small local step); otherwise it blocks at
+// once, leaving the core to the processes that compute the reply.
+// `reply_ns` is the moving average of the reply times.
 step_result call_master(pending_steps& pending, const caf::actor& client,
-                        run_step_request req, int64_t wait_ms) {
+                        run_step_request req, int64_t wait_ms,
+                        caf::timespan spin, std::atomic<int64_t>& reply_ns) {
   std::future<step_result> result;
   uint64_t id = 0;
   {
@@ -197,8 +225,25 @@ step_result call_master(pending_steps& pending, const caf::actor& client,
     id = pending.next_id++;
     result = pending.waiting[id].get_future();
   }
+  using clock = std::chrono::steady_clock;
+  auto sent = clock::now();
   caf::anon_send(client, run_step_atom_v, id, std::move(req), wait_ms);
-  return result.get();
+  auto average = reply_ns.load(std::memory_order_relaxed);
+  if (spin.count() > 0 && average < spin.count()) {
+    auto deadline = sent + spin;
+    while (result.wait_for(std::chrono::seconds{0})
+           != std::future_status::ready)
+      if (clock::now() >= deadline)
+        break;
+  }
+  auto out = result.get();
+  auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                clock::now() - sent)
+                .count();
+  // Capped, so that one slow step does not stop the spinning for long.
+  took = std::min<int64_t>(took, 4 * spin.count());
+  reply_ns.store(average + (took - average) / 8, std::memory_order_relaxed);
+  return out;
 }
 
 } // namespace
@@ -218,6 +263,8 @@ session::session(session_config config, graph* g)
   impl_->handle = create_master_session(*impl_->sys, impl_->master, config,
                                         "in-process engine");
   impl_->pending = std::make_shared<pending_steps>();
+  impl_->spin = caf::get_or(impl_->sys->config(), "actorflow.scheduler-spin",
+                            caf::timespan{0});
   impl_->client = impl_->sys->spawn(client_actor, impl_->master,
                                     impl_->pending,
                                     std::string{"in-process engine"});
@@ -239,6 +286,8 @@ session::session(caf::actor_system& sys, const std::string& target,
   impl_->handle = create_master_session(
     sys, impl_->master, config, std::string{strip_scheme(target)});
   impl_->pending = std::make_shared<pending_steps>();
+  impl_->spin = caf::get_or(impl_->sys->config(), "actorflow.scheduler-spin",
+                            caf::timespan{0});
   impl_->client = sys.spawn(client_actor, impl_->master, impl_->pending,
                             std::string{strip_scheme(target)});
 }
@@ -331,7 +380,7 @@ std::vector<tensor> session::run(const std::vector<fetch>& fetches,
   // reaches the caller, and never forever when a deadline is set.
   auto wait_ms = timeout_ms > 0 ? timeout_ms + 5000 : 0;
   auto [resp, transport] = call_master(*im.pending, im.client, std::move(req),
-                                      wait_ms);
+                                      wait_ms, im.spin, im.reply_ns);
   throw_if_error(transport);
   // The master applied the delta unless it rejected the session itself.
   if (resp.result.ok() || resp.result.code() != error_code::aborted) {

@@ -66,6 +66,42 @@ TEST_CASE("queue: a dequeue on an empty queue honours the run deadline "
   CHECK(sess.run(q.size()).scalar_value<int32_t>() == 0);
 }
 
+TEST_CASE("queue: a step with a shorter deadline than one already waiting "
+          "times out first, and each names the device it waited for",
+          "[queue][engine]") {
+  // The master checks step deadlines with one timer at a time
+  // (deadline_table): a later step with an earlier deadline must arm its
+  // own check, not wait for the first step's.
+  graph g;
+  auto as_default = g.as_default();
+  fifo_queue q{10, {dtype::float32}, {tensor_shape{}}};
+  auto dequeue = q.dequeue();
+  session sess{bounded(), &g};
+  using clock = std::chrono::steady_clock;
+  auto start = clock::now();
+  auto slow = std::async(std::launch::async, [&] {
+    run_options patient;
+    patient.timeout_in_ms = 4000;
+    auto err = error_of([&] { sess.run(dequeue[0], {}, patient); });
+    return std::make_pair(code_of(err), clock::now());
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  run_options quick;
+  quick.timeout_in_ms = 300;
+  auto err = error_of([&] { sess.run(dequeue[0], {}, quick); });
+  auto quick_done = clock::now();
+  CHECK(code_of(err) == error_code::deadline_exceeded);
+  REQUIRE(err);
+  CHECK(std::string{err->what()}.find("Timed out after 300 ms waiting for "
+                                      "the step on /job:localhost/replica:0/"
+                                      "task:0/device:CPU:0")
+        != std::string::npos);
+  CHECK(quick_done - start < std::chrono::milliseconds(3000));
+  auto [slow_code, slow_done] = slow.get();
+  CHECK(slow_code == error_code::deadline_exceeded);
+  CHECK(slow_done - start >= std::chrono::milliseconds(3900));
+}
+
 TEST_CASE("queue: close, then dequeue drains and fails OutOfRange; enqueue "
           "fails Cancelled",
           "[queue][engine]") {

@@ -175,6 +175,9 @@ using run_graph_atom = caf::atom_constant<caf::atom("run_graph")>;
 inline constexpr run_graph_atom run_graph_atom_v = run_graph_atom{};
 using abort_step_atom = caf::atom_constant<caf::atom("abort_step")>;
 inline constexpr abort_step_atom abort_step_atom_v = abort_step_atom{};
+using check_deadlines_atom = caf::atom_constant<caf::atom("deadlines")>;
+inline constexpr check_deadlines_atom check_deadlines_atom_v
+  = check_deadlines_atom{};
 using recv_tensor_atom = caf::atom_constant<caf::atom("recv_tens")>;
 inline constexpr recv_tensor_atom recv_tensor_atom_v = recv_tensor_atom{};
 using get_variable_atom = caf::atom_constant<caf::atom("get_var")>;
@@ -328,7 +331,8 @@ using executor_actor = caf::typed_actor<
 
 /// A task: master service (sessions and steps), worker service (partition
 /// registration), resource manager (variables) and its counters. The
-/// connect message is its own retry timer for reaching other tasks.
+/// connect message is its own retry timer for reaching other tasks, and
+/// check_deadlines its timer for step deadlines (deadline_table.hpp).
 using task_actor = caf::typed_actor<
   caf::replies_to<create_session_atom, session_config>::with<std::string>,
   caf::replies_to<close_session_atom, std::string>::with<status>,
@@ -346,7 +350,8 @@ using task_actor = caf::typed_actor<
   caf::replies_to<get_stats_atom>::with<task_stats>,
   caf::replies_to<reset_atom, std::vector<std::string>>::with<status>,
   caf::replies_to<cleanup_atom, std::vector<std::string>>::with<status>,
-  caf::reacts_to<caf::connect_atom, std::string, int64_t, int>>;
+  caf::reacts_to<caf::connect_atom, std::string, int64_t, int>,
+  caf::reacts_to<check_deadlines_atom>>;
 
 /// caf::error <-> status. Errors of other categories map to TensorFlow
 /// codes: request timeouts to DeadlineExceeded, lost peers to

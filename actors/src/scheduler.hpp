@@ -1,0 +1,18 @@
+#pragma once
+
+// Private to actors/: actorflow's CAF scheduler (scheduler.cpp).
+
+namespace caf {
+class actor_system_config;
+} // namespace caf
+
+namespace actorflow {
+
+/// Makes `cfg`'s actor system schedule actors with CAF's work sharing
+/// (one central queue), except that a worker that finds no work spins for
+/// `actorflow.scheduler-spin` (a timespan) before it sleeps, one worker at
+/// a time, and an enqueue wakes a sleeper only when no spinner will take
+/// the job. Ignores `scheduler.policy`.
+void load_spinning_scheduler(caf::actor_system_config& cfg);
+
+} // namespace actorflow
