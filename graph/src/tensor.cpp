@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <sys/mman.h>
 #include <new>
 #include <utility>
 #include <vector>
@@ -146,56 +147,110 @@ std::string tensor_shape::to_string() const {
 
 namespace {
 
-// Freed large blocks kept for reuse. A fresh block above glibc's mmap
-// threshold (at most 32 MiB) comes from mmap: the kernel zeroes it page
-// by page on first touch, and with munmap on free every large transfer
-// paid that again (a 64 MiB fetch was 4x slower per byte than a 16 MiB
-// one). Bounded: a few blocks, 256 MiB in all; exact sizes only.
+// Element storage of 256 KiB and more comes straight from mmap, and freed
+// blocks are kept for reuse, in two bounded tiers; smaller buffers come
+// from malloc. Why not malloc for all:
+// - glibc raises its mmap threshold to the size of each mmap'd block
+//   freed (up to 32 MiB), after which ~1 MiB tensors came from the
+//   per-thread arenas: streaming 1 GiB through a queue of 1 MiB elements
+//   left a ps at 700+ MiB resident (memory freed on one thread's arena,
+//   allocated again on another's, never returned).
+// - A fresh mmap'd block is zeroed by the kernel page by page on first
+//   touch; with munmap on every free, each large transfer paid that
+//   again (a 64 MiB fetch was 4x slower per byte than a 16 MiB one).
+// The cache takes exact sizes only: steps repeat their shapes.
 class block_cache {
 public:
-  static constexpr size_t min_bytes = size_t{8} << 20;
-  static constexpr size_t max_bytes = size_t{256} << 20;
-  static constexpr size_t max_blocks = 8;
+  static constexpr size_t mmap_min = size_t{256} << 10;
+  static constexpr size_t large_min = size_t{8} << 20;
 
-  void* take(size_t n) {
-    if (n < min_bytes)
-      return nullptr;
-    std::lock_guard<std::mutex> guard{mtx_};
-    for (auto i = blocks_.begin(); i != blocks_.end(); ++i)
-      if (i->first == n) {
-        auto p = i->second;
-        total_ -= n;
-        blocks_.erase(i);
-        return p;
-      }
-    return nullptr;
+  /// `n` bytes, 64-byte aligned; `n` as rounded by round().
+  void* allocate(size_t n) {
+    if (n < mmap_min)
+      return std::aligned_alloc(64, n);
+    if (auto* p = tier_of(n).take(n))
+      return p;
+    auto* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
   }
 
-  /// Keeps `p` (of `n` bytes) or frees it.
-  void put(void* p, size_t n) {
-    if (n >= min_bytes && n <= max_bytes) {
-      std::lock_guard<std::mutex> guard{mtx_};
-      // Oldest out first, to make room.
-      while (!blocks_.empty()
-             && (total_ + n > max_bytes || blocks_.size() >= max_blocks)) {
-        std::free(blocks_.front().second);
-        total_ -= blocks_.front().first;
-        blocks_.erase(blocks_.begin());
-      }
-      blocks_.emplace_back(n, p);
-      total_ += n;
+  void release(void* p, size_t n) {
+    if (n < mmap_min) {
+      std::free(p);
       return;
     }
-    std::free(p);
+    if (!tier_of(n).put(p, n))
+      ::munmap(p, n);
+  }
+
+  /// The size to allocate for `n` bytes: a multiple of 64, and of the
+  /// page size where mmap serves it.
+  static size_t round(size_t n) {
+    n = n == 0 ? 64 : ((n + 63) / 64) * 64;
+    if (n >= mmap_min)
+      n = ((n + 4095) / 4096) * 4096;
+    return n;
   }
 
 private:
-  std::mutex mtx_;
-  std::vector<std::pair<size_t, void*>> blocks_;
-  size_t total_ = 0;
+  struct tier {
+    tier(size_t bytes, size_t count) : max_bytes(bytes), max_blocks(count) {
+      // nop
+    }
+    size_t max_bytes;
+    size_t max_blocks;
+    std::mutex mtx;
+    std::vector<std::pair<size_t, void*>> blocks;
+    size_t total = 0;
+
+    void* take(size_t n) {
+      std::lock_guard<std::mutex> guard{mtx};
+      for (auto i = blocks.begin(); i != blocks.end(); ++i)
+        if (i->first == n) {
+          auto* p = i->second;
+          total -= n;
+          blocks.erase(i);
+          return p;
+        }
+      return nullptr;
+    }
+
+    /// Keeps `p`, evicting the oldest blocks to make room; false if it
+    /// cannot fit at all.
+    bool put(void* p, size_t n) {
+      if (n > max_bytes)
+        return false;
+      std::vector<std::pair<size_t, void*>> evicted;
+      {
+        std::lock_guard<std::mutex> guard{mtx};
+        while (!blocks.empty()
+               && (total + n > max_bytes || blocks.size() >= max_blocks)) {
+          evicted.push_back(blocks.front());
+          total -= blocks.front().first;
+          blocks.erase(blocks.begin());
+        }
+        blocks.emplace_back(n, p);
+        total += n;
+      }
+      for (auto& [size, block] : evicted)
+        ::munmap(block, size);
+      return true;
+    }
+  };
+
+  tier& tier_of(size_t n) {
+    return n >= large_min ? large_ : medium_;
+  }
+
+  /// 256 KiB up to 8 MiB: what a step's activations and a queue's
+  /// elements are made of.
+  tier medium_{size_t{32} << 20, 64};
+  /// 8 MiB and more: a few whole tensors.
+  tier large_{size_t{256} << 20, 8};
 };
 
-block_cache& large_blocks() {
+block_cache& blocks() {
   // Never destroyed: tensors may be freed during static destruction.
   static auto* cache = new block_cache;
   return *cache;
@@ -209,12 +264,8 @@ struct tensor::buffer {
   buffer(dtype t, int64_t n, bool zero = true) : type(t), count(n) {
     auto n_bytes = t == dtype::string ? sizeof(std::string) * n
                                       : dtype_size(t) * n;
-    rounded = ((n_bytes + 63) / 64) * 64;
-    if (rounded == 0)
-      rounded = 64;
-    data = large_blocks().take(rounded);
-    if (data == nullptr)
-      data = std::aligned_alloc(64, rounded);
+    rounded = block_cache::round(n_bytes);
+    data = blocks().allocate(rounded);
     if (data == nullptr)
       throw std::bad_alloc{};
     if (t == dtype::string) {
@@ -231,7 +282,7 @@ struct tensor::buffer {
       for (int64_t i = 0; i < count; ++i)
         strs[i].~basic_string();
     }
-    large_blocks().put(data, rounded);
+    blocks().release(data, rounded);
   }
   buffer(const buffer&) = delete;
   buffer& operator=(const buffer&) = delete;

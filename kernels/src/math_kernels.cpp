@@ -172,7 +172,8 @@ status binary_kernel(kernel_context& ctx) {
                                  wrapping_t<T>, T>;
     if (auto st = make_broadcast(x.shape(), y.shape(), plan); !st.ok())
       return st;
-    tensor out{x.type(), tensor_shape{plan.out_dims}};
+    // Every element is written below: no zero-fill first.
+    auto out = tensor::uninitialized(x.type(), tensor_shape{plan.out_dims});
     auto xp = data_as<C, T>(x);
     auto yp = data_as<C, T>(y);
     auto op = data_as<C, T>(out);
@@ -221,7 +222,7 @@ status unary_kernel(kernel_context& ctx) {
   auto body = [&]<class T>(type_tag<T>) -> status {
     using C = std::conditional_t<Op == unop::neg || Op == unop::square,
                                  wrapping_t<T>, T>;
-    tensor out{x.type(), x.shape()};
+    auto out = tensor::uninitialized(x.type(), x.shape());
     auto n = x.num_elements();
     const_map<C> in(data_as<C, T>(x), n);
     mut_map<C> o(data_as<C, T>(out), n);
@@ -285,8 +286,10 @@ status matmul_kernel(kernel_context& ctx) {
     using C = wrapping_t<T>;
     using matrix
       = Eigen::Matrix<C, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    tensor out{a.type(), tensor_shape{m, n}};
-    // The output is zero-filled already, which is the product when k == 0.
+    // Zero-filled only when k == 0 (then zero is the product); otherwise
+    // the GEMM writes every element.
+    auto out = k > 0 ? tensor::uninitialized(a.type(), tensor_shape{m, n})
+                     : tensor{a.type(), tensor_shape{m, n}};
     if (m > 0 && n > 0 && k > 0) {
       Eigen::Map<const matrix> am(data_as<C, T>(a), a.shape().dim(0),
                                   a.shape().dim(1));

@@ -388,14 +388,16 @@ status bias_add_kernel(kernel_context& ctx) {
       + bias.shape().to_string() + " vs. " + value.shape().to_string());
   return visit_numeric(ctx, value.type(), [&]<class T>(type_tag<T>) -> status {
     using C = wrapping_t<T>;
-    tensor out{value.type(), value.shape()};
+    auto out = tensor::uninitialized(value.type(), value.shape());
     auto x = value.flat<T>().data();
     auto b = bias.flat<T>().data();
     auto o = out.flat<T>().data();
     auto n = value.num_elements();
-    for (int64_t i = 0; i < n; ++i)
-      o[i] = static_cast<T>(static_cast<C>(x[i])
-                            + static_cast<C>(b[i % channels]));
+    // Row by row: the inner loop vectorizes (no modulo per element).
+    for (int64_t row = 0; row < n; row += channels)
+      for (int64_t c = 0; c < channels; ++c)
+        o[row + c] = static_cast<T>(static_cast<C>(x[row + c])
+                                    + static_cast<C>(b[c]));
     ctx.outputs.push_back(std::move(out));
     return {};
   });
@@ -420,8 +422,9 @@ status bias_add_grad_kernel(kernel_context& ctx) {
     auto o = out.flat<T>().data();
     auto n = grad.num_elements();
     std::vector<C> acc(static_cast<size_t>(channels), C(0));
-    for (int64_t i = 0; i < n; ++i)
-      acc[static_cast<size_t>(i % channels)] += static_cast<C>(g[i]);
+    for (int64_t row = 0; row < n; row += channels)
+      for (int64_t c = 0; c < channels; ++c)
+        acc[static_cast<size_t>(c)] += static_cast<C>(g[row + c]);
     for (int64_t c = 0; c < channels; ++c)
       o[c] = static_cast<T>(acc[static_cast<size_t>(c)]);
     ctx.outputs.push_back(std::move(out));
@@ -579,7 +582,7 @@ status activation_grad_kernel(kernel_context& ctx) {
       return st;
   }
   auto body = [&]<class T>(type_tag<T>) -> status {
-    tensor out{a.type(), a.shape()};
+    auto out = tensor::uninitialized(a.type(), a.shape());
     auto x = a.flat<T>();
     auto y = b.flat<T>();
     auto o = out.flat<T>();
