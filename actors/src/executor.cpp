@@ -152,6 +152,9 @@ struct node_plan {
   accumulator_actor accumulator;
   /// A variable node, whose value other consumers read.
   bool variable = false;
+  /// A kernel that takes long (a GEMM or convolution): readied after its
+  /// cheap siblings, so that they run first (see complete_node).
+  bool heavy = false;
   std::string rendezvous_key;
 };
 
@@ -270,9 +273,16 @@ void complete_node(executor_self self, step_state& step, int i,
     s.op_end_rel_micros = rel;
     s.all_end_rel_micros = rel;
   }
-  for (auto c : plan.out_edges)
-    if (--step.pending[static_cast<size_t>(c)] == 0)
-      step.ready.push_back(c);
+  // Ready nodes run last in, first out; heavy consumers go in first, so
+  // the cheap ones run before them. A bias gradient then reaches its
+  // _Send (and the ps applies it) while the weight gradient's GEMM runs,
+  // not after it.
+  auto& nodes = self->state.nodes;
+  for (int pass = 0; pass < 2; ++pass)
+    for (auto c : plan.out_edges)
+      if (nodes[static_cast<size_t>(c)].heavy == (pass == 0)
+          && --step.pending[static_cast<size_t>(c)] == 0)
+        step.ready.push_back(c);
   --step.remaining;
 }
 
@@ -943,6 +953,8 @@ executor_actor::behavior_type executor(executor_self self, task_actor task,
                           std::max(1, training_refs(plan.def.op)))
                         : 0;
     plan.rendezvous_key = plan.def.attr_or<std::string>("tensor_name", "");
+    plan.heavy = plan.def.op == "MatMul" || plan.def.op == "BatchMatMul"
+                 || plan.def.op.rfind("Conv2D", 0) == 0;
     if (is_random_op(plan.def.op)) {
       auto r = rngs.find(plan.def.name);
       plan.rng = r != rngs.end() ? r->second : make_rng(plan.def);
