@@ -14,6 +14,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -497,18 +498,20 @@ void compute_unchecked(executor_self self, step_state& step, int i,
         header = to_bytes(value);
         data_bytes = 0;
       }
-      const auto* data = static_cast<const char*>(value.raw());
+      // A string tensor's encoding is the whole header: chunks of it.
+      auto source = data_bytes > 0 ? value : tensor{};
       uint64_t total = header.size() + data_bytes;
       for (uint64_t off = 0; off < total; off += chunk_size) {
         auto end = std::min(total, off + chunk_size);
-        std::string chunk;
-        chunk.reserve(end - off);
+        wire_chunk chunk;
         if (off < header.size())
-          chunk.append(header, off, std::min<uint64_t>(end, header.size())
-                                      - off);
+          chunk.prefix = header.substr(
+            off, std::min<uint64_t>(end, header.size()) - off);
         if (end > header.size()) {
-          auto from = std::max<uint64_t>(off, header.size()) - header.size();
-          chunk.append(data + from, end - header.size() - from);
+          chunk.source = source;
+          chunk.data_begin = std::max<uint64_t>(off, header.size())
+                             - header.size();
+          chunk.data_size = end - header.size() - chunk.data_begin;
         }
         self->send(dest, recv_tensor_atom_v, id, plan.rendezvous_key, total,
                    off, std::move(chunk));
@@ -1051,7 +1054,23 @@ executor_actor::behavior_type executor(executor_self self, task_actor task,
       deliver(self, id, std::move(key), std::move(value));
     },
     [self](recv_tensor_atom, int64_t id, std::string& key, uint64_t total,
-           uint64_t offset, std::string& chunk) {
+           uint64_t offset, wire_chunk& wire) {
+      // In a process the chunk is still the sender's view (chunks only
+      // cross processes, but a test may send one locally): flatten it.
+      std::string_view chunk;
+      std::string flat;
+      if (wire.received.valid()) {
+        chunk = {wire.data(), wire.size()};
+      } else {
+        flat = wire.prefix;
+        if (wire.data_size > 0 && wire.source.valid()
+            && wire.data_begin <= wire.source.byte_size()
+            && wire.data_size <= wire.source.byte_size() - wire.data_begin)
+          flat.append(static_cast<const char*>(wire.source.raw())
+                        + wire.data_begin,
+                      wire.data_size);
+        chunk = flat;
+      }
       auto& st = self->state;
       if (st.finished.count(id) > 0)
         return;

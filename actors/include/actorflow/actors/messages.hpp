@@ -103,6 +103,33 @@ struct run_graph_response {
   std::vector<node_exec_stats> recv_stats;
 };
 
+/// One chunk of a large tensor's wire encoding ([header | element bytes]):
+/// on the wire, its length and bytes. The sender builds it as a view (the
+/// header's part of the chunk, and the tensor its element bytes are cut
+/// from), so nothing is copied until the serializer writes it out; the
+/// receiver gets the bytes in a uint8 tensor (the tensor allocator's
+/// reused blocks, not a fresh 1 MiB string per chunk).
+struct wire_chunk {
+  /// Sending: the header bytes at the start of this chunk (may be empty).
+  std::string prefix;
+  /// Sending: element bytes [data_begin, data_begin + data_size) of it.
+  tensor source;
+  uint64_t data_begin = 0;
+  uint64_t data_size = 0;
+  /// Received: all bytes of the chunk (dtype uint8).
+  tensor received;
+
+  /// The chunk's length in bytes.
+  uint64_t size() const noexcept {
+    return received.valid() ? received.byte_size()
+                            : prefix.size() + data_size;
+  }
+  /// Received bytes (only valid on the receiving side).
+  const char* data() const noexcept {
+    return static_cast<const char*>(received.raw());
+  }
+};
+
 /// The counters every task actor keeps (read by the monitoring console).
 struct task_stats {
   std::string task;

@@ -73,6 +73,50 @@ typename Inspector::result_type inspect(Inspector& f, tensor& x) {
   }
 }
 
+// A chunk on the wire: a u64 length, then the bytes, written from the
+// sender's header and tensor and read into a buffer of the tensor
+// allocator. The length is checked against the message before anything
+// is allocated.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, wire_chunk& x) {
+  if constexpr (std::is_base_of_v<caf::serializer, Inspector>) {
+    uint64_t n = x.size();
+    if (auto err = f(caf::meta::type_name("actorflow::wire_chunk"), n))
+      return err;
+    if (x.received.valid())
+      return n > 0 ? f.apply_raw(n, x.received.raw()) : caf::error{};
+    if (!x.prefix.empty())
+      if (auto err = f.apply_raw(x.prefix.size(), x.prefix.data()))
+        return err;
+    if (x.data_size == 0)
+      return caf::error{};
+    if (!x.source.valid() || x.data_begin > x.source.byte_size()
+        || x.data_size > x.source.byte_size() - x.data_begin)
+      return caf::make_error(caf::sec::invalid_argument,
+                             "wire_chunk out of its tensor's range");
+    auto* data = static_cast<char*>(const_cast<void*>(x.source.raw()));
+    return f.apply_raw(x.data_size, data + x.data_begin);
+  } else if constexpr (std::is_base_of_v<caf::deserializer, Inspector>) {
+    uint64_t n = 0;
+    if (auto err = f(caf::meta::type_name("actorflow::wire_chunk"), n))
+      return err;
+    uint64_t available = uint64_t{1} << 32;
+    if constexpr (std::is_same_v<Inspector, caf::binary_deserializer>)
+      available = f.remaining();
+    if (n > available)
+      return caf::make_error(caf::sec::invalid_argument,
+                             "wire_chunk longer than its message");
+    x = wire_chunk{};
+    x.received = tensor::uninitialized(
+      dtype::uint8, tensor_shape{static_cast<int64_t>(n)});
+    return n > 0 ? f.apply_raw(n, x.received.raw()) : caf::error{};
+  } else {
+    // Other inspectors (printing, comparing): the length only.
+    uint64_t n = x.size();
+    return f(caf::meta::type_name("actorflow::wire_chunk"), n);
+  }
+}
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, status& x) {
   if constexpr (Inspector::reads_state) {
@@ -326,7 +370,7 @@ using executor_actor = caf::typed_actor<
                   std::vector<caf::actor>>::with<run_graph_response>,
   caf::reacts_to<recv_tensor_atom, int64_t, std::string, tensor>,
   caf::reacts_to<recv_tensor_atom, int64_t, std::string, uint64_t, uint64_t,
-                 std::string>,
+                 wire_chunk>,
   caf::reacts_to<abort_step_atom, int64_t, status>>;
 
 /// A task: master service (sessions and steps), worker service (partition
@@ -378,5 +422,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(actorflow, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(actorflow, (actorflow::task_actor))
   CAF_ADD_TYPE_ID(actorflow, (actorflow::reader_actor))
   CAF_ADD_TYPE_ID(actorflow, (actorflow::accumulator_actor))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::wire_chunk))
 
 CAF_END_TYPE_ID_BLOCK(actorflow)
