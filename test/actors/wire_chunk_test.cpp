@@ -67,12 +67,14 @@ TEST_CASE("wire_chunk: a view of header bytes and a tensor slice arrives "
 TEST_CASE("wire_chunk: a length beyond the message, or a slice beyond its "
           "tensor, is an error, not an allocation",
           "[wire_chunk]") {
-  wire_chunk out;
-  out.prefix = "abcd";
-  auto buf = serialize(out);
-  // Claim 1 GiB of bytes in a message that holds 4.
-  uint64_t huge = uint64_t{1} << 30;
-  std::memcpy(buf.data(), &huge, sizeof(huge));
+  // A chunk's fields as its serializer writes them, claiming 2^62 bytes
+  // in a message that holds 4 (without the check, the allocation itself
+  // would throw).
+  std::vector<char> buf;
+  caf::binary_serializer fields{test_system(), buf};
+  REQUIRE(!fields(int64_t{1}, std::string{"k"}, uint64_t{1} << 30,
+                  uint64_t{0}, uint64_t{1} << 62));
+  buf.insert(buf.end(), {'a', 'b', 'c', 'd'});
   wire_chunk in;
   caf::binary_deserializer source{test_system(), buf};
   CHECK(source(in));
@@ -84,4 +86,70 @@ TEST_CASE("wire_chunk: a length beyond the message, or a slice beyond its "
   std::vector<char> sink_buf;
   caf::binary_serializer sink{test_system(), sink_buf};
   CHECK(sink(bad));
+}
+
+TEST_CASE("wire_chunk: chunks of one tensor land straight in one "
+          "destination, made from the header in chunk 0",
+          "[wire_chunk]") {
+  std::vector<float> values(1000);
+  std::iota(values.begin(), values.end(), 0.0f);
+  auto t = tensor::vec<float>(values);
+  auto header = tensor_header_bytes(t);
+  REQUIRE_FALSE(header.empty());
+  uint64_t total = header.size() + t.byte_size();
+  // Two chunks: the header and 100 bytes of data, then the rest.
+  wire_chunk first;
+  first.step = 4242;
+  first.key = "edge;0";
+  first.total = total;
+  first.prefix = header;
+  first.source = t;
+  first.data_size = 100;
+  wire_chunk second = first;
+  second.offset = header.size() + 100;
+  second.prefix.clear();
+  second.data_begin = 100;
+  second.data_size = t.byte_size() - 100;
+  auto buf1 = serialize(first);
+  auto buf2 = serialize(second);
+  wire_chunk in1;
+  caf::binary_deserializer src1{test_system(), buf1};
+  REQUIRE(!src1(in1));
+  REQUIRE(in1.landed.valid());
+  CHECK_FALSE(in1.received.valid());
+  CHECK(in1.header_size == header.size());
+  CHECK(in1.size() == header.size() + 100);
+  wire_chunk in2;
+  caf::binary_deserializer src2{test_system(), buf2};
+  REQUIRE(!src2(in2));
+  REQUIRE(in2.landed.valid());
+  CHECK(in2.landed.raw() == in1.landed.raw());
+  CHECK(in2.landed == t);
+  // The destination is forgotten once complete: a third chunk of the
+  // same key has nowhere to land and keeps its bytes.
+  wire_chunk in3;
+  caf::binary_deserializer src3{test_system(), buf2};
+  REQUIRE(!src3(in3));
+  CHECK_FALSE(in3.landed.valid());
+  CHECK(in3.received.valid());
+  CHECK(in3.size() == t.byte_size() - 100);
+}
+
+TEST_CASE("wire_chunk: a step that ended forgets its destinations",
+          "[wire_chunk]") {
+  auto t = tensor::vec<int32_t>({1, 2, 3, 4, 5, 6, 7, 8});
+  auto header = tensor_header_bytes(t);
+  wire_chunk first;
+  first.step = 777;
+  first.key = "k";
+  first.total = header.size() + t.byte_size();
+  first.prefix = header;
+  auto buf = serialize(first);
+  wire_chunk in;
+  caf::binary_deserializer src{test_system(), buf};
+  REQUIRE(!src(in));
+  REQUIRE(in.landed.valid());
+  chunk_landing::forget(777);
+  uint64_t h = 0;
+  CHECK_FALSE(chunk_landing::take(777, "k", header.size(), 8, h).valid());
 }

@@ -104,27 +104,41 @@ struct run_graph_response {
 };
 
 /// One chunk of a large tensor's wire encoding ([header | element bytes]):
-/// on the wire, its length and bytes. The sender builds it as a view (the
+/// bytes [offset, offset + size()) of the `total` bytes that step `step`
+/// sends under rendezvous `key`. The sender builds it as a view (the
 /// header's part of the chunk, and the tensor its element bytes are cut
-/// from), so nothing is copied until the serializer writes it out; the
-/// receiver gets the bytes in a uint8 tensor (the tensor allocator's
-/// reused blocks, not a fresh 1 MiB string per chunk).
+/// from), so nothing is copied until the serializer writes it out. The
+/// receiver's deserializer writes the bytes straight into the destination
+/// tensor where it can (chunk 0 creates it from the header; see
+/// chunk_landing in type_ids.hpp): then `landed` is that tensor. Otherwise
+/// `received` holds the chunk's bytes (dtype uint8).
 struct wire_chunk {
+  int64_t step = 0;
+  std::string key;
+  uint64_t total = 0;
+  uint64_t offset = 0;
   /// Sending: the header bytes at the start of this chunk (may be empty).
   std::string prefix;
   /// Sending: element bytes [data_begin, data_begin + data_size) of it.
   tensor source;
   uint64_t data_begin = 0;
   uint64_t data_size = 0;
-  /// Received: all bytes of the chunk (dtype uint8).
+  /// Received: the destination the bytes were written into, the length
+  /// of the chunk and of the encoding's header.
+  tensor landed;
+  uint64_t landed_size = 0;
+  uint64_t header_size = 0;
+  /// Received and not landed: all bytes of the chunk.
   tensor received;
 
   /// The chunk's length in bytes.
   uint64_t size() const noexcept {
+    if (landed.valid())
+      return landed_size;
     return received.valid() ? received.byte_size()
                             : prefix.size() + data_size;
   }
-  /// Received bytes (only valid on the receiving side).
+  /// Received bytes (only valid when `received` is).
   const char* data() const noexcept {
     return static_cast<const char*>(received.raw());
   }

@@ -3,6 +3,9 @@
 // CAF registration of every type that crosses an actor boundary. This
 // header pulls in CAF: include it only from .cpp files.
 
+#include <cstring>
+#include <string_view>
+
 #include <caf/all.hpp>
 
 #include "actorflow/actors/messages.hpp"
@@ -73,16 +76,40 @@ typename Inspector::result_type inspect(Inspector& f, tensor& x) {
   }
 }
 
-// A chunk on the wire: a u64 length, then the bytes, written from the
-// sender's header and tensor and read into a buffer of the tensor
-// allocator. The length is checked against the message before anything
-// is allocated.
+/// Where the chunks of a tensor land on the receiving side (the middleman
+/// thread's deserializer): the destination tensors by (step, rendezvous
+/// key), created when chunk 0 arrives and dropped when the last byte has
+/// landed, when the step ends here (chunk_landing_forget), or a minute
+/// after they were created. Thread-safe. (chunk_landing.cpp)
+struct chunk_landing {
+  /// Registers `dest`, whose encoding has `header` bytes of `total`, of
+  /// which the first `landed` have arrived.
+  static void add(int64_t step, const std::string& key, tensor dest,
+                  uint64_t header, uint64_t total, uint64_t landed);
+  /// The destination of bytes [offset, offset + n) of (step, key) and its
+  /// header size, counted as landed; an invalid tensor when there is none
+  /// or the range does not fit it.
+  static tensor take(int64_t step, const std::string& key, uint64_t offset,
+                     uint64_t n, uint64_t& header);
+  /// Forgets the destinations of `step` (it ended here).
+  static void forget(int64_t step);
+};
+
+// A chunk on the wire: step, key, total, offset, a u64 length, then the
+// bytes, written from the sender's header and tensor and read straight
+// into the destination tensor where possible (chunk_landing), else into a
+// buffer of the tensor allocator. The length is checked against the
+// message before anything is allocated.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wire_chunk& x) {
   if constexpr (std::is_base_of_v<caf::serializer, Inspector>) {
     uint64_t n = x.size();
-    if (auto err = f(caf::meta::type_name("actorflow::wire_chunk"), n))
+    if (auto err = f(caf::meta::type_name("actorflow::wire_chunk"), x.step,
+                     x.key, x.total, x.offset, n))
       return err;
+    if (x.landed.valid())
+      return caf::make_error(caf::sec::invalid_argument,
+                             "a landed wire_chunk cannot be sent on");
     if (x.received.valid())
       return n > 0 ? f.apply_raw(n, x.received.raw()) : caf::error{};
     if (!x.prefix.empty())
@@ -97,8 +124,10 @@ typename Inspector::result_type inspect(Inspector& f, wire_chunk& x) {
     auto* data = static_cast<char*>(const_cast<void*>(x.source.raw()));
     return f.apply_raw(x.data_size, data + x.data_begin);
   } else if constexpr (std::is_base_of_v<caf::deserializer, Inspector>) {
+    wire_chunk in;
     uint64_t n = 0;
-    if (auto err = f(caf::meta::type_name("actorflow::wire_chunk"), n))
+    if (auto err = f(caf::meta::type_name("actorflow::wire_chunk"), in.step,
+                     in.key, in.total, in.offset, n))
       return err;
     uint64_t available = uint64_t{1} << 32;
     if constexpr (std::is_same_v<Inspector, caf::binary_deserializer>)
@@ -106,14 +135,49 @@ typename Inspector::result_type inspect(Inspector& f, wire_chunk& x) {
     if (n > available)
       return caf::make_error(caf::sec::invalid_argument,
                              "wire_chunk longer than its message");
-    x = wire_chunk{};
-    x.received = tensor::uninitialized(
+    if (in.offset > 0 && n > 0) {
+      uint64_t header = 0;
+      if (auto dest = chunk_landing::take(in.step, in.key, in.offset, n,
+                                          header);
+          dest.valid()) {
+        auto* at = static_cast<char*>(dest.raw()) + (in.offset - header);
+        if (auto err = f.apply_raw(n, at))
+          return err;
+        in.landed = std::move(dest);
+        in.landed_size = n;
+        in.header_size = header;
+        x = std::move(in);
+        return caf::none;
+      }
+    }
+    in.received = tensor::uninitialized(
       dtype::uint8, tensor_shape{static_cast<int64_t>(n)});
-    return n > 0 ? f.apply_raw(n, x.received.raw()) : caf::error{};
+    if (n > 0)
+      if (auto err = f.apply_raw(n, in.received.raw()))
+        return err;
+    if (in.offset == 0 && n < in.total) {
+      // Chunk 0: the header says what the destination is; its data part
+      // goes there, and so will the later chunks'.
+      tensor dest;
+      size_t header = 0;
+      std::string_view bytes{in.data(), n};
+      if (tensor_from_header(bytes, dest, header, in.total).ok()
+          && header <= n && header + dest.byte_size() == in.total) {
+        std::memcpy(dest.raw(), in.data() + header, n - header);
+        chunk_landing::add(in.step, in.key, dest, header, in.total, n);
+        in.landed = std::move(dest);
+        in.landed_size = n;
+        in.header_size = header;
+        in.received = tensor{};
+      }
+    }
+    x = std::move(in);
+    return caf::none;
   } else {
-    // Other inspectors (printing, comparing): the length only.
+    // Other inspectors (printing, comparing): what the chunk is of.
     uint64_t n = x.size();
-    return f(caf::meta::type_name("actorflow::wire_chunk"), n);
+    return f(caf::meta::type_name("actorflow::wire_chunk"), x.step, x.key,
+             x.total, x.offset, n);
   }
 }
 
@@ -369,8 +433,7 @@ using executor_actor = caf::typed_actor<
   caf::replies_to<run_graph_atom, run_graph_request,
                   std::vector<caf::actor>>::with<run_graph_response>,
   caf::reacts_to<recv_tensor_atom, int64_t, std::string, tensor>,
-  caf::reacts_to<recv_tensor_atom, int64_t, std::string, uint64_t, uint64_t,
-                 wire_chunk>,
+  caf::reacts_to<recv_tensor_atom, wire_chunk>,
   caf::reacts_to<abort_step_atom, int64_t, status>>;
 
 /// A task: master service (sessions and steps), worker service (partition
