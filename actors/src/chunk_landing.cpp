@@ -38,6 +38,12 @@ landings& registry() {
 // not keep its tensor forever.
 constexpr auto max_age = std::chrono::minutes(1);
 
+void drop_old(landings& r) {
+  auto now = std::chrono::steady_clock::now();
+  for (auto i = r.by_key.begin(); i != r.by_key.end();)
+    i = now - i->second.created > max_age ? r.by_key.erase(i) : std::next(i);
+}
+
 } // namespace
 
 void chunk_landing::add(int64_t step, const std::string& key, tensor dest,
@@ -45,8 +51,7 @@ void chunk_landing::add(int64_t step, const std::string& key, tensor dest,
   auto& r = registry();
   auto now = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> guard{r.mtx};
-  for (auto i = r.by_key.begin(); i != r.by_key.end();)
-    i = now - i->second.created > max_age ? r.by_key.erase(i) : std::next(i);
+  drop_old(r);
   r.by_key[{step, key}] = landing{std::move(dest), header, total, landed,
                                   now};
 }
@@ -77,6 +82,7 @@ void chunk_landing::forget(int64_t step) {
   while (last != r.by_key.end() && last->first.first == step)
     ++last;
   r.by_key.erase(first, last);
+  drop_old(r);
 }
 
 } // namespace actorflow

@@ -20,7 +20,12 @@ namespace actorflow {
 
 namespace {
 
-using step_result = std::pair<run_step_response, status>;
+struct step_result {
+  run_step_response response;
+  status transport;
+  /// When the reply was handed over (see call_master).
+  std::chrono::steady_clock::time_point done;
+};
 
 /// The steps of one session waiting for the master, by id. Once `ended`,
 /// no step is added: its status answers them all.
@@ -41,6 +46,7 @@ struct pending_steps {
       p = std::move(i->second);
       waiting.erase(i);
     }
+    result.done = std::chrono::steady_clock::now();
     p.set_value(std::move(result));
   }
 
@@ -55,7 +61,7 @@ struct pending_steps {
       left.swap(waiting);
     }
     for (auto& [id, p] : left)
-      p.set_value({{}, why});
+      p.set_value({{}, why, std::chrono::steady_clock::now()});
   }
 };
 
@@ -187,20 +193,21 @@ caf::behavior client_actor(caf::event_based_actor* self, task_actor master,
         .then(
           [pending, id, deadlines](run_step_response& r) {
             deadlines->erase(id);
-            pending->finish(id, {std::move(r), {}});
+            pending->finish(id, {std::move(r), {}, {}});
           },
           [pending, id, what, deadlines](caf::error& e) {
             deadlines->erase(id);
-            pending->finish(id, {{}, to_status(e, what)});
+            pending->finish(id, {{}, to_status(e, what), {}});
           });
     },
     [self, pending, what, deadlines](check_deadlines_atom) {
       std::optional<std::chrono::steady_clock::duration> rearm;
       for (auto id : deadlines->expire(std::chrono::steady_clock::now(),
                                        rearm))
-        pending->finish(id, {{}, {error_code::deadline_exceeded,
-                                  "Timed out waiting for a reply (" + what
-                                    + ")"}});
+        pending->finish(id, {{},
+                             {error_code::deadline_exceeded,
+                              "Timed out waiting for a reply (" + what + ")"},
+                             {}});
       if (rearm)
         self->delayed_send(self, *rearm, check_deadlines_atom_v);
     },
@@ -221,7 +228,7 @@ step_result call_master(pending_steps& pending, const caf::actor& client,
   {
     std::lock_guard<std::mutex> guard{pending.mtx};
     if (pending.ended)
-      return {{}, pending.end_status};
+      return {{}, pending.end_status, std::chrono::steady_clock::now()};
     id = pending.next_id++;
     result = pending.waiting[id].get_future();
   }
@@ -237,11 +244,14 @@ step_result call_master(pending_steps& pending, const caf::actor& client,
         break;
   }
   auto out = result.get();
+  // Until the reply was handed over, not until this thread woke up: a
+  // blocked caller's wake-up latency must not make replies look too slow
+  // to poll for. Capped, so that one slow step does not stop the polling
+  // for long.
   auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                clock::now() - sent)
+                out.done - sent)
                 .count();
-  // Capped, so that one slow step does not stop the spinning for long.
-  took = std::min<int64_t>(took, 4 * spin.count());
+  took = std::clamp<int64_t>(took, 0, 4 * spin.count());
   reply_ns.store(average + (took - average) / 8, std::memory_order_relaxed);
   return out;
 }
@@ -379,8 +389,10 @@ std::vector<tensor> session::run(const std::vector<fetch>& fetches,
   // longer so that the master's DeadlineExceeded (not a local timeout)
   // reaches the caller, and never forever when a deadline is set.
   auto wait_ms = timeout_ms > 0 ? timeout_ms + 5000 : 0;
-  auto [resp, transport] = call_master(*im.pending, im.client, std::move(req),
-                                      wait_ms, im.spin, im.reply_ns);
+  auto [resp, transport, done] = call_master(*im.pending, im.client,
+                                            std::move(req), wait_ms, im.spin,
+                                            im.reply_ns);
+  (void) done;
   throw_if_error(transport);
   // The master applied the delta unless it rejected the session itself.
   if (resp.result.ok() || resp.result.code() != error_code::aborted) {
