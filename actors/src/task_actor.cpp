@@ -442,7 +442,7 @@ void plan_and_run(task_self self, step_promise rp,
   // Fetches go through the master's own device, so that a large value
   // streams in chunks (Send/Recv). TF returns a fetch in the computing
   // worker's RunGraphResponse instead; here that reply would carry it as
-  // one message, measured slower for 16-64 MiB (docs/PERFORMANCE.md).
+  // one message, measured slower for 16-64 MiB (docs/DESIGN.md).
   for (auto& n : sub.def.nodes)
     if (n.op == "_Retval")
       n.device = st.device;
