@@ -1109,27 +1109,17 @@ executor_actor::behavior_type executor(executor_self self, task_actor task,
           return;
         return complete_chunked(self, id, key);
       }
-      // In a process the chunk is still the sender's view (chunks only
-      // cross processes, but a test may send one locally): flatten it.
-      std::string_view chunk;
-      std::string flat;
-      if (wire.received.valid()) {
-        chunk = {wire.data(), wire.size()};
-      } else {
-        flat = wire.prefix;
-        if (wire.data_size > 0 && wire.source.valid()
-            && wire.data_begin <= wire.source.byte_size()
-            && wire.data_size <= wire.source.byte_size() - wire.data_begin)
-          flat.append(static_cast<const char*>(wire.source.raw())
-                        + wire.data_begin,
-                      wire.data_size);
-        chunk = flat;
-      }
       auto& part = st.partials[id][key];
       auto bad = [&](status err) {
         st.partials[id].erase(key);
         fail_step(self, id, std::move(err));
       };
+      // Chunks only cross processes (a _Send in the same process shares
+      // the tensor whole), so a chunk arrives deserialized.
+      if (!wire.received.valid())
+        return bad({error_code::internal,
+                    "chunk of " + key + " arrived without its bytes"});
+      std::string_view chunk{wire.data(), wire.size()};
       if (offset > total || chunk.size() > total - offset)
         return bad({error_code::data_loss, "chunk out of range for " + key});
       if (part.received == 0 && offset == 0 && part.bytes.empty()) {

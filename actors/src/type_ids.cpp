@@ -24,6 +24,17 @@ void set_default(caf::actor_system_config& cfg, caf::string_view key,
     cfg.set(key, std::move(value));
 }
 
+// The number in environment variable `name` if it is within [lo, hi],
+// else `fallback`.
+int64_t env_number(const char* name, int64_t lo, int64_t hi,
+                   int64_t fallback) {
+  auto* env = std::getenv(name);
+  if (env == nullptr)
+    return fallback;
+  auto n = std::strtoll(env, nullptr, 10);
+  return n >= lo && n <= hi ? n : fallback;
+}
+
 } // namespace
 
 void add_options_impl(caf::actor_system_config& cfg) {
@@ -33,18 +44,13 @@ void add_options_impl(caf::actor_system_config& cfg) {
   // adds a scheduler hop per received message.
   // On top of work sharing, one idle worker spins for a while before it
   // sleeps (scheduler.hpp), and a session's caller polls for its reply as
-  // long: a trivial local step ~13 us instead of ~40 (docs/PERFORMANCE.md).
+  // long: a trivial local step ~10 us instead of ~40 (docs/PERFORMANCE.md).
   // An application that chose one of CAF's policies keeps it.
   if (caf::get_if(&cfg.content, "scheduler.policy") == nullptr) {
     cfg.set("scheduler.policy", caf::atom("spinning"));
     load_spinning_scheduler(cfg);
   }
-  auto spin_us = int64_t{50};
-  if (auto* env = std::getenv("ACTORFLOW_SCHEDULER_SPIN_US")) {
-    auto n = std::strtol(env, nullptr, 10);
-    if (n >= 0 && n <= 1000000)
-      spin_us = n;
-  }
+  auto spin_us = env_number("ACTORFLOW_SCHEDULER_SPIN_US", 0, 1000000, 50);
   // Not a declared CAF option (actor_system_config::set would refuse it),
   // so straight into the dictionary that get_or reads.
   if (caf::get_if(&cfg.content, "actorflow.scheduler-spin") == nullptr)
@@ -57,12 +63,9 @@ void add_options_impl(caf::actor_system_config& cfg) {
   // ~33 us; 1 thread was fast on a busy machine but ~85 us on an idle
   // one (waking an idle core is slow on these VMs).
   auto cores = static_cast<size_t>(std::thread::hardware_concurrency());
-  size_t threads = std::clamp(cores, size_t{1}, size_t{4});
-  if (auto* env = std::getenv("ACTORFLOW_SCHEDULER_MAX_THREADS")) {
-    auto n = std::strtoul(env, nullptr, 10);
-    if (n > 0 && n <= 1024)
-      threads = n;
-  }
+  auto threads = static_cast<size_t>(
+    env_number("ACTORFLOW_SCHEDULER_MAX_THREADS", 1, 1024,
+               static_cast<int64_t>(std::clamp(cores, size_t{1}, size_t{4}))));
   set_default(cfg, "scheduler.max-threads", threads);
   set_default(cfg, "middleman.workers", size_t{0});
   // Send/Recv go straight between the tasks that hold the partitions,

@@ -47,6 +47,15 @@ struct measure_options {
   int warmup = 1;
 };
 
+/// The median of `rates` (reordered), 0 if empty.
+inline double median_of(std::vector<double>& rates) {
+  if (rates.empty())
+    return 0;
+  std::nth_element(rates.begin(), rates.begin() + rates.size() / 2,
+                   rates.end());
+  return rates[rates.size() / 2];
+}
+
 /// Runs `op` (blocking) repeatedly; see measure_options.
 template <class F>
 rate measure(F&& op, const measure_options& opts) {
@@ -89,11 +98,8 @@ rate measure(F&& op, const measure_options& opts) {
     slice_start = done[static_cast<size_t>(end - 1)];
     begin = end;
   }
-  if (rates.empty())
-    return result;
-  std::nth_element(rates.begin(), rates.begin() + rates.size() / 2,
-                   rates.end());
-  result.per_second = rates[rates.size() / 2];
+  if (!rates.empty())
+    result.per_second = median_of(rates);
   return result;
 }
 
@@ -134,14 +140,8 @@ std::pair<rate, rate> measure_interleaved(A&& a, B&& b,
     run_slice(a, result.first, rates_a);
     run_slice(b, result.second, rates_b);
   }
-  auto median = [](std::vector<double>& xs) {
-    if (xs.empty())
-      return 0.0;
-    std::nth_element(xs.begin(), xs.begin() + xs.size() / 2, xs.end());
-    return xs[xs.size() / 2];
-  };
-  result.first.per_second = median(rates_a);
-  result.second.per_second = median(rates_b);
+  result.first.per_second = median_of(rates_a);
+  result.second.per_second = median_of(rates_b);
   return result;
 }
 

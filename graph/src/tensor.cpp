@@ -250,7 +250,7 @@ private:
   tier large_{size_t{256} << 20, 8};
 };
 
-block_cache& blocks() {
+block_cache& buffer_blocks() {
   // Never destroyed: tensors may be freed during static destruction.
   static auto* cache = new block_cache;
   return *cache;
@@ -265,7 +265,7 @@ struct tensor::buffer {
     auto n_bytes = t == dtype::string ? sizeof(std::string) * n
                                       : dtype_size(t) * n;
     rounded = block_cache::round(n_bytes);
-    data = blocks().allocate(rounded);
+    data = buffer_blocks().allocate(rounded);
     if (data == nullptr)
       throw std::bad_alloc{};
     if (t == dtype::string) {
@@ -282,7 +282,7 @@ struct tensor::buffer {
       for (int64_t i = 0; i < count; ++i)
         strs[i].~basic_string();
     }
-    blocks().release(data, rounded);
+    buffer_blocks().release(data, rounded);
   }
   buffer(const buffer&) = delete;
   buffer& operator=(const buffer&) = delete;

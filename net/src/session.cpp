@@ -91,6 +91,9 @@ struct session::impl {
   caf::timespan spin{0};
   /// Moving average of the reply times, in ns (see call_master).
   std::atomic<int64_t> reply_ns{0};
+
+  /// Spawns `client` for `master`; `what` names the master in errors.
+  void start_client(std::string what);
 };
 
 namespace {
@@ -258,6 +261,13 @@ step_result call_master(pending_steps& pending, const caf::actor& client,
 
 } // namespace
 
+void session::impl::start_client(std::string what) {
+  pending = std::make_shared<pending_steps>();
+  spin = caf::get_or(sys->config(), "actorflow.scheduler-spin",
+                     caf::timespan{0});
+  client = sys->spawn(client_actor, master, pending, std::move(what));
+}
+
 session::session(session_config config, graph* g)
   : impl_(std::make_unique<impl>()) {
   impl_->sys = &default_system();
@@ -272,12 +282,7 @@ session::session(session_config config, graph* g)
   impl_->target = "";
   impl_->handle = create_master_session(*impl_->sys, impl_->master, config,
                                         "in-process engine");
-  impl_->pending = std::make_shared<pending_steps>();
-  impl_->spin = caf::get_or(impl_->sys->config(), "actorflow.scheduler-spin",
-                            caf::timespan{0});
-  impl_->client = impl_->sys->spawn(client_actor, impl_->master,
-                                    impl_->pending,
-                                    std::string{"in-process engine"});
+  impl_->start_client("in-process engine");
 }
 
 session::session(const std::string& target, session_config config, graph* g)
@@ -295,11 +300,7 @@ session::session(caf::actor_system& sys, const std::string& target,
   impl_->master = connect_master(sys, target, config);
   impl_->handle = create_master_session(
     sys, impl_->master, config, std::string{strip_scheme(target)});
-  impl_->pending = std::make_shared<pending_steps>();
-  impl_->spin = caf::get_or(impl_->sys->config(), "actorflow.scheduler-spin",
-                            caf::timespan{0});
-  impl_->client = sys.spawn(client_actor, impl_->master, impl_->pending,
-                            std::string{strip_scheme(target)});
+  impl_->start_client(std::string{strip_scheme(target)});
 }
 
 session::session(session&&) noexcept = default;
@@ -389,11 +390,10 @@ std::vector<tensor> session::run(const std::vector<fetch>& fetches,
   // longer so that the master's DeadlineExceeded (not a local timeout)
   // reaches the caller, and never forever when a deadline is set.
   auto wait_ms = timeout_ms > 0 ? timeout_ms + 5000 : 0;
-  auto [resp, transport, done] = call_master(*im.pending, im.client,
-                                            std::move(req), wait_ms, im.spin,
-                                            im.reply_ns);
-  (void) done;
-  throw_if_error(transport);
+  auto reply = call_master(*im.pending, im.client, std::move(req), wait_ms,
+                           im.spin, im.reply_ns);
+  throw_if_error(reply.transport);
+  auto& resp = reply.response;
   // The master applied the delta unless it rejected the session itself.
   if (resp.result.ok() || resp.result.code() != error_code::aborted) {
     std::lock_guard<std::mutex> guard{im.mtx};
