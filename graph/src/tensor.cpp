@@ -340,7 +340,8 @@ tensor tensor::reshaped(tensor_shape shape) const {
 tensor tensor::deep_copy() const {
   if (!valid())
     return {};
-  tensor result{type_, shape_};
+  // Every element is overwritten below: no zero fill first.
+  auto result = uninitialized(type_, shape_);
   if (type_ == dtype::string) {
     auto src = flat<std::string>();
     auto dst = result.flat<std::string>();
@@ -352,12 +353,69 @@ tensor tensor::deep_copy() const {
   return result;
 }
 
+tensor tensor::slice(int64_t begin, int64_t end) const {
+  if (!valid() || shape_.rank() < 1)
+    throw op_error(error_code::invalid_argument,
+                   "cannot slice a tensor of shape " + shape_.to_string()
+                     + ": it needs at least one dimension");
+  auto rows = shape_.dim(0);
+  if (begin < 0 || end < begin || end > rows)
+    throw op_error(error_code::invalid_argument,
+                   "slice [" + std::to_string(begin) + ", "
+                     + std::to_string(end) + ") is outside dimension 0 of "
+                     + shape_.to_string());
+  auto dims = shape_.dims();
+  auto row_size = rows > 0 ? num_elements_ / rows : 0;
+  dims[0] = end - begin;
+  tensor result = *this;
+  result.shape_ = tensor_shape{std::move(dims)};
+  result.num_elements_ = (end - begin) * row_size;
+  result.offset_ = offset_ + begin * row_size;
+  return result;
+}
+
+tensor tensor::sub_slice(int64_t index) const {
+  auto row = slice(index, index + 1);
+  const auto& dims = row.shape_.dims();
+  row.shape_ = tensor_shape{std::vector<int64_t>(dims.begin() + 1, dims.end())};
+  return row;
+}
+
+tensor tensor::join_rows(const std::vector<tensor>& rows) {
+  if (rows.empty() || !rows.front().valid())
+    return {};
+  const auto& first = rows.front();
+  for (size_t i = 1; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    if (row.buf_ != first.buf_ || row.type_ != first.type_
+        || !(row.shape_ == first.shape_)
+        || row.offset_ != first.offset_ + static_cast<int64_t>(i)
+                                            * first.num_elements_)
+      return {};
+  }
+  std::vector<int64_t> dims{static_cast<int64_t>(rows.size())};
+  const auto& row_dims = first.shape_.dims();
+  dims.insert(dims.end(), row_dims.begin(), row_dims.end());
+  tensor result = first;
+  result.shape_ = tensor_shape{std::move(dims)};
+  result.num_elements_ = first.num_elements_
+                         * static_cast<int64_t>(rows.size());
+  return result;
+}
+
+// Element storage is in slots of the element's size: sizeof(std::string)
+// for strings, as the buffer constructs them.
 void* tensor::raw() noexcept {
-  return buf_ ? buf_->data : nullptr;
+  if (!buf_)
+    return nullptr;
+  auto width = type_ == dtype::string ? sizeof(std::string)
+                                      : dtype_size(type_);
+  return static_cast<char*>(buf_->data)
+         + static_cast<size_t>(offset_) * width;
 }
 
 const void* tensor::raw() const noexcept {
-  return buf_ ? buf_->data : nullptr;
+  return const_cast<tensor*>(this)->raw();
 }
 
 void tensor::check_type(dtype expected) const {

@@ -103,13 +103,14 @@ void copy_into_row(const tensor& element, tensor& batch, int64_t row,
   }
 }
 
-tensor slice_row(const tensor& batch, int64_t row) {
-  const auto& dims = batch.shape().dims();
-  tensor out{batch.type(),
-             tensor_shape{std::vector<int64_t>(dims.begin() + 1, dims.end())}};
-  auto n = out.num_elements();
-  copy_elements(batch, row * n, out, 0, n);
-  return out;
+// Row `row` of an enqueue_many batch as a queue element. FIFO queues keep
+// a view of the batch (no allocation or copy per element; the batch's
+// buffer goes when its last element does, and FIFO order frees it soon).
+// A RandomShuffleQueue copies: its elements leave in random order, and one
+// element left from each of many batches would keep them all alive.
+tensor slice_row(const tensor& batch, int64_t row, queue_kind kind) {
+  auto view = batch.sub_slice(row);
+  return kind == queue_kind::random_shuffle ? view.deep_copy() : view;
 }
 
 } // namespace
@@ -460,7 +461,7 @@ void queue_core::put_back(tuple values, bool batched) {
     for (int64_t r = 0; r < values[0].shape().dim(0); ++r) {
       tuple element;
       for (const auto& component : values)
-        element.push_back(slice_row(component, r));
+        element.push_back(slice_row(component, r, opts_.kind));
       rows.push_back(std::move(element));
     }
   }
@@ -593,7 +594,7 @@ queue_core::run_result queue_core::run_enqueue_many(attempt& a) {
     tuple element;
     element.reserve(a.input.size());
     for (const auto& component : a.input)
-      element.push_back(slice_row(component, a.next_row));
+      element.push_back(slice_row(component, a.next_row, opts_.kind));
     elements_.push_back(std::move(element));
     if (++a.next_row == batch) {
       finish(a, {});
@@ -699,7 +700,23 @@ queue_core::tuple queue_core::stack(const std::vector<tuple>& elements) const {
                                                   static_cast<int>(d)));
         }
     }
-    tensor batch{opts_.types[c], with_batch_dim(n, tensor_shape{row_dims})};
+    tensor_shape batch_shape = with_batch_dim(n, tensor_shape{row_dims});
+    if (opts_.kind != queue_kind::padding_fifo) {
+      // Elements that one enqueue_many sliced off in order come back as
+      // the view they were: no copy.
+      std::vector<tensor> column;
+      column.reserve(elements.size());
+      for (const auto& element : elements)
+        column.push_back(element[c]);
+      if (auto joined = tensor::join_rows(column); joined.valid()) {
+        out.push_back(std::move(joined));
+        continue;
+      }
+    }
+    // Padding needs the zero fill; other rows are overwritten whole.
+    auto batch = opts_.kind == queue_kind::padding_fifo
+                   ? tensor{opts_.types[c], batch_shape}
+                   : tensor::uninitialized(opts_.types[c], batch_shape);
     for (int64_t row = 0; row < n; ++row)
       copy_into_row(elements[static_cast<size_t>(row)][c], batch, row,
                     row_dims);

@@ -314,6 +314,44 @@ TEST_CASE("dequeue_many slices batches in order (67, 68)", "[queue]") {
         == std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8});
 }
 
+TEST_CASE("a FIFO queue keeps enqueue_many's rows as views of the batch; "
+          "a RandomShuffleQueue copies them",
+          "[queue]") {
+  auto batch = tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {3, 2});
+  outcome out;
+  queue_core q{make_opts(10, {dtype::float32}, {{2}})};
+  q.enqueue_many({batch}, track(out));
+  REQUIRE(out.st.ok());
+  // The whole batch back in one dequeue_many: the same buffer, no copy.
+  q.dequeue_many(3, track(out));
+  REQUIRE(out.st.ok());
+  CHECK(out.values[0].raw() == batch.raw());
+  CHECK(values_of<float>(out.values[0])
+        == std::vector<float>{1, 2, 3, 4, 5, 6});
+  // Rows of two batches in one dequeue_many are copied into a new one.
+  q.enqueue_many({batch}, track(out));
+  q.enqueue_many({tensor::from_vector<float>({7, 8}, {1, 2})}, track(out));
+  q.dequeue(track(out));
+  CHECK(out.values[0].raw() == static_cast<const float*>(batch.raw()));
+  q.dequeue_many(3, track(out));
+  REQUIRE(out.st.ok());
+  CHECK(out.values[0].raw() != batch.raw());
+  CHECK(values_of<float>(out.values[0])
+        == std::vector<float>{3, 4, 5, 6, 7, 8});
+
+  queue_options shuffled = make_opts(10, {dtype::float32}, {{2}},
+                                     queue_kind::random_shuffle,
+                                     "random_shuffle_queue");
+  queue_core r{shuffled};
+  r.enqueue_many({batch}, track(out));
+  REQUIRE(out.st.ok());
+  r.dequeue(track(out));
+  REQUIRE(out.st.ok());
+  const auto* first = static_cast<const float*>(out.values[0].raw());
+  const auto* begin = static_cast<const float*>(batch.raw());
+  CHECK((first < begin || first >= begin + 6));
+}
+
 // -- closing ------------------------------------------------------------------
 
 TEST_CASE("a closed queue drains, then fails (69, 97)", "[queue]") {

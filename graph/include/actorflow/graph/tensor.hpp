@@ -172,6 +172,19 @@ public:
   tensor reshaped(tensor_shape shape) const;
   /// A deep copy with a buffer of its own.
   tensor deep_copy() const;
+  /// Rows [begin, end) of dimension 0, sharing this tensor's buffer (TF's
+  /// Tensor::Slice): nothing is copied, and the buffer lives as long as
+  /// any slice of it. Throws op_error (InvalidArgument) for a scalar or a
+  /// range outside [0, dim 0].
+  tensor slice(int64_t begin, int64_t end) const;
+  /// Row `index` of dimension 0, shaped as the remaining dimensions (TF's
+  /// Tensor::SubSlice), sharing the buffer. Throws as slice.
+  tensor sub_slice(int64_t index) const;
+  /// If `rows` are adjacent sub_slices of one buffer, in order and all of
+  /// the same shape (what slicing a batch row by row leaves), the batch
+  /// they form, shaped [rows.size(), row dims...], as one view of that
+  /// buffer; an invalid tensor otherwise (then the caller copies).
+  static tensor join_rows(const std::vector<tensor>& rows);
 
   /// Typed view of the elements in row-major order. Throws `op_error`
   /// (Internal) if T does not match the dtype.
@@ -221,6 +234,8 @@ private:
   dtype type_ = dtype::invalid;
   tensor_shape shape_;
   int64_t num_elements_ = 0;
+  /// Where this tensor's elements start in buf_ (non-zero for slices).
+  int64_t offset_ = 0;
   std::shared_ptr<buffer> buf_;
 };
 
