@@ -57,6 +57,7 @@
 #include "actorflow/actorflow.hpp"
 
 #include "command_line.hpp"
+#include "bench/caf_rtt.hpp"
 #include "bench/eigen_mlp.hpp"
 #include "bench/measure.hpp"
 #include "bench/raw_tcp.hpp"
@@ -93,7 +94,11 @@ Figures (group: names):
                 socket between two processes)
   step_remote:  step_remote_small (us per assign_add of a scalar on the ps,
                 run from the worker; baseline: raw TCP round trip of 64
-                bytes), step_remote_small_rate (steps/s)
+                bytes), step_remote_small_rate (steps/s), caf_rtt_remote
+                (us per round trip of a 48-byte message between a thread
+                here and a CAF actor in another process, with actorflow's
+                CAF configuration and no engine work: the floor under
+                any remote step; baseline: raw TCP as above)
   queue:        queue_enqueue_many, queue_dequeue_many (elements/s of
                 1000x256 float batches through a FIFOQueue on the ps;
                 baseline: raw TCP moving the same bytes), and _MBps lines
@@ -169,6 +174,7 @@ std::map<std::string, std::string> figure_groups() {
     {"matmul_1024", "matmul"},
     {"step_remote_small", "step_remote"},
     {"step_remote_small_rate", "step_remote"},
+    {"caf_rtt_remote", "step_remote"},
     {"queue_enqueue_many", "queue"},
     {"queue_dequeue_many", "queue"},
     {"queue_enqueue_many_MBps", "queue"},
@@ -526,6 +532,43 @@ private:
   std::optional<raw_tcp_client> client_;
 };
 
+/// The CAF baseline: an echo server process (this program in its hidden
+/// mode) and a client on the calling thread. The destructor ends the
+/// server and reaps it.
+class caf_baseline {
+public:
+  explicit caf_baseline(const std::string& self)
+    : server_({self, "--caf-echo-server", "--parent-pid",
+               std::to_string(::getpid())},
+              quiet()) {
+    auto line = server_.wait_for_line(caf_echo_marker, 10s);
+    if (!line)
+      throw std::runtime_error("the CAF baseline server did not start: "
+                               + server_.err());
+    auto pos = line->find(caf_echo_marker) + std::strlen(caf_echo_marker);
+    client_.emplace(static_cast<uint16_t>(std::stoi(line->substr(pos))));
+  }
+
+  ~caf_baseline() {
+    client_.reset();
+    server_.stop(2s);
+  }
+
+  void round_trip() {
+    client_->round_trip();
+  }
+
+private:
+  static examples::spawn_options quiet() {
+    examples::spawn_options o;
+    o.capture_stderr = true;
+    return o;
+  }
+
+  examples::child_process server_;
+  std::optional<caf_echo_client> client_;
+};
+
 /// The cluster of the remote figures: /job:ps/task:0 as an actorflow-node
 /// process, /job:worker/task:0 as a server in this process (sessions on
 /// its target are "a session on task A"). Members stop in reverse order:
@@ -751,16 +794,31 @@ void run_step_remote(context& ctx, remote_cluster& cluster,
   // 64 bytes each way: a 16-byte header plus 48 of payload, 64 back.
   auto raw = measure([&] { tcp.round_trip(48, 64); },
                      {.budget = budget, .min_reps = 10, .warmup = 10});
+  // What CAF alone costs for one round trip between two processes.
+  caf_baseline caf{ctx.self};
+  auto bare = measure([&] { caf.round_trip(); },
+                      {.budget = budget, .min_reps = 10, .warmup = 10});
   auto ours_us = 1e6 / ours.per_second;
   auto raw_us = 1e6 / raw.per_second;
+  auto caf_us = 1e6 / bare.per_second;
   figure f{.name = "step_remote_small",
            .value = ours_us,
            .unit = "us/step",
            .baseline = "raw_tcp_rtt_64B",
            .baseline_value = raw_us};
   f.note = "assign_add on a scalar on the ps from a session on the worker; "
-           "lower is better; " + fixed(ours.per_second, 0) + " steps/s";
+           "lower is better; " + fixed(ours.per_second, 0) + " steps/s; "
+           + fixed(ours_us / caf_us, 2) + "x caf_rtt_remote";
   ctx.out->add(f);
+  ctx.out->add(figure{.name = "caf_rtt_remote",
+                      .value = caf_us,
+                      .unit = "us/rtt",
+                      .baseline = "raw_tcp_rtt_64B",
+                      .baseline_value = raw_us,
+                      .note = "a 48-byte string from a thread of the worker "
+                              "process to an echo actor in another process "
+                              "and back, over CAF with actorflow's "
+                              "configuration: no engine work at all"});
   ctx.out->add(figure{.name = "step_remote_small_rate",
                       .value = ours.per_second,
                       .unit = "steps/s",
@@ -1162,13 +1220,13 @@ int run(int argc, char** argv) {
   return out.failed() ? 1 : 0;
 }
 
-/// The hidden server mode: `--raw-tcp-server --parent-pid PID`.
-int run_raw_tcp_server(int argc, char** argv) {
+/// The parent of a hidden server mode: `--parent-pid PID` (0: none).
+pid_t parent_pid_arg(int argc, char** argv) {
   pid_t parent = 0;
   for (int i = 2; i + 1 < argc; i += 2)
     if (std::string_view{argv[i]} == "--parent-pid")
       parent = static_cast<pid_t>(std::atol(argv[i + 1]));
-  return serve_raw_tcp(parent);
+  return parent;
 }
 
 } // namespace
@@ -1176,8 +1234,11 @@ int run_raw_tcp_server(int argc, char** argv) {
 int main(int argc, char** argv) {
   int code = 0;
   try {
-    if (argc > 1 && std::string_view{argv[1]} == "--raw-tcp-server") {
-      code = run_raw_tcp_server(argc, argv);
+    std::string_view mode = argc > 1 ? argv[1] : "";
+    if (mode == "--raw-tcp-server") {
+      code = serve_raw_tcp(parent_pid_arg(argc, argv));
+    } else if (mode == "--caf-echo-server") {
+      code = serve_caf_echo(parent_pid_arg(argc, argv));
     } else {
       ::signal(SIGPIPE, SIG_IGN);
       struct sigaction sa {};
