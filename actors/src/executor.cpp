@@ -186,6 +186,9 @@ struct step_state {
 
 struct executor_state {
   std::vector<node_plan> nodes;
+  /// The nodes without inputs, in the order a step pushes them on its
+  /// ready stack (see start_order).
+  std::vector<int> roots;
   std::string device;
   std::string default_container;
   /// The session this partition belongs to: private queues are per
@@ -946,6 +949,40 @@ void complete_chunked(executor_self self, int64_t id, const std::string& key) {
   deliver(self, id, key, std::move(value));
 }
 
+// The nodes without inputs in the order a step readies them. The ready
+// stack runs last in, first out, so the nodes that lead to a _Send go in
+// last, the earliest in the graph on top: a ps then reads and sends its
+// variables before it runs the dozens of optimizer constants its updates
+// need later, and sends the first layer's weights, which the worker needs
+// first, before the others (models create their layers in order).
+std::vector<int> start_order(const std::vector<node_plan>& nodes,
+                             const std::vector<std::vector<int>>& producers) {
+  std::vector<bool> feeds_send(nodes.size(), false);
+  std::vector<int> todo;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].def.op == "_Send") {
+      feeds_send[i] = true;
+      todo.push_back(static_cast<int>(i));
+    }
+  while (!todo.empty()) {
+    auto i = todo.back();
+    todo.pop_back();
+    for (auto p : producers[static_cast<size_t>(i)])
+      if (!feeds_send[static_cast<size_t>(p)]) {
+        feeds_send[static_cast<size_t>(p)] = true;
+        todo.push_back(p);
+      }
+  }
+  std::vector<int> order;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].num_deps == 0 && !feeds_send[i])
+      order.push_back(static_cast<int>(i));
+  for (size_t i = nodes.size(); i-- > 0;)
+    if (nodes[i].num_deps == 0 && feeds_send[i])
+      order.push_back(static_cast<int>(i));
+  return order;
+}
+
 void drive(executor_self self, int64_t id) {
   for (;;) {
     auto s = self->state.steps.find(id);
@@ -1017,6 +1054,7 @@ executor_actor::behavior_type executor(executor_self self, task_actor task,
       else if (plan.accumulator && plan.accumulator.address() == dm.source)
         plan.accumulator = nullptr;
   });
+  std::vector<std::vector<int>> producers(st.nodes.size());
   for (size_t i = 0; i < st.nodes.size(); ++i) {
     auto& plan = st.nodes[i];
     for (auto& in : plan.def.inputs) {
@@ -1027,10 +1065,12 @@ executor_actor::behavior_type executor(executor_self self, task_actor task,
       st.nodes[static_cast<size_t>(p->second)].out_edges.push_back(
         static_cast<int>(i));
       ++plan.num_deps;
+      producers[i].push_back(p->second);
       if (!ref.control)
         plan.inputs.emplace_back(p->second, ref.index);
     }
   }
+  st.roots = start_order(st.nodes, producers);
   return {
     [self](run_graph_atom, run_graph_request& req,
            std::vector<caf::actor>& peers) {
@@ -1073,11 +1113,9 @@ executor_actor::behavior_type executor(executor_self self, task_actor task,
         source.timeline_label = "_SOURCE = NoOp()";
         step.response.node_stats.push_back(std::move(source));
       }
-      for (size_t i = 0; i < n; ++i) {
+      for (size_t i = 0; i < n; ++i)
         step.pending[i] = st.nodes[i].num_deps;
-        if (step.pending[i] == 0)
-          step.ready.push_back(static_cast<int>(i));
-      }
+      step.ready = st.roots;
       drive(self, id);
       return rp;
     },

@@ -4,9 +4,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <future>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "actorflow/graph/nn_ops.hpp"
@@ -237,6 +239,51 @@ TEST_CASE("training: a worker's updates run on the ps task's variables",
   // w2 = 0.8 w0 - 0.34 w0 = 0.46 w0.
   check_close(values_of(on_ps.run(w)), {0.46, -0.92});
   CHECK(on_ps.run(get_global_step()).scalar_value<int64_t>() == 2);
+}
+
+TEST_CASE("training: the ps starts the reads it sends to a worker before "
+          "the optimizer's constants, the first layer's first",
+          "[training]") {
+  cluster_spec cluster{std::map<std::string, std::vector<std::string>>{
+    {"ps", {loopback(free_port())}}, {"worker", {loopback(free_port())}}}};
+  server ps{cluster, "ps", 0};
+  server worker{cluster, "worker", 0};
+  graph g;
+  auto as_default = g.as_default();
+  operation train_op;
+  {
+    device_scope setter{replica_device_setter(cluster)};
+    auto w1 = variable{tensor::vec<float>({1.0f, -2.0f}), named("w1")};
+    auto w2 = variable{tensor::vec<float>({0.5f, 0.5f}), named("w2")};
+    auto step = create_global_step();
+    adam_optimizer opt{0.01};
+    train_op = opt.minimize(reduce_sum(square(w1 * w2)), &step);
+  }
+  session sess{worker.target(), bounded(), &g};
+  sess.run(global_variables_initializer());
+  // The first step looks the variables up; the order shows from then on.
+  sess.run(train_op);
+  run_options traced;
+  traced.trace_level = run_options::full_trace;
+  run_metadata md;
+  sess.run(std::vector<fetch>{train_op}, {}, traced, &md);
+  REQUIRE(md.has_step_stats);
+  std::vector<std::string> order;
+  for (auto& dev : md.stats.dev_stats)
+    if (dev.device.rfind("/job:ps/", 0) == 0)
+      for (auto& n : dev.node_stats)
+        order.push_back(n.node_name);
+  auto pos = [&](const std::string& name) {
+    auto i = std::find(order.begin(), order.end(), name);
+    INFO(name << " in the ps's trace");
+    REQUIRE(i != order.end());
+    return i - order.begin();
+  };
+  // Both values go to the worker's gradient computation: their reads come
+  // before Adam's hyperparameters, which only the updates at the end need.
+  CHECK(pos("w1/read") < pos("w2/read"));
+  CHECK(pos("w2/read") < pos("Adam/update_w1/learning_rate"));
+  CHECK(pos("w2/read") < pos("Adam/update_w2/beta1"));
 }
 
 TEST_CASE("training: synchronous replicas average both workers' gradients "
