@@ -485,22 +485,49 @@ session_config bounded_config() {
   return config;
 }
 
-/// The raw TCP baseline: a server process (this program in its hidden
-/// mode) and a connected client. The destructor hangs up (the server then
-/// exits) and reaps it.
+/// A baseline's server: this program started again in a hidden `mode`,
+/// which prints `marker` and its port once it listens, and dies with us.
+class baseline_server {
+public:
+  baseline_server(const std::string& self, const char* mode,
+                  const char* marker, const std::string& what)
+    : proc_({self, mode, "--parent-pid", std::to_string(::getpid())},
+            quiet()) {
+    auto line = proc_.wait_for_line(marker, 10s);
+    if (!line)
+      throw std::runtime_error("the " + what
+                               + " baseline server did not start: "
+                               + proc_.err());
+    auto pos = line->find(marker) + std::strlen(marker);
+    port_ = static_cast<uint16_t>(std::stoi(line->substr(pos)));
+  }
+
+  uint16_t port() const noexcept {
+    return port_;
+  }
+
+  examples::child_process& process() noexcept {
+    return proc_;
+  }
+
+private:
+  static examples::spawn_options quiet() {
+    examples::spawn_options o;
+    o.capture_stderr = true;
+    return o;
+  }
+
+  examples::child_process proc_;
+  uint16_t port_ = 0;
+};
+
+/// The raw TCP baseline: a server process and a connected client. The
+/// destructor hangs up (the server then exits) and reaps it.
 class raw_tcp_baseline {
 public:
   explicit raw_tcp_baseline(const std::string& self)
-    : server_({self, "--raw-tcp-server", "--parent-pid",
-               std::to_string(::getpid())},
-              quiet()) {
-    auto line = server_.wait_for_line(raw_tcp_marker, 10s);
-    if (!line)
-      throw std::runtime_error("the raw TCP baseline server did not start: "
-                               + server_.err());
-    auto pos = line->find(raw_tcp_marker) + std::strlen(raw_tcp_marker);
-    auto port = std::stoi(line->substr(pos));
-    client_.emplace(static_cast<uint16_t>(port));
+    : server_(self, "--raw-tcp-server", raw_tcp_marker, "raw TCP") {
+    client_.emplace(server_.port());
     // A fresh connection starts with small windows that the kernel grows
     // as data flows (receive buffer autotuning): move some bulk both ways
     // first, so every size is measured on a connection in steady state, as
@@ -513,7 +540,7 @@ public:
 
   ~raw_tcp_baseline() {
     client_.reset();
-    server_.wait(2s);
+    server_.process().wait(2s);
   }
 
   /// One request of `request_bytes` and its reply of `reply_bytes`.
@@ -522,36 +549,22 @@ public:
   }
 
 private:
-  static examples::spawn_options quiet() {
-    examples::spawn_options o;
-    o.capture_stderr = true;
-    return o;
-  }
-
-  examples::child_process server_;
+  baseline_server server_;
   std::optional<raw_tcp_client> client_;
 };
 
-/// The CAF baseline: an echo server process (this program in its hidden
-/// mode) and a client on the calling thread. The destructor ends the
-/// server and reaps it.
+/// The CAF baseline: an echo server process and a client on the calling
+/// thread. The destructor ends the server and reaps it.
 class caf_baseline {
 public:
   explicit caf_baseline(const std::string& self)
-    : server_({self, "--caf-echo-server", "--parent-pid",
-               std::to_string(::getpid())},
-              quiet()) {
-    auto line = server_.wait_for_line(caf_echo_marker, 10s);
-    if (!line)
-      throw std::runtime_error("the CAF baseline server did not start: "
-                               + server_.err());
-    auto pos = line->find(caf_echo_marker) + std::strlen(caf_echo_marker);
-    client_.emplace(static_cast<uint16_t>(std::stoi(line->substr(pos))));
+    : server_(self, "--caf-echo-server", caf_echo_marker, "CAF") {
+    client_.emplace(server_.port());
   }
 
   ~caf_baseline() {
     client_.reset();
-    server_.stop(2s);
+    server_.process().stop(2s);
   }
 
   void round_trip() {
@@ -559,13 +572,7 @@ public:
   }
 
 private:
-  static examples::spawn_options quiet() {
-    examples::spawn_options o;
-    o.capture_stderr = true;
-    return o;
-  }
-
-  examples::child_process server_;
+  baseline_server server_;
   std::optional<caf_echo_client> client_;
 };
 

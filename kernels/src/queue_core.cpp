@@ -701,7 +701,7 @@ queue_core::tuple queue_core::stack(const std::vector<tuple>& elements) const {
         }
     }
     tensor_shape batch_shape = with_batch_dim(n, tensor_shape{row_dims});
-    if (opts_.kind != queue_kind::padding_fifo) {
+    if (opts_.kind == queue_kind::fifo) {
       // Elements that one enqueue_many sliced off in order come back as
       // the view they were: no copy.
       std::vector<tensor> column;

@@ -43,7 +43,11 @@ struct fetch {
   bool target = false;
 };
 
-/// Values fed for tensors of the graph (`feed_dict`).
+/// Values fed for tensors of the graph (`feed_dict`). A fed tensor is
+/// handed over, not copied: in-process, its buffer may live on in the
+/// graph's state (a variable assigned from it, the rows of a FIFOQueue's
+/// `enqueue_many`), so the caller must not write into it after `run`;
+/// feed a `deep_copy()` of a buffer it reuses.
 using feed_dict = std::vector<std::pair<output, tensor>>;
 
 /// A client handle bound to one master (TensorFlow's `tf.Session`).
