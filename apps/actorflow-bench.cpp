@@ -227,15 +227,13 @@ options parse_args(int argc, char** argv) {
         }
         opts.only.push_back(item);
       }
-    } else if (name == "--node" || name == "--train" || name == "--data_dir") {
+    } else {  // --node, --train, --data_dir
       if (value.empty())
         throw usage_error(name + ": empty");
       (name == "--node"    ? opts.node
        : name == "--train" ? opts.train
                            : opts.data_dir)
         = value;
-    } else {
-      throw usage_error("unknown flag '" + name + "'");
     }
   }
   return opts;
@@ -885,34 +883,26 @@ void run_queue(context& ctx, remote_cluster& cluster, raw_tcp_baseline& tcp) {
   auto what = std::to_string(batch) + "x" + std::to_string(width)
               + " float32 per batch, FIFOQueue on the ps, session on the "
                 "worker";
-  if (ctx.wanted("queue", "queue_enqueue_many")) {
-    ctx.out->add(figure{.name = "queue_enqueue_many",
-                        .value = enq.per_second * batch,
+  // One direction's pair of figures: elements/s with its note, and MB/s.
+  auto add = [&](const std::string& name, const rate& ours, const rate& raw,
+                 const std::string& baseline) {
+    if (!ctx.wanted("queue", name))
+      return;
+    ctx.out->add(figure{.name = name,
+                        .value = ours.per_second * batch,
                         .unit = "elements/s",
-                        .baseline = "raw_tcp_upload",
-                        .baseline_value = up.per_second * batch,
-                        .note = what + "; " + std::to_string(enq.reps)
+                        .baseline = baseline,
+                        .baseline_value = raw.per_second * batch,
+                        .note = what + "; " + std::to_string(ours.reps)
                                 + " batches"});
-    ctx.out->add(figure{.name = "queue_enqueue_many_MBps",
-                        .value = mb_per_s(enq, batch_bytes),
+    ctx.out->add(figure{.name = name + "_MBps",
+                        .value = mb_per_s(ours, batch_bytes),
                         .unit = "MB/s",
-                        .baseline = "raw_tcp_upload",
-                        .baseline_value = mb_per_s(up, batch_bytes)});
-  }
-  if (ctx.wanted("queue", "queue_dequeue_many")) {
-    ctx.out->add(figure{.name = "queue_dequeue_many",
-                        .value = deq.per_second * batch,
-                        .unit = "elements/s",
-                        .baseline = "raw_tcp_download",
-                        .baseline_value = down.per_second * batch,
-                        .note = what + "; " + std::to_string(deq.reps)
-                                + " batches"});
-    ctx.out->add(figure{.name = "queue_dequeue_many_MBps",
-                        .value = mb_per_s(deq, batch_bytes),
-                        .unit = "MB/s",
-                        .baseline = "raw_tcp_download",
-                        .baseline_value = mb_per_s(down, batch_bytes)});
-  }
+                        .baseline = baseline,
+                        .baseline_value = mb_per_s(raw, batch_bytes)});
+  };
+  add("queue_enqueue_many", enq, up, "raw_tcp_upload");
+  add("queue_dequeue_many", deq, down, "raw_tcp_download");
 }
 
 // -- rss ----------------------------------------------------------------------

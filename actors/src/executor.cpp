@@ -958,19 +958,19 @@ void complete_chunked(executor_self self, int64_t id, const std::string& key) {
 std::vector<int> start_order(const std::vector<node_plan>& nodes,
                              const std::vector<std::vector<int>>& producers) {
   std::vector<bool> feeds_send(nodes.size(), false);
-  std::vector<int> todo;
+  std::vector<int> frontier;
   for (size_t i = 0; i < nodes.size(); ++i)
     if (nodes[i].def.op == "_Send") {
       feeds_send[i] = true;
-      todo.push_back(static_cast<int>(i));
+      frontier.push_back(static_cast<int>(i));
     }
-  while (!todo.empty()) {
-    auto i = todo.back();
-    todo.pop_back();
+  while (!frontier.empty()) {
+    auto i = frontier.back();
+    frontier.pop_back();
     for (auto p : producers[static_cast<size_t>(i)])
       if (!feeds_send[static_cast<size_t>(p)]) {
         feeds_send[static_cast<size_t>(p)] = true;
-        todo.push_back(p);
+        frontier.push_back(p);
       }
   }
   std::vector<int> order;
