@@ -7,7 +7,10 @@
 // inter-op thread pool (Eigen's non-blocking pool) answers the same
 // problem the same way: a worker that runs out of work spins for a while
 // before it parks, and only one spins at a time, so an idle process burns
-// at most one core for at most the spin duration after its last job.
+// at most one core for at most the spin duration after its last job. And
+// as Tokio's LIFO slot, a message an actor sends runs next on the same
+// worker instead of waking another one: a step's chain of hand-overs
+// (client, master, executor, variable) costs no wake-up at all.
 
 #include "scheduler.hpp"
 
@@ -18,6 +21,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include <caf/actor_system_config.hpp>
 #include <caf/policy/unprofiled.hpp>
@@ -60,6 +64,8 @@ public:
     std::atomic<size_t> size{0};
     std::condition_variable cv;
     int spinners = 0;
+    /// spinners, for internal_enqueue to read without the lock.
+    std::atomic<int> spinning{0};
     int sleepers = 0;
     caf::timespan spin;
   };
@@ -68,7 +74,18 @@ public:
     explicit worker_data(caf::scheduler::abstract_coordinator*) {
       // nop
     }
+
+    /// A job this worker's own actor made runnable, run by this worker
+    /// next; only this worker's thread touches it.
+    caf::resumable* next = nullptr;
+    /// How many jobs in a row came from `next`.
+    int chained = 0;
   };
+
+  /// After this many jobs in a row from `next`, the chain goes to the
+  /// back of the shared queue, so that two actors messaging each other
+  /// endlessly cannot starve the jobs waiting there.
+  static constexpr int max_chain = 16;
 
   template <class Coordinator>
   void central_enqueue(Coordinator* self, caf::resumable* job) {
@@ -95,8 +112,20 @@ public:
     central_enqueue(self->parent(), job);
   }
 
+  // A message from the actor running on this worker: the receiver runs on
+  // this worker once the sender's turn ends, without waking anybody (a
+  // step's chain of messages stays on one thread), unless a spinning
+  // worker can take it at once. Only one such job waits; more go to the
+  // shared queue, where sleepers wake for them.
   template <class Worker>
   void internal_enqueue(Worker* self, caf::resumable* job) {
+    auto& data = d(self->parent());
+    auto& own = d(self);
+    if (own.next == nullptr
+        && data.spinning.load(std::memory_order_relaxed) == 0) {
+      own.next = job;
+      return;
+    }
     central_enqueue(self->parent(), job);
   }
 
@@ -108,6 +137,15 @@ public:
   template <class Worker>
   caf::resumable* dequeue(Worker* self) {
     using clock = std::chrono::steady_clock;
+    auto& own = d(self);
+    if (own.next != nullptr) {
+      if (own.chained < max_chain) {
+        ++own.chained;
+        return std::exchange(own.next, nullptr);
+      }
+      central_enqueue(self->parent(), std::exchange(own.next, nullptr));
+    }
+    own.chained = 0;
     auto& data = d(self->parent());
     std::unique_lock<std::mutex> guard{data.lock};
     if (!data.queue.empty())
@@ -119,6 +157,7 @@ public:
     if (data.spinners == 0 && data.spin > caf::timespan{0}
         && data.idle_gap_ns < data.spin.count()) {
       ++data.spinners;
+      data.spinning.store(data.spinners, std::memory_order_relaxed);
       guard.unlock();
       auto deadline = idle_since + data.spin;
       for (int i = 0;; ++i) {
@@ -130,6 +169,7 @@ public:
       }
       guard.lock();
       --data.spinners;
+      data.spinning.store(data.spinners, std::memory_order_relaxed);
     }
     if (data.queue.empty()) {
       ++data.sleepers;
@@ -155,8 +195,9 @@ public:
   }
 
   template <class Worker, class UnaryFunction>
-  void foreach_resumable(Worker*, UnaryFunction) {
-    // nop: no per-worker queues
+  void foreach_resumable(Worker* self, UnaryFunction f) {
+    if (auto& own = d(self); own.next != nullptr)
+      f(std::exchange(own.next, nullptr));
   }
 
   template <class Coordinator, class UnaryFunction>

@@ -12,7 +12,9 @@ namespace actorflow {
 /// (one central queue), except that a worker that finds no work spins for
 /// `actorflow.scheduler-spin` (a timespan) before it sleeps, one worker at
 /// a time, and an enqueue wakes a sleeper only when no spinner will take
-/// the job. Ignores `scheduler.policy`.
+/// the job. A message an actor sends while no worker spins runs next on
+/// the sender's worker (one job per worker; after 16 such jobs in a row
+/// it queues like any other). Ignores `scheduler.policy`.
 void load_spinning_scheduler(caf::actor_system_config& cfg);
 
 } // namespace actorflow

@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <limits>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -23,9 +25,15 @@ using namespace std::chrono_literals;
 namespace {
 
 struct system_holder {
-  explicit system_holder(caf::atom_value policy = caf::atom("")) {
+  explicit system_holder(caf::atom_value policy = caf::atom(""),
+                         std::optional<caf::timespan> spin = std::nullopt,
+                         size_t threads = 0) {
     if (policy != caf::atom(""))
       cfg.set("scheduler.policy", policy);
+    if (spin)
+      caf::put(cfg.content, "actorflow.scheduler-spin", *spin);
+    if (threads > 0)
+      cfg.set("scheduler.max-threads", threads);
     add_types_impl(cfg);
     add_options_impl(cfg);
     sys.emplace(cfg);
@@ -120,4 +128,79 @@ TEST_CASE("scheduler: an application's own scheduler.policy is kept",
   CHECK(dynamic_cast<stealing*>(&h.sys->scheduler()) != nullptr);
   CHECK(caf::get_or(h.sys->config(), "scheduler.policy", caf::atom(""))
         == caf::atom("stealing"));
+}
+
+namespace {
+
+// Two actors passing a counter back and forth; each records the thread it
+// ran on. `left` hops, then `done` is set.
+struct ping_pong_log {
+  std::mutex mtx;
+  std::vector<std::thread::id> threads;
+  std::atomic<bool> done{false};
+};
+
+caf::behavior ping_pong(caf::event_based_actor* self, ping_pong_log* log) {
+  return {[self, log](int left, caf::actor other) {
+    {
+      std::lock_guard<std::mutex> guard{log->mtx};
+      log->threads.push_back(std::this_thread::get_id());
+    }
+    if (left == 0)
+      log->done = true;
+    else
+      self->send(other, left - 1, caf::actor{self});
+  }};
+}
+
+bool wait_for(const std::atomic<bool>& flag) {
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!flag && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  return flag;
+}
+
+} // namespace
+
+TEST_CASE("scheduler: a message an actor sends runs next on the same "
+          "worker, without waking another",
+          "[scheduler]") {
+  // Declared first: the actors use it until the system is gone.
+  ping_pong_log log;
+  // No spinning: otherwise a spinning worker takes the message.
+  system_holder h{caf::atom(""), caf::timespan{0}};
+  auto& sys = *h.sys;
+  auto a = sys.spawn(ping_pong, &log);
+  auto b = sys.spawn(ping_pong, &log);
+  // Let both workers go to sleep first.
+  std::this_thread::sleep_for(20ms);
+  caf::anon_send(a, 10, b);
+  REQUIRE(wait_for(log.done));
+  std::lock_guard<std::mutex> guard{log.mtx};
+  REQUIRE(log.threads.size() == 11);
+  for (auto& id : log.threads)
+    CHECK(id == log.threads.front());
+  caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(b, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("scheduler: two actors messaging each other endlessly do not "
+          "starve the other jobs, even with one worker",
+          "[scheduler]") {
+  // Declared first: the actors use them until the system is gone.
+  ping_pong_log log;
+  std::atomic<bool> ran{false};
+  system_holder h{caf::atom(""), caf::timespan{0}, 1};
+  auto& sys = *h.sys;
+  auto a = sys.spawn(ping_pong, &log);
+  auto b = sys.spawn(ping_pong, &log);
+  caf::anon_send(a, std::numeric_limits<int>::max(), b);
+  auto other = sys.spawn([&ran](caf::event_based_actor*) -> caf::behavior {
+    return {[&ran](int) { ran = true; }};
+  });
+  caf::anon_send(other, 1);
+  CHECK(wait_for(ran));
+  caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(b, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(other, caf::exit_reason::user_shutdown);
 }
