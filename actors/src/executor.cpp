@@ -169,7 +169,6 @@ struct step_state {
   size_t in_flight = 0;
   bool trace = false;
   std::unordered_map<int64_t, tensor> feeds;
-  std::unordered_map<std::string, executor_actor> peers;
   /// Recv nodes waiting for their tensor, by rendezvous key.
   std::unordered_map<std::string, int> waiting;
   /// Tensors that arrived before their Recv ran.
@@ -186,6 +185,10 @@ struct step_state {
 
 struct executor_state {
   std::vector<node_plan> nodes;
+  /// The executors of the plan's partitions by device, and the sink
+  /// devices among them, from the first run_graph_request.
+  std::unordered_map<std::string, executor_actor> peers;
+  std::vector<std::string> sinks;
   /// The nodes without inputs, in the order a step pushes them on its
   /// ready stack (see start_order).
   std::vector<int> roots;
@@ -480,14 +483,20 @@ void compute_unchecked(executor_self self, step_state& step, int i,
   }
   if (op == "_Send") {
     auto recv_device = plan.def.attr_or<std::string>("recv_device", "");
-    auto peer = step.peers.find(recv_device);
-    if (peer == step.peers.end())
+    auto peer = st.peers.find(recv_device);
+    if (peer == st.peers.end())
       return fail(internal_error("no executor for device " + recv_device));
     auto value = inputs.empty() ? tensor{} : inputs.front();
     st.counters->bytes_out.fetch_add(value.byte_size(),
                                      std::memory_order_relaxed);
     auto& dest = peer->second;
-    if (value.byte_size() <= chunk_size || dest->node() == self->node()) {
+    auto remote = dest->node() != self->node();
+    if (remote && value.byte_size() <= chunk_size
+        && std::find(st.sinks.begin(), st.sinks.end(), recv_device)
+             != st.sinks.end()) {
+      step.response.held.push_back(
+        {recv_device, plan.rendezvous_key, std::move(value)});
+    } else if (value.byte_size() <= chunk_size || !remote) {
       // In process the message shares the buffer: no copy, no chunks.
       self->send(dest, recv_tensor_atom_v, id, plan.rendezvous_key,
                  std::move(value));
@@ -1077,6 +1086,15 @@ executor_actor::behavior_type executor(executor_self self, task_actor task,
       auto& st = self->state;
       auto id = req.step_id;
       auto rp = self->make_response_promise<run_graph_response>();
+      // The partition's first step brings the peers (see run_graph_request).
+      if (!peers.empty()) {
+        st.peers.clear();
+        for (size_t p = 0; p < peers.size() && p < req.peer_devices.size();
+             ++p)
+          st.peers.emplace(req.peer_devices[p],
+                           caf::actor_cast<executor_actor>(peers[p]));
+        st.sinks = std::move(req.sink_devices);
+      }
       if (st.finished.count(id) > 0 || st.steps.count(id) > 0) {
         // Aborted before it started here, or a duplicate.
         run_graph_response resp;
@@ -1094,9 +1112,6 @@ executor_actor::behavior_type executor(executor_self self, task_actor task,
                                         std::memory_order_relaxed);
         step.feeds.emplace(k, std::move(v));
       }
-      for (size_t p = 0; p < peers.size() && p < req.peer_devices.size(); ++p)
-        step.peers.emplace(req.peer_devices[p],
-                           caf::actor_cast<executor_actor>(peers[p]));
       if (auto e = st.early.find(id); e != st.early.end()) {
         step.arrived = std::move(e->second);
         st.early.erase(e);

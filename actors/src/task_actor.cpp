@@ -34,12 +34,16 @@ struct plan_part {
   executor_actor executor;
   /// Feed positions this partition's `_Arg` nodes read.
   std::vector<int64_t> feeds;
+  /// Whether the executor has had the plan's peers (run_graph_request).
+  bool has_peers = false;
 };
 
 /// Everything a repeated run with the same signature reuses.
 struct step_plan {
   std::vector<plan_part> parts;
   std::vector<std::string> peer_devices;
+  /// run_graph_request::sink_devices.
+  std::vector<std::string> sink_devices;
   std::vector<caf::actor> peers;
 };
 
@@ -304,9 +308,8 @@ std::vector<std::string> cluster_devices(const task_state& st) {
   return devices;
 }
 
-void start_step(task_self self, step_promise rp,
-                const step_plan& plan, run_step_request& req,
-                int64_t timeout_ms);
+void start_step(task_self self, step_promise rp, step_plan& plan,
+                run_step_request& req, int64_t timeout_ms);
 
 void on_step_reply(task_self self, int64_t id, size_t part,
                    run_graph_response resp) {
@@ -325,6 +328,19 @@ void on_step_reply(task_self self, int64_t id, size_t part,
     st.step_deadlines.erase(id);
     st.steps.erase(i);
     return;
+  }
+  for (auto& h : resp.held) {
+    auto sink = std::find_if(step.parts.begin(), step.parts.end(),
+                             [&](const plan_part& x) {
+                               return x.device == h.device;
+                             });
+    if (sink == step.parts.end()) {
+      resp.result = internal_error("no partition on " + h.device
+                                   + " for the value of " + h.key);
+      return on_step_reply(self, id, part, std::move(resp));
+    }
+    self->send(sink->executor, recv_tensor_atom_v, id, std::move(h.key),
+               std::move(h.value));
   }
   for (auto& [index, value] : resp.outputs)
     if (index >= 0 && static_cast<size_t>(index) < step.outputs.size())
@@ -353,9 +369,8 @@ void on_step_reply(task_self self, int64_t id, size_t part,
   st.counters->steps.fetch_add(1, std::memory_order_relaxed);
 }
 
-void start_step(task_self self, step_promise rp,
-                const step_plan& plan, run_step_request& req,
-                int64_t timeout_ms) {
+void start_step(task_self self, step_promise rp, step_plan& plan,
+                run_step_request& req, int64_t timeout_ms) {
   auto& st = self->state;
   auto id = st.step_base + st.next_step++;
   auto& step = st.steps[id];
@@ -383,11 +398,17 @@ void start_step(task_self self, step_promise rp,
     run_graph_request rg;
     rg.step_id = id;
     rg.trace = step.trace;
-    rg.peer_devices = plan.peer_devices;
+    std::vector<caf::actor> peers;
+    if (!part.has_peers) {
+      rg.peer_devices = plan.peer_devices;
+      rg.sink_devices = plan.sink_devices;
+      peers = plan.peers;
+      part.has_peers = true;
+    }
     for (auto f : part.feeds)
       rg.feeds.emplace_back(f, req.feed_values[static_cast<size_t>(f)]);
     self->request(part.executor, caf::infinite, run_graph_atom_v,
-                  std::move(rg), plan.peers)
+                  std::move(rg), std::move(peers))
       .then(
         [self, id, p](run_graph_response& resp) {
           on_step_reply(self, id, p, std::move(resp));
@@ -474,6 +495,10 @@ void plan_and_run(task_self self, step_promise rp,
         part.feeds.push_back(n.attr_or<int64_t>("index", 0));
     plan->parts.push_back(std::move(part));
     plan->peer_devices.push_back(dev);
+    if (std::all_of(g->nodes.begin(), g->nodes.end(), [](const node_def& n) {
+          return n.op == "_Recv" || n.op == "_Retval";
+        }))
+      plan->sink_devices.push_back(dev);
   }
   plan->peers.resize(plan->parts.size());
   auto left = std::make_shared<size_t>(order.size());

@@ -84,7 +84,12 @@ struct run_step_response {
   bool has_stats = false;
 };
 
-/// Master -> worker executor: run one step of a registered partition.
+/// Master -> worker executor: run one step of a registered partition,
+/// with the executors of all the plan's partitions (a vector of actors
+/// beside it). Those, `peer_devices` and `sink_devices` never change for
+/// a registered partition: they come with its first step only, and later
+/// requests leave all three empty (each handle costs a registry update
+/// to send and a proxy lookup to receive).
 struct run_graph_request {
   int64_t step_id = 0;
   /// Feeds by `_Arg` index.
@@ -92,6 +97,21 @@ struct run_graph_request {
   /// Full device name -> executor of that partition, for `_Send`.
   std::vector<std::string> peer_devices;
   bool trace = false;
+  /// Devices whose partitions only receive fetches (`_Recv` -> `_Retval`):
+  /// a `_Send` of at most one chunk to one of them in another process
+  /// goes back inside this partition's reply (run_graph_response::held)
+  /// and the master passes it on. Nothing there waits for it earlier, and
+  /// the master's process then takes one message for the step instead of
+  /// two (each a wake-up of a thread).
+  std::vector<std::string> sink_devices;
+};
+
+/// A `_Send`'s value held for the master to pass on (see
+/// run_graph_request::sink_devices).
+struct held_tensor {
+  std::string device;
+  std::string key;
+  tensor value;
 };
 
 /// Worker executor -> master.
@@ -101,6 +121,8 @@ struct run_graph_response {
   std::vector<std::pair<int64_t, tensor>> outputs;
   std::vector<node_exec_stats> node_stats;
   std::vector<node_exec_stats> recv_stats;
+  /// Values for sink partitions, by device and rendezvous key.
+  std::vector<held_tensor> held;
 };
 
 /// One chunk of a large tensor's wire encoding ([header | element bytes]):

@@ -245,13 +245,19 @@ typename Inspector::result_type inspect(Inspector& f, run_step_response& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_graph_request& x) {
   return f(caf::meta::type_name("actorflow::run_graph_request"), x.step_id,
-           x.feeds, x.peer_devices, x.trace);
+           x.feeds, x.peer_devices, x.trace, x.sink_devices);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, held_tensor& x) {
+  return f(caf::meta::type_name("actorflow::held_tensor"), x.device, x.key,
+           x.value);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_graph_response& x) {
   return f(caf::meta::type_name("actorflow::run_graph_response"), x.result,
-           x.outputs, x.node_stats, x.recv_stats);
+           x.outputs, x.node_stats, x.recv_stats, x.held);
 }
 
 template <class Inspector>
