@@ -14,16 +14,21 @@
 
 #include "scheduler.hpp"
 
+#include "actorflow/actors/run_actors.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <utility>
 
+#include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/execution_unit.hpp>
 #include <caf/policy/unprofiled.hpp>
 #include <caf/scheduler/coordinator.hpp>
 
@@ -68,6 +73,10 @@ public:
     std::atomic<int> spinning{0};
     int sleepers = 0;
     caf::timespan spin;
+    /// Threads in run_actors_until waiting for a job or their result. An
+    /// actor's job wakes one of them before any sleeping worker.
+    int helpers_waiting = 0;
+    std::condition_variable helper_cv;
   };
 
   struct worker_data {
@@ -89,8 +98,16 @@ public:
 
   template <class Coordinator>
   void central_enqueue(Coordinator* self, caf::resumable* job) {
-    auto& data = d(self);
+    push(d(self), job);
+  }
+
+  /// Set while a thread that runs actors next (run_actors_until) sends:
+  /// nobody needs waking for the jobs it makes runnable.
+  static inline thread_local bool helper_sending = false;
+
+  static void push(coordinator_data& data, caf::resumable* job) {
     bool wake = false;
+    bool wake_helper = false;
     {
       std::lock_guard<std::mutex> guard{data.lock};
       if (data.queue.empty())
@@ -100,10 +117,16 @@ public:
       // A spinning worker takes the first job; wake a sleeper only for
       // jobs beyond what the spinners will pick up (no syscall on the
       // fast path).
-      wake = data.sleepers > 0
-             && data.queue.size() > static_cast<size_t>(data.spinners);
+      if (!helper_sending) {
+        wake_helper = data.helpers_waiting > 0
+                      && job->subtype() == caf::resumable::scheduled_actor;
+        wake = !wake_helper && data.sleepers > 0
+               && data.queue.size() > static_cast<size_t>(data.spinners);
+      }
     }
-    if (wake)
+    if (wake_helper)
+      data.helper_cv.notify_one();
+    else if (wake)
       data.cv.notify_one();
   }
 
@@ -211,12 +234,123 @@ public:
     }
     data.size.store(0, std::memory_order_release);
   }
+
+  /// Where run_actors_until runs actors. As on a worker, the first job an
+  /// actor running here makes runnable runs here next.
+  class helper_unit : public caf::execution_unit {
+  public:
+    helper_unit(caf::actor_system& sys, coordinator_data& data)
+      : caf::execution_unit(&sys), data_(data) {
+      // nop
+    }
+
+    void exec_later(caf::resumable* job) override {
+      if (next == nullptr
+          && data_.spinning.load(std::memory_order_relaxed) == 0) {
+        next = job;
+        return;
+      }
+      push(data_, job);
+    }
+
+    caf::resumable* next = nullptr;
+
+  private:
+    coordinator_data& data_;
+  };
+
+  /// run_actors_until (scheduler.hpp) for this policy's coordinator.
+  static void help(coordinator_data& data, caf::actor_system& sys,
+                   size_t max_throughput, const std::function<void()>& start,
+                   const std::function<bool()>& done) {
+    helper_unit unit{sys, data};
+    helper_sending = true;
+    try {
+      start();
+    } catch (...) {
+      helper_sending = false;
+      throw;
+    }
+    helper_sending = false;
+    int chained = 0;
+    for (;;) {
+      caf::resumable* job = nullptr;
+      if (unit.next != nullptr && chained < max_chain) {
+        ++chained;
+        job = std::exchange(unit.next, nullptr);
+      } else {
+        if (unit.next != nullptr)
+          push(data, std::exchange(unit.next, nullptr));
+        chained = 0;
+        std::unique_lock<std::mutex> guard{data.lock};
+        // Checked under the lock that notify_actor_helpers takes: no
+        // wake-up is lost between this check and the wait.
+        if (done()) {
+          // A push may have woken this thread instead of a worker.
+          if (!data.queue.empty() && data.sleepers > 0
+              && data.queue.size() > static_cast<size_t>(data.spinners))
+            data.cv.notify_one();
+          return;
+        }
+        if (!data.queue.empty()
+            && data.queue.front()->subtype()
+                 == caf::resumable::scheduled_actor) {
+          job = pop(data);
+        } else {
+          // Anything but an actor (the coordinator's shutdown jobs) is
+          // for the workers.
+          if (!data.queue.empty())
+            data.cv.notify_one();
+          ++data.helpers_waiting;
+          data.helper_cv.wait(guard);
+          --data.helpers_waiting;
+          continue;
+        }
+      }
+      switch (job->resume(&unit, max_throughput)) {
+        case caf::resumable::resume_later:
+        case caf::resumable::shutdown_execution_unit:
+          push(data, job);
+          break;
+        case caf::resumable::done:
+        case caf::resumable::awaiting_message:
+          caf::intrusive_ptr_release(job);
+          break;
+      }
+    }
+  }
 };
+
+using spinning_coordinator = caf::scheduler::coordinator<spinning_sharing>;
 
 } // namespace
 
+bool run_actors_until(caf::actor_system& sys,
+                      const std::function<void()>& start,
+                      const std::function<bool()>& done) {
+  auto* coordinator = dynamic_cast<spinning_coordinator*>(&sys.scheduler());
+  if (coordinator == nullptr)
+    return false;
+  spinning_sharing::help(coordinator->data(), sys,
+                         coordinator->max_throughput(), start, done);
+  return true;
+}
+
+void notify_actor_helpers(caf::actor_system& sys) {
+  auto* coordinator = dynamic_cast<spinning_coordinator*>(&sys.scheduler());
+  if (coordinator == nullptr)
+    return;
+  auto& data = coordinator->data();
+  {
+    std::lock_guard<std::mutex> guard{data.lock};
+    if (data.helpers_waiting == 0)
+      return;
+  }
+  data.helper_cv.notify_all();
+}
+
 void load_spinning_scheduler(caf::actor_system_config& cfg) {
-  cfg.load<caf::scheduler::coordinator<spinning_sharing>>();
+  cfg.load<spinning_coordinator>();
 }
 
 } // namespace actorflow

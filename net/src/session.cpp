@@ -4,6 +4,7 @@
 #include <caf/io/middleman_actor.hpp>
 
 #include "actorflow/actors/deadline_table.hpp"
+#include "actorflow/actors/run_actors.hpp"
 #include "actorflow/actors/task.hpp"
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/graph/wire.hpp"
@@ -20,6 +21,15 @@ namespace actorflow {
 
 namespace {
 
+/// Moving averages of a session's reply times, in ns, each capped so that
+/// one slow step moves it little (see call_master).
+struct reply_times {
+  /// Capped at 4 x spin: whether to poll for the reply.
+  std::atomic<int64_t> polling_ns{0};
+  /// Capped at 2 x help_max_ns: whether to run actors while waiting.
+  std::atomic<int64_t> helping_ns{0};
+};
+
 struct step_result {
   run_step_response response;
   status transport;
@@ -30,6 +40,12 @@ struct step_result {
 /// The steps of one session waiting for the master, by id. Once `ended`,
 /// no step is added: its status answers them all.
 struct pending_steps {
+  explicit pending_steps(caf::actor_system& sys) : sys(sys) {
+    // nop
+  }
+
+  /// Where callers may wait in run_actors_until (see call_master).
+  caf::actor_system& sys;
   std::mutex mtx;
   std::unordered_map<uint64_t, std::promise<step_result>> waiting;
   uint64_t next_id = 0;
@@ -48,6 +64,7 @@ struct pending_steps {
     }
     result.done = std::chrono::steady_clock::now();
     p.set_value(std::move(result));
+    notify_actor_helpers(sys);
   }
 
   void end(status why) {
@@ -62,6 +79,7 @@ struct pending_steps {
     }
     for (auto& [id, p] : left)
       p.set_value({{}, why, std::chrono::steady_clock::now()});
+    notify_actor_helpers(sys);
   }
 };
 
@@ -89,8 +107,8 @@ struct session::impl {
   caf::actor client;
   /// How long run() may poll for the reply before it blocks.
   caf::timespan spin{0};
-  /// Moving average of the reply times, in ns (see call_master).
-  std::atomic<int64_t> reply_ns{0};
+  /// Moving averages of the reply times (see call_master).
+  reply_times replies;
 
   /// Spawns `client` for `master`; `what` names the master in errors.
   void start_client(std::string what);
@@ -217,15 +235,26 @@ caf::behavior client_actor(caf::event_based_actor* self, task_actor master,
   };
 }
 
+// Replies taking this long on average (remote steps) are waited for by
+// running actors (run_actors_until): the caller's thread takes the step
+// to the master and the reply from the network, where a worker would
+// have to be woken for each. Below, a spinning worker already takes the
+// step at once, and a waiting caller would only race it; above, the
+// wake-ups are a small part of the step, and a caller running actors
+// could be kept in a long job that is not its own.
+constexpr int64_t help_min_ns = 100'000;
+constexpr int64_t help_max_ns = 2'000'000;
+
 // Sends one step through the session's client actor and waits for its
 // reply. While this session's replies have been arriving within `spin`,
 // it polls for up to that long first (waking a blocked thread costs tens
-// of µs on a VM: more than a small local step); otherwise it blocks at
-// once, leaving the core to the processes that compute the reply.
-// `reply_ns` is the moving average of the reply times.
+// of µs on a VM: more than a small local step); while they take a remote
+// step's time, it runs actors until the reply is there; otherwise it
+// blocks at once, leaving the core to the processes that compute the
+// reply.
 step_result call_master(pending_steps& pending, const caf::actor& client,
                         run_step_request req, int64_t wait_ms,
-                        caf::timespan spin, std::atomic<int64_t>& reply_ns) {
+                        caf::timespan spin, reply_times& replies) {
   std::future<step_result> result;
   uint64_t id = 0;
   {
@@ -237,8 +266,18 @@ step_result call_master(pending_steps& pending, const caf::actor& client,
   }
   using clock = std::chrono::steady_clock;
   auto sent = clock::now();
-  caf::anon_send(client, run_step_atom_v, id, std::move(req), wait_ms);
-  auto average = reply_ns.load(std::memory_order_relaxed);
+  auto average = replies.polling_ns.load(std::memory_order_relaxed);
+  auto helping = replies.helping_ns.load(std::memory_order_relaxed);
+  auto send = [&] {
+    caf::anon_send(client, run_step_atom_v, id, std::move(req), wait_ms);
+  };
+  auto ready = [&] {
+    return result.wait_for(std::chrono::seconds{0})
+           == std::future_status::ready;
+  };
+  if (helping < help_min_ns || helping > help_max_ns
+      || !run_actors_until(pending.sys, send, ready))
+    send();
   if (spin.count() > 0 && average < spin.count()) {
     auto deadline = sent + spin;
     while (result.wait_for(std::chrono::seconds{0})
@@ -254,15 +293,20 @@ step_result call_master(pending_steps& pending, const caf::actor& client,
   auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(
                 out.done - sent)
                 .count();
-  took = std::clamp<int64_t>(took, 0, 4 * spin.count());
-  reply_ns.store(average + (took - average) / 8, std::memory_order_relaxed);
+  took = std::max<int64_t>(took, 0);
+  auto polled = std::min<int64_t>(took, 4 * spin.count());
+  replies.polling_ns.store(average + (polled - average) / 8,
+                           std::memory_order_relaxed);
+  auto helped = std::min<int64_t>(took, 2 * help_max_ns);
+  replies.helping_ns.store(helping + (helped - helping) / 8,
+                           std::memory_order_relaxed);
   return out;
 }
 
 } // namespace
 
 void session::impl::start_client(std::string what) {
-  pending = std::make_shared<pending_steps>();
+  pending = std::make_shared<pending_steps>(*sys);
   spin = caf::get_or(sys->config(), "actorflow.scheduler-spin",
                      caf::timespan{0});
   client = sys->spawn(client_actor, master, pending, std::move(what));
@@ -391,7 +435,7 @@ std::vector<tensor> session::run(const std::vector<fetch>& fetches,
   // reaches the caller, and never forever when a deadline is set.
   auto wait_ms = timeout_ms > 0 ? timeout_ms + 5000 : 0;
   auto reply = call_master(*im.pending, im.client, std::move(req), wait_ms,
-                           im.spin, im.reply_ns);
+                           im.spin, im.replies);
   throw_if_error(reply.transport);
   auto& resp = reply.response;
   // The master applied the delta unless it rejected the session itself.

@@ -1,7 +1,9 @@
 // actorflow's scheduler (actors/src/scheduler.hpp): CAF's work sharing
 // with one worker spinning before it sleeps. Every job runs, whether a
-// worker is spinning, busy or asleep when it arrives, and an application
-// that picked one of CAF's policies keeps it.
+// worker is spinning, busy or asleep when it arrives; a message an actor
+// sends runs next on the same thread; a thread waiting in
+// run_actors_until runs actors itself; and an application that picked
+// one of CAF's policies keeps it.
 
 #include <catch2/catch.hpp>
 
@@ -17,6 +19,7 @@
 #include <caf/policy/work_stealing.hpp>
 #include <caf/scheduler/coordinator.hpp>
 
+#include "actorflow/actors/run_actors.hpp"
 #include "actorflow/actors/type_ids.hpp"
 
 using namespace actorflow;
@@ -203,4 +206,58 @@ TEST_CASE("scheduler: two actors messaging each other endlessly do not "
   caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(b, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(other, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("scheduler: run_actors_until runs the actors a waiting thread "
+          "sends to on that thread, and a reply from another thread wakes "
+          "it before any worker",
+          "[scheduler]") {
+  ping_pong_log log;
+  system_holder h{caf::atom(""), caf::timespan{0}};
+  auto& sys = *h.sys;
+  auto a = sys.spawn(ping_pong, &log);
+  auto b = sys.spawn(ping_pong, &log);
+  std::this_thread::sleep_for(20ms);
+  // The whole exchange happens on this thread: the first message wakes no
+  // worker, and each next one stays on the thread that sent it.
+  auto here = std::this_thread::get_id();
+  CHECK(run_actors_until(
+    sys, [&] { caf::anon_send(a, 10, b); }, [&] { return log.done.load(); }));
+  {
+    std::lock_guard<std::mutex> guard{log.mtx};
+    REQUIRE(log.threads.size() == 11);
+    for (auto& id : log.threads)
+      CHECK(id == here);
+    log.threads.clear();
+  }
+  // While this thread waits, a message from another (non-scheduler)
+  // thread wakes it and runs here; notify_actor_helpers ends the wait.
+  log.done = false;
+  std::atomic<bool> finished{false};
+  std::thread other{[&] {
+    std::this_thread::sleep_for(20ms);
+    caf::anon_send(a, 0, b);
+    while (!log.done)
+      std::this_thread::sleep_for(1ms);
+    finished = true;
+    notify_actor_helpers(sys);
+  }};
+  CHECK(run_actors_until(
+    sys, [] {}, [&] { return finished.load(); }));
+  other.join();
+  std::lock_guard<std::mutex> guard{log.mtx};
+  REQUIRE(log.threads.size() == 1);
+  CHECK(log.threads.front() == here);
+  caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(b, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("scheduler: run_actors_until leaves an application's own "
+          "scheduler alone",
+          "[scheduler]") {
+  system_holder h{caf::atom("sharing")};
+  bool started = false;
+  CHECK_FALSE(run_actors_until(
+    *h.sys, [&] { started = true; }, [] { return true; }));
+  CHECK_FALSE(started);
 }

@@ -1,0 +1,31 @@
+#pragma once
+
+// A waiting thread that runs actors itself (actors/src/scheduler.cpp).
+
+#include <functional>
+
+namespace caf {
+class actor_system;
+} // namespace caf
+
+namespace actorflow {
+
+/// Calls `start`, which sends messages to actors of `sys`, then runs
+/// `sys`'s actors on the calling thread until `done()` holds, waiting for
+/// work in between. The jobs `start` makes runnable wake no worker, and
+/// while this thread waits, an actor made runnable by another thread (a
+/// reply from the network) wakes this thread before any sleeping worker:
+/// a request and its reply cost no hand-over to a scheduler thread. Blocks
+/// until `done()` holds: whatever makes it true must then call
+/// notify_actor_helpers. Returns false at once, calling neither, when
+/// `sys` does not run actorflow's scheduler (an application chose one of
+/// CAF's policies).
+bool run_actors_until(caf::actor_system& sys,
+                      const std::function<void()>& start,
+                      const std::function<bool()>& done);
+
+/// Wakes the threads waiting in run_actors_until on `sys` so that they
+/// check their `done()` again. Cheap when none waits.
+void notify_actor_helpers(caf::actor_system& sys);
+
+} // namespace actorflow
