@@ -105,6 +105,11 @@ public:
   /// nobody needs waking for the jobs it makes runnable.
   static inline thread_local bool helper_sending = false;
 
+  /// Set on the workers' threads and while a thread is in help(): such a
+  /// thread may be inside an actor's turn, and must not run actors from
+  /// there (the same actor could be resumed twice at once).
+  static inline thread_local bool runs_actors = false;
+
   static void push(coordinator_data& data, caf::resumable* job) {
     bool wake = false;
     bool wake_helper = false;
@@ -160,6 +165,7 @@ public:
   template <class Worker>
   caf::resumable* dequeue(Worker* self) {
     using clock = std::chrono::steady_clock;
+    runs_actors = true;
     auto& own = d(self);
     if (own.next != nullptr) {
       if (own.chained < max_chain) {
@@ -259,10 +265,19 @@ public:
     coordinator_data& data_;
   };
 
-  /// run_actors_until (scheduler.hpp) for this policy's coordinator.
-  static void help(coordinator_data& data, caf::actor_system& sys,
+  /// run_actors_until (run_actors.hpp) for this policy's coordinator;
+  /// false on a thread that runs actors already.
+  static bool help(coordinator_data& data, caf::actor_system& sys,
                    size_t max_throughput, const std::function<void()>& start,
                    const std::function<bool()>& done) {
+    if (runs_actors)
+      return false;
+    runs_actors = true;
+    struct reset {
+      ~reset() {
+        runs_actors = false;
+      }
+    } on_return;
     helper_unit unit{sys, data};
     helper_sending = true;
     try {
@@ -290,7 +305,7 @@ public:
           if (!data.queue.empty() && data.sleepers > 0
               && data.queue.size() > static_cast<size_t>(data.spinners))
             data.cv.notify_one();
-          return;
+          return true;
         }
         if (!data.queue.empty()
             && data.queue.front()->subtype()
@@ -331,9 +346,8 @@ bool run_actors_until(caf::actor_system& sys,
   auto* coordinator = dynamic_cast<spinning_coordinator*>(&sys.scheduler());
   if (coordinator == nullptr)
     return false;
-  spinning_sharing::help(coordinator->data(), sys,
-                         coordinator->max_throughput(), start, done);
-  return true;
+  return spinning_sharing::help(coordinator->data(), sys,
+                                coordinator->max_throughput(), start, done);
 }
 
 void notify_actor_helpers(caf::actor_system& sys) {

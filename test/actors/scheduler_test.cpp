@@ -156,6 +156,28 @@ caf::behavior ping_pong(caf::event_based_actor* self, ping_pong_log* log) {
   }};
 }
 
+// Two ping_pong actors in a system whose workers never spin (a spinning
+// worker would take their messages); `threads` workers, 0 for the default.
+struct ping_pong_pair {
+  explicit ping_pong_pair(size_t threads = 0)
+    : h(caf::atom(""), caf::timespan{0}, threads),
+      a(h.sys->spawn(ping_pong, &log)),
+      b(h.sys->spawn(ping_pong, &log)) {
+    // nop
+  }
+
+  ~ping_pong_pair() {
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(b, caf::exit_reason::user_shutdown);
+  }
+
+  // First: the actors use it until the system is gone.
+  ping_pong_log log;
+  system_holder h;
+  caf::actor a;
+  caf::actor b;
+};
+
 bool wait_for(const std::atomic<bool>& flag) {
   auto deadline = std::chrono::steady_clock::now() + 30s;
   while (!flag && std::chrono::steady_clock::now() < deadline)
@@ -168,43 +190,31 @@ bool wait_for(const std::atomic<bool>& flag) {
 TEST_CASE("scheduler: a message an actor sends runs next on the same "
           "worker, without waking another",
           "[scheduler]") {
-  // Declared first: the actors use it until the system is gone.
-  ping_pong_log log;
-  // No spinning: otherwise a spinning worker takes the message.
-  system_holder h{caf::atom(""), caf::timespan{0}};
-  auto& sys = *h.sys;
-  auto a = sys.spawn(ping_pong, &log);
-  auto b = sys.spawn(ping_pong, &log);
+  ping_pong_pair pp;
+  auto& log = pp.log;
   // Let both workers go to sleep first.
   std::this_thread::sleep_for(20ms);
-  caf::anon_send(a, 10, b);
+  caf::anon_send(pp.a, 10, pp.b);
   REQUIRE(wait_for(log.done));
   std::lock_guard<std::mutex> guard{log.mtx};
   REQUIRE(log.threads.size() == 11);
   for (auto& id : log.threads)
     CHECK(id == log.threads.front());
-  caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(b, caf::exit_reason::user_shutdown);
 }
 
 TEST_CASE("scheduler: two actors messaging each other endlessly do not "
           "starve the other jobs, even with one worker",
           "[scheduler]") {
-  // Declared first: the actors use them until the system is gone.
-  ping_pong_log log;
+  // Declared first: the actor uses it until the system is gone.
   std::atomic<bool> ran{false};
-  system_holder h{caf::atom(""), caf::timespan{0}, 1};
-  auto& sys = *h.sys;
-  auto a = sys.spawn(ping_pong, &log);
-  auto b = sys.spawn(ping_pong, &log);
-  caf::anon_send(a, std::numeric_limits<int>::max(), b);
-  auto other = sys.spawn([&ran](caf::event_based_actor*) -> caf::behavior {
-    return {[&ran](int) { ran = true; }};
-  });
+  ping_pong_pair pp{1};
+  caf::anon_send(pp.a, std::numeric_limits<int>::max(), pp.b);
+  auto other = pp.h.sys->spawn(
+    [&ran](caf::event_based_actor*) -> caf::behavior {
+      return {[&ran](int) { ran = true; }};
+    });
   caf::anon_send(other, 1);
   CHECK(wait_for(ran));
-  caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(b, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(other, caf::exit_reason::user_shutdown);
 }
 
@@ -212,11 +222,11 @@ TEST_CASE("scheduler: run_actors_until runs the actors a waiting thread "
           "sends to on that thread, and a reply from another thread wakes "
           "it before any worker",
           "[scheduler]") {
-  ping_pong_log log;
-  system_holder h{caf::atom(""), caf::timespan{0}};
-  auto& sys = *h.sys;
-  auto a = sys.spawn(ping_pong, &log);
-  auto b = sys.spawn(ping_pong, &log);
+  ping_pong_pair pp;
+  auto& sys = *pp.h.sys;
+  auto& log = pp.log;
+  auto& a = pp.a;
+  auto& b = pp.b;
   std::this_thread::sleep_for(20ms);
   // The whole exchange happens on this thread: the first message wakes no
   // worker, and each next one stays on the thread that sent it.
@@ -248,8 +258,28 @@ TEST_CASE("scheduler: run_actors_until runs the actors a waiting thread "
   std::lock_guard<std::mutex> guard{log.mtx};
   REQUIRE(log.threads.size() == 1);
   CHECK(log.threads.front() == here);
-  caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(b, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("scheduler: run_actors_until refuses to run actors on a thread "
+          "that is inside an actor's turn",
+          "[scheduler]") {
+  std::atomic<int> result{-1};
+  std::atomic<bool> started{false};
+  system_holder h;
+  auto& sys = *h.sys;
+  auto nested = sys.spawn([&](caf::event_based_actor*) -> caf::behavior {
+    return {[&](int) {
+      result = run_actors_until(
+        sys, [&] { started = true; }, [] { return true; }) ? 1 : 0;
+    }};
+  });
+  caf::anon_send(nested, 1);
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (result < 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  CHECK(result == 0);
+  CHECK_FALSE(started);
+  caf::anon_send_exit(nested, caf::exit_reason::user_shutdown);
 }
 
 TEST_CASE("scheduler: run_actors_until leaves an application's own "

@@ -19,7 +19,9 @@ namespace actorflow {
 /// until `done()` holds: whatever makes it true must then call
 /// notify_actor_helpers. Returns false at once, calling neither, when
 /// `sys` does not run actorflow's scheduler (an application chose one of
-/// CAF's policies).
+/// CAF's policies) or when the calling thread runs actors already (a
+/// scheduler thread, e.g. a blocking call from inside an actor, or a
+/// thread in run_actors_until).
 bool run_actors_until(caf::actor_system& sys,
                       const std::function<void()>& start,
                       const std::function<bool()>& done);
