@@ -62,6 +62,14 @@ std::vector<std::vector<double>> train(optimizer& opt, int steps) {
   return result;
 }
 
+// One ps and one worker on free loopback ports, both served here.
+struct ps_and_worker {
+  cluster_spec cluster{std::map<std::string, std::vector<std::string>>{
+    {"ps", {loopback(free_port())}}, {"worker", {loopback(free_port())}}}};
+  server ps{cluster, "ps", 0};
+  server worker{cluster, "worker", 0};
+};
+
 } // namespace
 
 TEST_CASE("training: GradientDescent applies var -= lr * grad",
@@ -209,10 +217,8 @@ TEST_CASE("training: softmax regression learns a separable problem",
 
 TEST_CASE("training: a worker's updates run on the ps task's variables",
           "[training]") {
-  cluster_spec cluster{std::map<std::string, std::vector<std::string>>{
-    {"ps", {loopback(free_port())}}, {"worker", {loopback(free_port())}}}};
-  server ps{cluster, "ps", 0};
-  server worker{cluster, "worker", 0};
+  ps_and_worker tasks;
+  auto& cluster = tasks.cluster;
   graph g;
   auto as_default = g.as_default();
   operation train_op;
@@ -229,12 +235,12 @@ TEST_CASE("training: a worker's updates run on the ps task's variables",
   CHECK(w.op().device() == "/job:ps/task:0");
   CHECK(g.find_operation("Momentum/update_w/ApplyMomentum").device()
         == "/job:ps/task:0");
-  session on_worker{worker.target(), bounded(), &g};
+  session on_worker{tasks.worker.target(), bounded(), &g};
   on_worker.run(global_variables_initializer());
   on_worker.run(train_op);
   on_worker.run(train_op);
   // A session on the ps sees the updated variable: it lives there.
-  session on_ps{ps.target(), bounded(), &g};
+  session on_ps{tasks.ps.target(), bounded(), &g};
   // accum1 = 2w0, w1 = 0.8 w0; accum2 = 0.9 * 2w0 + 1.6 w0 = 3.4 w0,
   // w2 = 0.8 w0 - 0.34 w0 = 0.46 w0.
   check_close(values_of(on_ps.run(w)), {0.46, -0.92});
@@ -244,10 +250,8 @@ TEST_CASE("training: a worker's updates run on the ps task's variables",
 TEST_CASE("training: the ps starts the reads it sends to a worker before "
           "the optimizer's constants, the first layer's first",
           "[training]") {
-  cluster_spec cluster{std::map<std::string, std::vector<std::string>>{
-    {"ps", {loopback(free_port())}}, {"worker", {loopback(free_port())}}}};
-  server ps{cluster, "ps", 0};
-  server worker{cluster, "worker", 0};
+  ps_and_worker tasks;
+  auto& cluster = tasks.cluster;
   graph g;
   auto as_default = g.as_default();
   operation train_op;
@@ -259,7 +263,7 @@ TEST_CASE("training: the ps starts the reads it sends to a worker before "
     adam_optimizer opt{0.01};
     train_op = opt.minimize(reduce_sum(square(w1 * w2)), &step);
   }
-  session sess{worker.target(), bounded(), &g};
+  session sess{tasks.worker.target(), bounded(), &g};
   sess.run(global_variables_initializer());
   // The first step looks the variables up; the order shows from then on.
   sess.run(train_op);
