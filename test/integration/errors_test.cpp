@@ -2,6 +2,8 @@
 // with TensorFlow's code and a message naming what failed, and none may
 // hang.
 
+#include <thread>
+
 #include "integration_util.hpp"
 
 using namespace actorflow;
@@ -188,4 +190,40 @@ TEST_CASE("errors: a lost master fails the session with Unavailable",
   INFO(err->what());
   CHECK(err->code() == error_code::unavailable);
   CHECK(took < 15.0);
+}
+
+// close() from another thread ends a step that is still running, whether
+// its caller blocks or, after warm_up_steps remote steps, runs actors
+// while it waits.
+TEST_CASE("errors: closing a session ends its running step with Aborted",
+          "[errors]") {
+  auto warm_up = GENERATE(0, warm_up_steps);
+  local_cluster nodes{node_path, {{"local", 2}}, captured()};
+  graph g;
+  auto as_default = g.as_default();
+  auto c = constant(2.0f, "c");
+  output never;
+  {
+    device_scope pin{"/job:local/task:1"};
+    fifo_queue q{4, {dtype::float32}, {tensor_shape{}}};
+    never = q.dequeue().front();
+  }
+  session sess{nodes.target("local", 0), bounded(), &g};
+  for (int i = 0; i < warm_up; ++i)
+    REQUIRE(sess.run(c).scalar_value<float>() == 2.0f);
+  std::optional<op_error> err;
+  auto start = std::chrono::steady_clock::now();
+  std::thread waiting{[&] {
+    run_options options;
+    options.timeout_in_ms = 20000;
+    err = error_of([&] { sess.run(never, {}, options); });
+  }};
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  sess.close();
+  waiting.join();
+  auto took = seconds_since(start);
+  REQUIRE(err);
+  INFO(err->what());
+  CHECK(err->code() == error_code::aborted);
+  CHECK(took < 10.0);
 }
