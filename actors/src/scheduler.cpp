@@ -79,22 +79,50 @@ public:
     std::condition_variable helper_cv;
   };
 
+  /// After this many jobs in a row from a next_slot, the chain goes to
+  /// the back of the shared queue, so that two actors messaging each
+  /// other endlessly cannot starve the jobs waiting there.
+  static constexpr int max_chain = 16;
+
+  /// The job a thread that runs actors (a worker, or a thread in
+  /// run_actors_until) runs next: the first one that an actor running
+  /// there made runnable. Only that thread touches it.
+  struct next_slot {
+    caf::resumable* job = nullptr;
+    /// How many jobs in a row came from here.
+    int chained = 0;
+
+    /// Keeps `x` here, unless the slot is taken or a worker spins (it
+    /// takes the job at once from the shared queue); false then.
+    bool keep(coordinator_data& data, caf::resumable* x) {
+      if (job != nullptr
+          || data.spinning.load(std::memory_order_relaxed) != 0)
+        return false;
+      job = x;
+      return true;
+    }
+
+    /// The kept job, or nullptr when there is none or max_chain jobs in a
+    /// row came from here (the kept one then goes to the shared queue).
+    caf::resumable* take(coordinator_data& data) {
+      if (job != nullptr && chained < max_chain) {
+        ++chained;
+        return std::exchange(job, nullptr);
+      }
+      if (job != nullptr)
+        push(data, std::exchange(job, nullptr));
+      chained = 0;
+      return nullptr;
+    }
+  };
+
   struct worker_data {
     explicit worker_data(caf::scheduler::abstract_coordinator*) {
       // nop
     }
 
-    /// A job this worker's own actor made runnable, run by this worker
-    /// next; only this worker's thread touches it.
-    caf::resumable* next = nullptr;
-    /// How many jobs in a row came from `next`.
-    int chained = 0;
+    next_slot next;
   };
-
-  /// After this many jobs in a row from `next`, the chain goes to the
-  /// back of the shared queue, so that two actors messaging each other
-  /// endlessly cannot starve the jobs waiting there.
-  static constexpr int max_chain = 16;
 
   template <class Coordinator>
   void central_enqueue(Coordinator* self, caf::resumable* job) {
@@ -148,13 +176,8 @@ public:
   template <class Worker>
   void internal_enqueue(Worker* self, caf::resumable* job) {
     auto& data = d(self->parent());
-    auto& own = d(self);
-    if (own.next == nullptr
-        && data.spinning.load(std::memory_order_relaxed) == 0) {
-      own.next = job;
-      return;
-    }
-    central_enqueue(self->parent(), job);
+    if (!d(self).next.keep(data, job))
+      push(data, job);
   }
 
   template <class Worker>
@@ -166,16 +189,9 @@ public:
   caf::resumable* dequeue(Worker* self) {
     using clock = std::chrono::steady_clock;
     runs_actors = true;
-    auto& own = d(self);
-    if (own.next != nullptr) {
-      if (own.chained < max_chain) {
-        ++own.chained;
-        return std::exchange(own.next, nullptr);
-      }
-      central_enqueue(self->parent(), std::exchange(own.next, nullptr));
-    }
-    own.chained = 0;
     auto& data = d(self->parent());
+    if (auto* job = d(self).next.take(data))
+      return job;
     std::unique_lock<std::mutex> guard{data.lock};
     if (!data.queue.empty())
       return pop(data);
@@ -225,8 +241,8 @@ public:
 
   template <class Worker, class UnaryFunction>
   void foreach_resumable(Worker* self, UnaryFunction f) {
-    if (auto& own = d(self); own.next != nullptr)
-      f(std::exchange(own.next, nullptr));
+    if (auto& next = d(self).next; next.job != nullptr)
+      f(std::exchange(next.job, nullptr));
   }
 
   template <class Coordinator, class UnaryFunction>
@@ -251,18 +267,25 @@ public:
     }
 
     void exec_later(caf::resumable* job) override {
-      if (next == nullptr
-          && data_.spinning.load(std::memory_order_relaxed) == 0) {
-        next = job;
-        return;
-      }
-      push(data_, job);
+      if (!next.keep(data_, job))
+        push(data_, job);
     }
 
-    caf::resumable* next = nullptr;
+    next_slot next;
 
   private:
     coordinator_data& data_;
+  };
+
+  /// Sets a thread-local flag for its lifetime.
+  struct set_while_alive {
+    explicit set_while_alive(bool& flag) : flag(flag) {
+      flag = true;
+    }
+    ~set_while_alive() {
+      flag = false;
+    }
+    bool& flag;
   };
 
   /// run_actors_until (run_actors.hpp) for this policy's coordinator;
@@ -272,31 +295,15 @@ public:
                    const std::function<bool()>& done) {
     if (runs_actors)
       return false;
-    runs_actors = true;
-    struct reset {
-      ~reset() {
-        runs_actors = false;
-      }
-    } on_return;
+    set_while_alive helping{runs_actors};
     helper_unit unit{sys, data};
-    helper_sending = true;
-    try {
+    {
+      set_while_alive sending{helper_sending};
       start();
-    } catch (...) {
-      helper_sending = false;
-      throw;
     }
-    helper_sending = false;
-    int chained = 0;
     for (;;) {
-      caf::resumable* job = nullptr;
-      if (unit.next != nullptr && chained < max_chain) {
-        ++chained;
-        job = std::exchange(unit.next, nullptr);
-      } else {
-        if (unit.next != nullptr)
-          push(data, std::exchange(unit.next, nullptr));
-        chained = 0;
+      auto* job = unit.next.take(data);
+      if (job == nullptr) {
         std::unique_lock<std::mutex> guard{data.lock};
         // Checked under the lock that notify_actor_helpers takes: no
         // wake-up is lost between this check and the wait.
