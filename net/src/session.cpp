@@ -46,6 +46,10 @@ struct pending_steps {
 
   /// Where callers may wait in run_actors_until (see call_master).
   caf::actor_system& sys;
+  /// How many of this session's callers wait there: only they need
+  /// notify_actor_helpers (which takes the scheduler's lock), so a step
+  /// whose caller blocks or polls does not pay for it.
+  std::atomic<int> helping{0};
   std::mutex mtx;
   std::unordered_map<uint64_t, std::promise<step_result>> waiting;
   uint64_t next_id = 0;
@@ -64,7 +68,7 @@ struct pending_steps {
     }
     result.done = std::chrono::steady_clock::now();
     p.set_value(std::move(result));
-    notify_actor_helpers(sys);
+    notify_helpers();
   }
 
   void end(status why) {
@@ -79,7 +83,12 @@ struct pending_steps {
     }
     for (auto& [id, p] : left)
       p.set_value({{}, why, std::chrono::steady_clock::now()});
-    notify_actor_helpers(sys);
+    notify_helpers();
+  }
+
+  void notify_helpers() {
+    if (helping.load() > 0)
+      notify_actor_helpers(sys);
   }
 };
 
@@ -266,8 +275,8 @@ step_result call_master(pending_steps& pending, const caf::actor& client,
   }
   using clock = std::chrono::steady_clock;
   auto sent = clock::now();
-  auto average = replies.polling_ns.load(std::memory_order_relaxed);
-  auto helping = replies.helping_ns.load(std::memory_order_relaxed);
+  auto polling_avg = replies.polling_ns.load(std::memory_order_relaxed);
+  auto helping_avg = replies.helping_ns.load(std::memory_order_relaxed);
   auto send = [&] {
     caf::anon_send(client, run_step_atom_v, id, std::move(req), wait_ms);
   };
@@ -275,15 +284,20 @@ step_result call_master(pending_steps& pending, const caf::actor& client,
     return result.wait_for(std::chrono::seconds{0})
            == std::future_status::ready;
   };
-  if (helping < help_min_ns || helping > help_max_ns
-      || !run_actors_until(pending.sys, send, ready))
+  bool helped = false;
+  if (helping_avg >= help_min_ns && helping_avg <= help_max_ns) {
+    // Counted before the step goes out, so that its reply notifies.
+    ++pending.helping;
+    helped = run_actors_until(pending.sys, send, ready);
+    --pending.helping;
+  }
+  if (!helped)
     send();
-  if (spin.count() > 0 && average < spin.count()) {
+  if (spin.count() > 0 && polling_avg < spin.count()) {
     auto deadline = sent + spin;
-    while (result.wait_for(std::chrono::seconds{0})
-           != std::future_status::ready)
-      if (clock::now() >= deadline)
-        break;
+    while (!ready() && clock::now() < deadline) {
+      // poll
+    }
   }
   auto out = result.get();
   // Until the reply was handed over, not until this thread woke up: a
@@ -294,12 +308,12 @@ step_result call_master(pending_steps& pending, const caf::actor& client,
                 out.done - sent)
                 .count();
   took = std::max<int64_t>(took, 0);
-  auto polled = std::min<int64_t>(took, 4 * spin.count());
-  replies.polling_ns.store(average + (polled - average) / 8,
-                           std::memory_order_relaxed);
-  auto helped = std::min<int64_t>(took, 2 * help_max_ns);
-  replies.helping_ns.store(helping + (helped - helping) / 8,
-                           std::memory_order_relaxed);
+  auto add = [took](std::atomic<int64_t>& into, int64_t old, int64_t cap) {
+    into.store(old + (std::min(took, cap) - old) / 8,
+               std::memory_order_relaxed);
+  };
+  add(replies.polling_ns, polling_avg, 4 * spin.count());
+  add(replies.helping_ns, helping_avg, 2 * help_max_ns);
   return out;
 }
 
