@@ -156,6 +156,12 @@ struct node_plan {
   /// A kernel that takes long (a GEMM or convolution): readied after its
   /// cheap siblings, so that they run first (see complete_node).
   bool heavy = false;
+  /// Inputs of other nodes that take one of this node's outputs as a value.
+  /// The last of them moves its input out of the step, as TF's executor
+  /// clears an input entry once its consumer ran: a variable's read is not
+  /// kept alive until the step ends (which made its next update copy the
+  /// whole value) and a step's peak memory is its live tensors.
+  int value_uses = 0;
   std::string rendezvous_key;
 };
 
@@ -164,6 +170,8 @@ struct step_state {
   caf::typed_response_promise<run_graph_response> rp;
   std::vector<int> pending;
   std::vector<std::vector<tensor>> outs;
+  /// Per node, its value_uses not yet taken in this step.
+  std::vector<int> uses_left;
   std::vector<int> ready;
   size_t remaining = 0;
   size_t in_flight = 0;
@@ -852,7 +860,12 @@ void start_node(executor_self self, step_state& step, int i) {
                                + plan.def.name + "'"));
       return;
     }
-    inputs.push_back(outs[static_cast<size_t>(index)]);
+    if (--step.uses_left[static_cast<size_t>(producer)] > 0) {
+      inputs.push_back(outs[static_cast<size_t>(index)]);
+    } else {
+      inputs.push_back(std::move(outs[static_cast<size_t>(index)]));
+      outs.clear();
+    }
   }
   if (reads.empty()) {
     compute(self, step, i, std::move(inputs));
@@ -1079,6 +1092,14 @@ executor_actor::behavior_type executor(executor_self self, task_actor task,
         plan.inputs.emplace_back(p->second, ref.index);
     }
   }
+  // As the gathering of inputs: a variable's value inputs past the leading
+  // refs are reads, not its outputs.
+  for (auto& plan : st.nodes)
+    for (size_t j = 0; j < plan.inputs.size(); ++j) {
+      auto& p = st.nodes[static_cast<size_t>(plan.inputs[j].first)];
+      if (!(p.variable && j >= plan.ref_inputs))
+        ++p.value_uses;
+    }
   st.roots = start_order(st.nodes, producers);
   return {
     [self](run_graph_atom, run_graph_request& req,
@@ -1119,6 +1140,7 @@ executor_actor::behavior_type executor(executor_self self, task_actor task,
       auto n = st.nodes.size();
       step.pending.resize(n);
       step.outs.resize(n);
+      step.uses_left.resize(n);
       step.stat_index.assign(n, -1);
       step.remaining = n;
       if (step.trace) {
@@ -1128,8 +1150,10 @@ executor_actor::behavior_type executor(executor_self self, task_actor task,
         source.timeline_label = "_SOURCE = NoOp()";
         step.response.node_stats.push_back(std::move(source));
       }
-      for (size_t i = 0; i < n; ++i)
+      for (size_t i = 0; i < n; ++i) {
         step.pending[i] = st.nodes[i].num_deps;
+        step.uses_left[i] = st.nodes[i].value_uses;
+      }
       step.ready = st.roots;
       drive(self, id);
       return rp;

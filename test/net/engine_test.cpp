@@ -427,6 +427,41 @@ TEST_CASE("engine: a control dependency orders a read after an update",
   CHECK(sess.run(v).scalar_value<float>() == 2.0f);
 }
 
+TEST_CASE("engine: a value is freed once its last consumer took it, so an "
+          "update later in the step writes the variable in place",
+          "[engine][control]") {
+  // As TF's executor, which clears each input entry once its consumer ran.
+  // Were the read kept until the step ends, the update would find the
+  // variable's buffer shared and write a copy of it (a whole extra copy
+  // of a weight matrix per training step on a ps).
+  graph g;
+  auto as_default = g.as_default();
+  constexpr int64_t n = int64_t{1} << 18;
+  variable v{tensor::from_vector(std::vector<float>(n, 1.0f),
+                                 tensor_shape{n}),
+             named("v")};
+  auto total = reduce_sum(identity(v, "read"), std::vector<int>{}, false, "total");
+  output inc;
+  {
+    control_dependencies deps{total};
+    inc = v.assign_add(constant(tensor::from_vector(
+      std::vector<float>(n, 2.0f), tensor_shape{n})));
+  }
+  session sess{bounded(), &g};
+  sess.run(v.initializer());
+  // The first update copies: the initial value is the Const's own tensor.
+  sess.run(inc);
+  auto before = sess.run(v);
+  const void* buffer = before.raw();
+  before = tensor{};
+  auto results = sess.run({total, inc});
+  CHECK(results[0].scalar_value<float>() == 3.0f * static_cast<float>(n));
+  results.clear();
+  auto after = sess.run(v);
+  CHECK(after.flat<float>()[n - 1] == 5.0f);
+  CHECK(after.raw() == buffer);
+}
+
 // -- random seeds --------------------------------------------------------------------
 
 TEST_CASE("engine: seeded random ops repeat across sessions, not across "
