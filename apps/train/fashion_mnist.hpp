@@ -170,8 +170,9 @@ make_batch(const dataset& ds, const std::vector<int64_t>& order,
                                      = {pixels}) {
   std::vector<int64_t> dims{n};
   dims.insert(dims.end(), image_shape.begin(), image_shape.end());
-  tensor x{dtype::float32, tensor_shape{dims}};
-  tensor y{dtype::int32, tensor_shape{n}};
+  // Every element is written below: no zero fill first.
+  auto x = tensor::uninitialized(dtype::float32, tensor_shape{dims});
+  auto y = tensor::uninitialized(dtype::int32, tensor_shape{n});
   auto xs = x.flat<float>();
   auto ys = y.flat<int32_t>();
   for (int64_t i = 0; i < n; ++i) {
