@@ -440,7 +440,8 @@ TEST_CASE("engine: a value is freed once its last consumer took it, so an "
   variable v{tensor::from_vector(std::vector<float>(n, 1.0f),
                                  tensor_shape{n}),
              named("v")};
-  auto total = reduce_sum(identity(v, "read"), std::vector<int>{}, false, "total");
+  auto total
+    = reduce_sum(identity(v, "read"), std::vector<int>{}, false, "total");
   output inc;
   {
     control_dependencies deps{total};
