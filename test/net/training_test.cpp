@@ -68,6 +68,9 @@ struct ps_and_worker {
     {"ps", {loopback(free_port())}}, {"worker", {loopback(free_port())}}}};
   server ps{cluster, "ps", 0};
   server worker{cluster, "worker", 0};
+  /// The test's graph, the default one while the fixture lives.
+  graph g;
+  graph::default_guard as_default = g.as_default();
 };
 
 } // namespace
@@ -219,8 +222,7 @@ TEST_CASE("training: a worker's updates run on the ps task's variables",
           "[training]") {
   ps_and_worker tasks;
   auto& cluster = tasks.cluster;
-  graph g;
-  auto as_default = g.as_default();
+  auto& g = tasks.g;
   operation train_op;
   variable w;
   {
@@ -252,8 +254,7 @@ TEST_CASE("training: the ps starts the reads it sends to a worker before "
           "[training]") {
   ps_and_worker tasks;
   auto& cluster = tasks.cluster;
-  graph g;
-  auto as_default = g.as_default();
+  auto& g = tasks.g;
   operation train_op;
   {
     device_scope setter{replica_device_setter(cluster)};
