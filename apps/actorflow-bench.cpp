@@ -702,8 +702,8 @@ void run_matmul(context& ctx) {
   sess.run(global_variables_initializer());
   // The same product with Eigen directly: the kernel's own GEMM (row-major
   // maps, one thread) on the same values, into a reused output. Both in
-  // alternating slices: on a shared VM the GEMM's speed drifts by more
-  // than the gap being measured.
+  // alternating slices, each side's fastest: on a shared VM the GEMM's
+  // speed drifts by more than the gap being measured.
   auto values = sess.run({a, b});
   using matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic,
                                Eigen::RowMajor>;
