@@ -107,11 +107,13 @@ rate measure(F&& op, const measure_options& opts) {
 /// Measures `a` and `b` in alternating slices (a, b, a, b, ...; fifteen
 /// each, together bounded by twice opts.budget plus one operation per
 /// slice), so that a slow phase of a shared machine hits both sides of a
-/// ratio rather than one: for each, the rate of its fastest slice. Both
-/// are compute-bound here, and interference only ever slows a slice down
+/// ratio rather than one: for each, the rate of its fastest slice
 /// (Python's timeit takes the minimum for the same reason); the median of
-/// five slices still moved the ratio by up to 0.1 when this VM slowed down
-/// for a second. opts.max_reps and opts.min_reps are per slice here.
+/// five slices still moved the ratio by up to 0.1 when this VM slowed
+/// down for a second. Only for compute-bound operations (matmul_1024),
+/// which interference only ever slows down; never for a bimodal baseline
+/// such as the raw TCP round trip, whose fastest slice is its rare mode.
+/// opts.max_reps and opts.min_reps are per slice here.
 template <class A, class B>
 std::pair<rate, rate> measure_interleaved(A&& a, B&& b,
                                           const measure_options& opts) {
