@@ -372,34 +372,66 @@ struct apply_step {
   variable_actor var;
   apply_kind kind;
   std::function<std::vector<tensor>(const std::vector<tensor>&)> args;
+  /// Runs at once with the step after it (neither needs the other's
+  /// value): Adam's two slots update in parallel, on two cores.
+  bool with_next = false;
 };
 
-// Runs `steps` one after another (a slot's new value feeds the variable's
-// update), each atomic in its variable actor; node `i`'s output is the
-// last new value.
+struct apply_run {
+  std::vector<apply_step> steps;
+  /// -1: whole variables; else the first row of a row-block update.
+  int64_t row_begin = -1;
+  std::vector<tensor> results;
+  size_t pending = 0;
+  bool failed = false;
+};
+
+// Runs the steps from `k` on, a group of `with_next` steps at a time (a
+// slot's new value feeds the variable's update), each atomic in its
+// variable actor; node `i`'s output is the last new value (nothing for a
+// row block: its only users are control edges, and holding the rows would
+// make the variable's next block copy the whole buffer).
 void run_applies(executor_self self, int64_t id, int i,
-                 std::shared_ptr<std::vector<apply_step>> steps, size_t k,
-                 std::vector<tensor> results) {
-  if (k == steps->size()) {
-    resume(self, id, i, {}, {results.back()});
+                 std::shared_ptr<apply_run> run, size_t k) {
+  auto& steps = run->steps;
+  if (k == steps.size()) {
+    resume(self, id, i, {},
+           {run->row_begin < 0 ? run->results.back() : tensor{}});
     return;
   }
-  auto& s = (*steps)[k];
-  self
-    ->request(s.var, caf::infinite, apply_atom_v, static_cast<int32_t>(s.kind),
-              s.args(results))
-    .then(
-      [self, id, i, steps, k, results](status& err, tensor& value) mutable {
-        if (!err.ok()) {
-          resume(self, id, i, std::move(err), {});
-          return;
-        }
-        results.push_back(std::move(value));
-        run_applies(self, id, i, steps, k + 1, std::move(results));
-      },
-      [self, id, i](caf::error& err) {
-        resume(self, id, i, to_status(err, "variable actor"), {});
-      });
+  auto end = k + 1;
+  while (end < steps.size() && steps[end - 1].with_next)
+    ++end;
+  auto first = run->results.size();
+  run->results.resize(first + (end - k));
+  run->pending = end - k;
+  for (auto j = k; j < end; ++j) {
+    auto& s = steps[j];
+    self
+      ->request(s.var, caf::infinite, apply_atom_v,
+                static_cast<int32_t>(s.kind),
+                s.args(run->results), run->row_begin)
+      .then(
+        [self, id, i, run, end, slot = first + (j - k)](status& err,
+                                                       tensor& value) {
+          if (run->failed)
+            return;
+          if (!err.ok()) {
+            run->failed = true;
+            resume(self, id, i, std::move(err), {});
+            return;
+          }
+          run->results[slot] = std::move(value);
+          if (--run->pending == 0)
+            run_applies(self, id, i, run, end);
+        },
+        [self, id, i, run](caf::error& err) {
+          if (run->failed)
+            return;
+          run->failed = true;
+          resume(self, id, i, to_status(err, "variable actor"), {});
+        });
+  }
 }
 
 tensor scalar_as(dtype type, double value) {
@@ -447,7 +479,8 @@ std::vector<apply_step> training_steps(const node_def& def,
   } else if (op == "ApplyAdam") {
     // var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad.
     steps.push_back({refs[1], k::moving_average,
-                     [in](auto&) { return std::vector<tensor>{in[9], in[6]}; }});
+                     [in](auto&) { return std::vector<tensor>{in[9], in[6]}; },
+                     true});
     steps.push_back({refs[2], k::moving_square,
                      [in](auto&) { return std::vector<tensor>{in[9], in[7]}; }});
     steps.push_back({refs[0], k::scaled_sqrt, [in](auto& r) {
@@ -746,10 +779,11 @@ void compute_unchecked(executor_self self, step_state& step, int i,
                        + " was freed during the step (container reset)"});
       refs.push_back(p.var);
     }
-    auto steps = std::make_shared<std::vector<apply_step>>(
-      training_steps(plan.def, refs, inputs));
+    auto run = std::make_shared<apply_run>();
+    run->steps = training_steps(plan.def, refs, inputs);
+    run->row_begin = plan.def.attr_or<int64_t>("_row_begin", -1);
     ++step.in_flight;
-    run_applies(self, id, i, std::move(steps), 0, {});
+    run_applies(self, id, i, std::move(run), 0);
     return;
   }
   if (plan.ref_consumer) {

@@ -18,6 +18,7 @@
 #include "actorflow/actors/task.hpp"
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/graph/device_name.hpp"
+#include "actorflow/graph/matmul_pipelining.hpp"
 #include "actorflow/graph/partition.hpp"
 #include "actorflow/graph/placer.hpp"
 #include "actorflow/graph/subgraph.hpp"
@@ -476,6 +477,8 @@ void plan_and_run(task_self self, step_promise rp,
       out << r.node << ": (" << r.op << "): " << r.device << "\n";
     std::cout << out.str() << std::flush;
   }
+  if (sess.config.matmul_pipelining)
+    pipeline_cut_matmuls(sub.def);
   std::map<std::string, graph_def> partitions;
   if (auto err = partition(sub.def, partitions); !err.ok())
     return deliver_error(rp, err);

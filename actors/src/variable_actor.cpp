@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 
 #include <Eigen/Core>
@@ -148,10 +149,12 @@ void apply_update(tensor& var, apply_kind kind,
   }
 }
 
-// One training update, atomically: the variable's new value, or an error
-// that leaves it unchanged.
+// One training update, atomically, of the whole variable (row_begin < 0)
+// or of the rows [row_begin, row_begin + n) the element-wise arguments
+// hold; `updated` is what changed. An error leaves the variable unchanged.
 status apply(variable_state& st, apply_kind kind,
-             const std::vector<tensor>& args) {
+             const std::vector<tensor>& args, int64_t row_begin,
+             tensor& updated) {
   if (!st.value.valid())
     return uninitialized(st);
   if (st.type != dtype::float32 && st.type != dtype::float64)
@@ -161,14 +164,35 @@ status apply(variable_state& st, apply_kind kind,
   auto shapes = elementwise_args(kind);
   if (shapes.empty() || args.size() != shapes.size())
     return invalid_argument("malformed update of " + st.name);
+  // The shape element-wise arguments must have: the variable's, or its
+  // rows [row_begin, row_begin + n) where n comes from the first one.
+  auto want = st.value.shape();
+  int64_t rows = 0;
+  if (row_begin >= 0) {
+    auto lead = std::find(shapes.begin(), shapes.end(), true);
+    auto dims = want.dims();
+    if (dims.empty() || lead == shapes.end())
+      return invalid_argument("a row update of " + st.name
+                              + " needs a variable with rows, not "
+                              + want.to_string());
+    auto& first = args[static_cast<size_t>(lead - shapes.begin())];
+    rows = first.shape().rank() > 0 ? first.shape().dim(0) : -1;
+    if (rows < 0 || row_begin + rows > dims[0])
+      return invalid_argument("rows [" + std::to_string(row_begin) + ", "
+                              + std::to_string(row_begin + rows)
+                              + ") are outside " + st.name + " of shape "
+                              + want.to_string());
+    dims[0] = rows;
+    want = tensor_shape{dims};
+  }
   for (size_t i = 0; i < args.size(); ++i) {
     if (auto err = check_type(st, args[i]); !err.ok())
       return err;
-    if (shapes[i] && !(args[i].shape() == st.value.shape()))
+    if (shapes[i] && !(args[i].shape() == want))
       return invalid_argument("var and update argument "
                               + std::to_string(i)
                               + " do not have the same shape"
-                              + st.value.shape().to_string() + " "
+                              + want.to_string() + " "
                               + args[i].shape().to_string() + " (" + st.name
                               + ")");
     if (!shapes[i] && args[i].num_elements() != 1)
@@ -177,11 +201,22 @@ status apply(variable_state& st, apply_kind kind,
                               + args[i].shape().to_string());
   }
   auto next = st.value.unique() ? st.value : st.value.deep_copy();
+  if (row_begin < 0) {
+    if (st.type == dtype::float32)
+      apply_update<float>(next, kind, args);
+    else
+      apply_update<double>(next, kind, args);
+    st.value = std::move(next);
+    updated = st.value;
+    return {};
+  }
+  auto block = next.slice(row_begin, row_begin + rows);
   if (st.type == dtype::float32)
-    apply_update<float>(next, kind, args);
+    apply_update<float>(block, kind, args);
   else
-    apply_update<double>(next, kind, args);
+    apply_update<double>(block, kind, args);
   st.value = std::move(next);
+  updated = std::move(block);
   return {};
 }
 
@@ -241,10 +276,12 @@ variable(variable_actor::stateful_pointer<variable_state> self,
                                + std::string{to_string(st.type)});
       return {err, before};
     },
-    [self](apply_atom, int32_t kind,
-           const std::vector<tensor>& args) -> caf::result<status, tensor> {
-      auto err = apply(self->state, static_cast<apply_kind>(kind), args);
-      return {err, err.ok() ? self->state.value : tensor{}};
+    [self](apply_atom, int32_t kind, const std::vector<tensor>& args,
+           int64_t row_begin) -> caf::result<status, tensor> {
+      tensor updated;
+      auto err = apply(self->state, static_cast<apply_kind>(kind), args,
+                       row_begin, updated);
+      return {err, std::move(updated)};
     },
     [self](is_initialized_atom) {
       return self->state.value.valid();

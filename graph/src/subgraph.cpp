@@ -122,6 +122,14 @@ status build_subgraph(const graph_def& g, const std::vector<std::string>& feeds,
     arg.name = "_arg_" + flat_name(key);
     arg.op = "_Arg";
     arg.attrs["index"] = static_cast<int64_t>(i);
+    // A placeholder's declared shape, which the master checks every feed
+    // against, so that rewrites after placement know the fed shape.
+    if (auto ref = parse_input(feeds[i]); ref.index == 0) {
+      auto& fed_node = g.nodes[index.at(ref.node)];
+      if (fed_node.op == "Placeholder")
+        if (auto s = fed_node.attrs.find("shape"); s != fed_node.attrs.end())
+          arg.attrs["shape"] = s->second;
+    }
     // The feed's device follows its consumers (placer heuristic).
     arg_of[key] = arg.name;
     out.arg_nodes.push_back(arg.name);

@@ -201,9 +201,22 @@ status split_kernel(kernel_context& ctx) {
     ctx.outputs.push_back(value);
     return {};
   }
+  auto rows = dims[a] / num_split;
+  if (product(dims, 0, a) == 1 && dims[a] > 0 && value.type() != dtype::string) {
+    // Row blocks are contiguous: views of the input, nothing copied.
+    auto lead = dims;
+    lead.erase(lead.begin(), lead.begin() + static_cast<int64_t>(a));
+    auto whole = value.reshaped(tensor_shape{lead});
+    auto part_dims = dims;
+    part_dims[a] = rows;
+    for (int64_t k = 0; k < num_split; ++k)
+      ctx.outputs.push_back(
+        whole.slice(k * rows, (k + 1) * rows).reshaped(tensor_shape{part_dims}));
+    return {};
+  }
   return visit_all(ctx, value.type(), [&]<class T>(type_tag<T>) -> status {
     auto outer = product(dims, 0, a);
-    auto part = dims[a] / num_split * product(dims, a + 1, dims.size());
+    auto part = rows * product(dims, a + 1, dims.size());
     auto part_dims = dims;
     part_dims[a] /= num_split;
     auto src = value.flat<T>().data();

@@ -18,6 +18,10 @@ struct session_config {
   bool log_device_placement = false;
   /// Default deadline of every run (0 = none).
   int64_t operation_timeout_in_ms = 0;
+  /// actorflow's own graph rewrite (no TensorFlow counterpart): a large
+  /// MatMul operand or result crossing between tasks travels in row
+  /// blocks that overlap the GEMM (graph/matmul_pipelining.hpp).
+  bool matmul_pipelining = true;
 };
 
 /// TensorFlow's RunOptions.

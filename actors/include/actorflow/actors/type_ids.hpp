@@ -202,7 +202,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_config& x) {
   return f(caf::meta::type_name("actorflow::session_config"),
            x.allow_soft_placement, x.log_device_placement,
-           x.operation_timeout_in_ms);
+           x.operation_timeout_in_ms, x.matmul_pipelining);
 }
 
 template <class Inspector>
@@ -370,7 +370,11 @@ enum class reader_op : int32_t {
 
 /// In-place updates a variable actor applies atomically (the `kind` of an
 /// apply message), the pieces of TF's training ops (ApplyGradientDescent,
-/// ApplyMomentum, ApplyAdagrad, ApplyAdam). Scalars are 0-d tensors.
+/// ApplyMomentum, ApplyAdagrad, ApplyAdam). Scalars are 0-d tensors. The
+/// message's last field is the first row to update: -1 updates the whole
+/// variable and replies with its new value; a row r >= 0 takes element-wise
+/// arguments of rows [r, r + n) only (a row block of a pipelined gradient,
+/// graph/matmul_pipelining.hpp) and replies with those rows' new values.
 enum class apply_kind : int32_t {
   /// var -= alpha * delta; args: alpha, delta.
   gradient_descent = 0,
@@ -397,8 +401,8 @@ using variable_actor = caf::typed_actor<
   caf::replies_to<assign_sub_atom, tensor>::with<status, tensor>,
   caf::replies_to<is_initialized_atom>::with<bool>,
   caf::replies_to<count_up_to_atom, int64_t>::with<status, tensor>,
-  caf::replies_to<apply_atom, int32_t,
-                  std::vector<tensor>>::with<status, tensor>>;
+  caf::replies_to<apply_atom, int32_t, std::vector<tensor>,
+                  int64_t>::with<status, tensor>>;
 
 /// A queue on its task. `queue_op` carries the operation, its values, n
 /// (dequeue_many / up_to), the step it belongs to (for cancellation) and

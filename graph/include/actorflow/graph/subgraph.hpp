@@ -11,7 +11,9 @@ namespace actorflow {
 /// The nodes one step needs, with feeds and fetches made explicit.
 struct subgraph {
   /// Pruned nodes in a valid (inputs-first) order. Every fed tensor's uses
-  /// are rewired to an `_Arg` node (attr `index` = position in `feeds`),
+  /// are rewired to an `_Arg` node (attr `index` = position in `feeds`;
+  /// attr `shape` = a fed placeholder's declared shape, which feeds are
+  /// checked against),
   /// and every fetch gets a `_Retval` node (attr `index` = position in
   /// `fetches`).
   graph_def def;
