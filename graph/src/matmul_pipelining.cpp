@@ -22,6 +22,14 @@ const std::set<std::string_view> shape_of_first{
   "OnesLike", "Softmax",   "LogSoftmax",   "ReadVariableOp"};
 const std::set<std::string_view> shape_of_any{
   "ReluGrad", "Relu6Grad", "EluGrad", "TanhGrad", "SigmoidGrad"};
+// Element-wise binary ops, whose output is the one operand's shape when
+// the other is a scalar or both agree (the only broadcasts handled here).
+const std::set<std::string_view> binary{"Add",     "AddV2",   "Sub",
+                                        "Mul",     "RealDiv", "Maximum",
+                                        "Minimum", "SquaredDifference"};
+// Ops that make a tensor of the shape their first input (a Const) holds.
+const std::set<std::string_view> shaped_by_input{
+  "RandomUniform", "RandomStandardNormal", "TruncatedNormal", "Fill"};
 
 class pipeliner {
 public:
@@ -61,6 +69,32 @@ private:
     return i == shapes_.end() ? tensor_shape::unknown() : i->second;
   }
 
+  // The shape an int32 or int64 vector Const holds, e.g. RandomUniform's
+  // `shape` input; unknown for anything else.
+  tensor_shape shape_held_by(const std::string& input) const {
+    auto ref = parse_input(input);
+    auto i = index_.find(ref.node);
+    if (i == index_.end() || ref.index != 0)
+      return tensor_shape::unknown();
+    auto& n = g_.nodes[i->second];
+    auto v = n.attrs.find("value");
+    if (n.op != "Const" || v == n.attrs.end())
+      return tensor_shape::unknown();
+    auto* t = std::get_if<tensor>(&v->second);
+    if (!t || t->shape().rank() != 1)
+      return tensor_shape::unknown();
+    std::vector<int64_t> dims;
+    if (t->type() == dtype::int32)
+      for (auto d : t->flat<int32_t>())
+        dims.push_back(d);
+    else if (t->type() == dtype::int64)
+      for (auto d : t->flat<int64_t>())
+        dims.push_back(d);
+    else
+      return tensor_shape::unknown();
+    return tensor_shape{dims};
+  }
+
   // Output 0's static shape of every node, inputs first (a placed graph
   // lists a node's inputs before it; one that does not stays unknown).
   void infer_shapes() {
@@ -82,6 +116,15 @@ private:
             s = t;
             break;
           }
+      } else if (binary.count(n.op) > 0 && n.inputs.size() == 2) {
+        auto x = shape_of(n.inputs[0]);
+        auto y = shape_of(n.inputs[1]);
+        if (y.rank() == 0 || (x == y && x.rank() > 0))
+          s = x;
+        else if (x.rank() == 0)
+          s = y;
+      } else if (shaped_by_input.count(n.op) > 0 && !n.inputs.empty()) {
+        s = shape_held_by(n.inputs[0]);
       } else if (n.op == "MatMul" && n.inputs.size() >= 2) {
         auto a = shape_of(n.inputs[0]);
         auto b = shape_of(n.inputs[1]);

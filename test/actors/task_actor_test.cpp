@@ -297,6 +297,62 @@ TEST_CASE("task: variables through the protocol (§8)", "[task][variable]") {
   CHECK(c.value(v.value().name()).scalar_value<float>() == 1.0f);
 }
 
+TEST_CASE("task: a training op's _row_begin updates those rows of its "
+          "variable only, and rows outside it fail with the variable named",
+          "[task][variable]") {
+  task_fixture task;
+  graph g;
+  auto as_default = g.as_default();
+  variable v{tensor::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8},
+                                        tensor_shape{4, 2}),
+             named("v")};
+  constant(1.0f, "alpha");
+  placeholder(dtype::float32, tensor_shape{2, 2}, "grad");
+  // What matmul_pipelining makes of an update by a gradient's row block.
+  auto def = g.def();
+  for (auto [name, first] : {std::pair{"rows_2", 2}, std::pair{"rows_3", 3}}) {
+    node_def n;
+    n.name = name;
+    n.op = "ApplyGradientDescent";
+    n.inputs = {"v", "alpha", "grad"};
+    n.attrs["T"] = dtype::float32;
+    n.attrs["_row_begin"] = int64_t{first};
+    def.nodes.push_back(std::move(n));
+  }
+  auto handle = task.create_session();
+  auto run = [&](std::vector<std::string> fetches,
+                 std::vector<std::string> targets, bool send_graph = false) {
+    run_step_request req;
+    req.session_handle = handle;
+    req.fetches = std::move(fetches);
+    req.targets = std::move(targets);
+    if (send_graph) {
+      req.graph_delta = to_bytes(def);
+      req.graph_base = 0;
+    }
+    if (!req.targets.empty() && req.targets[0] != v.initializer().name()) {
+      req.feed_names = {"grad:0"};
+      req.feed_values = {tensor::from_vector<float>({1, 1, 1, 1},
+                                                    tensor_shape{2, 2})};
+    }
+    return task.run_step(std::move(req));
+  };
+  REQUIRE(run({}, {v.initializer().name()}, true).result.ok());
+  auto ok = run({}, {"rows_2"});
+  INFO(ok.result.to_string());
+  REQUIRE(ok.result.ok());
+  auto after = run({"v:0"}, {});
+  REQUIRE(after.result.ok());
+  CHECK(after.outputs.at(0)
+        == tensor::from_vector<float>({1, 2, 3, 4, 4, 5, 6, 7},
+                                      tensor_shape{4, 2}));
+  auto outside = run({}, {"rows_3"});
+  CHECK(outside.result.code() == error_code::invalid_argument);
+  CHECK_THAT(outside.result.message(),
+             Catch::Contains("rows [3, 5) are outside v of shape [4,2]"));
+  CHECK(run({"v:0"}, {}).outputs.at(0) == after.outputs.at(0));
+}
+
 TEST_CASE("task: sessions on one task share variables by name (case 53)",
           "[task][variable]") {
   task_fixture task;

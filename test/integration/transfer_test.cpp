@@ -92,3 +92,54 @@ TEST_CASE("transfer: chunked bools, odd sizes and strings arrive intact",
   REQUIRE(v[5].num_elements() == 2500);
   CHECK(v[5].flat<std::string>()[2499] == std::string(1000, 'w'));
 }
+
+TEST_CASE("transfer: a large MatMul operand crosses processes in row "
+          "blocks and gives the whole product", "[transfer]") {
+  local_cluster nodes{node_path, {{"ps", 1}, {"worker", 1}}, captured()};
+  graph g;
+  auto as_default = g.as_default();
+  // 784 x 256 floats (784 KiB) on the ps, multiplied on the worker:
+  // matmul_pipelining sends them as 4 row blocks of 196.
+  output w;
+  {
+    device_scope on_ps{"/job:ps/task:0"};
+    w = random_uniform({784, 256}, -1.0, 1.0, dtype::float32, 5);
+  }
+  output x;
+  output product;
+  {
+    device_scope on_worker{"/job:worker/task:0"};
+    x = placeholder(dtype::float32, tensor_shape{-1, 784}, "x");
+    product = matmul(x, w);
+  }
+  std::vector<float> xs(8 * 784);
+  for (size_t i = 0; i < xs.size(); ++i)
+    xs[i] = static_cast<float>(i % 13) - 6.0f;
+  auto batch = tensor::from_vector(xs, tensor_shape{8, 784});
+  auto whole_config = bounded();
+  whole_config.matmul_pipelining = false;
+  session whole{nodes.target("worker", 0), whole_config, &g};
+  session blocks{nodes.target("worker", 0), bounded(), &g};
+  run_metadata md;
+  auto got = blocks.run({product, w}, {{x, batch}}, full_trace(), &md);
+  INFO(trace_text(md));
+  CHECK(devices_running(md, product.op().name() + "/_pipelined/matmul_3")
+        == std::set{cpu0("worker", 0)});
+  CHECK(devices_running(md, product.op().name() + "/_pipelined/split_b")
+        == std::set{cpu0("ps", 0)});
+  auto want = whole.run(product, {{x, batch}});
+  REQUIRE(got[0].shape() == want.shape());
+  // The same product up to the order of the float additions, and the
+  // product of the weights the client fetched.
+  auto a = got[0].flat<float>();
+  auto b = want.flat<float>();
+  auto wv = got[1].flat<float>();
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("element " << i);
+    CHECK(a[i] == Approx(b[i]).epsilon(1e-4).margin(1e-3));
+  }
+  double direct = 0;
+  for (size_t k = 0; k < 784; ++k)
+    direct += double(xs[k]) * double(wv[k * 256]);
+  CHECK(a[0] == Approx(direct).epsilon(1e-4).margin(1e-3));
+}

@@ -190,6 +190,28 @@ TEST_CASE("Split cuts along an axis into equal parts", "[array][split]") {
   CHECK(one.outputs[0] == x);
 }
 
+TEST_CASE("Split's row blocks are views of the input, not copies",
+          "[array][split]") {
+  auto x = make<float>({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {1, 6, 2});
+  // Along axis 1 behind a leading 1, as along axis 0: contiguous blocks.
+  auto r = run(split_node(3), {tensor::scalar<int32_t>(1), x});
+  REQUIRE(r.st.ok());
+  REQUIRE(r.outputs.size() == 3);
+  for (size_t k = 0; k < 3; ++k) {
+    CHECK(r.outputs[k].shape() == tensor_shape{1, 2, 2});
+    CHECK(r.outputs[k].raw()
+          == static_cast<const float*>(x.raw()) + 4 * static_cast<int>(k));
+  }
+  CHECK(r.outputs[1] == make<float>({5, 6, 7, 8}, {1, 2, 2}));
+  CHECK_FALSE(x.unique()); // the blocks share its buffer
+  // A split behind a dimension above 1 still copies.
+  auto y = make<float>({1, 2, 3, 4}, {2, 2});
+  auto cols = run(split_node(2), {tensor::scalar<int32_t>(1), y});
+  REQUIRE(cols.st.ok());
+  CHECK(cols.outputs[0] == make<float>({1, 3}, {2, 1}));
+  CHECK(cols.outputs[0].raw() != y.raw());
+}
+
 TEST_CASE("Split works for strings and bools", "[array][split]") {
   auto s = tensor::vec<std::string>({"a", "b", "c", "d"});
   auto r = run(split_node(2), {tensor::scalar<int32_t>(0), s});

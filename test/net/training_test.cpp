@@ -291,6 +291,118 @@ TEST_CASE("training: the ps starts the reads it sends to a worker before "
   CHECK(pos("w2/read") < pos("Adam/update_w2/beta1"));
 }
 
+namespace {
+
+struct pipelined_run {
+  /// The first layer's weights after the steps, the loss before them and
+  /// the last step's.
+  std::vector<double> w;
+  double first_loss = 0;
+  double loss = 0;
+  /// Names of the nodes the last (traced) step ran, by job.
+  std::vector<std::string> on_ps;
+  std::vector<std::string> on_worker;
+};
+
+/// Three steps of a ReLU layer x [64, 784] -> [64, 256] whose weights
+/// (784 KiB) live on the ps, trained from the worker with `opt`; the
+/// first layer's weights travel to the worker and its gradient back.
+pipelined_run train_large_layer(bool pipelined, bool adam) {
+  ps_and_worker tasks;
+  output loss;
+  operation train_op;
+  variable w;
+  output x;
+  {
+    device_scope setter{replica_device_setter(tasks.cluster)};
+    w = variable{random_uniform({784, 256}, -0.05, 0.05, dtype::float32, 11),
+                 named("w")};
+    x = placeholder(dtype::float32, tensor_shape{-1, 784}, "x");
+    loss = reduce_mean(square(relu(matmul(x, w)) - 0.5f));
+    auto step = create_global_step();
+    if (adam) {
+      adam_optimizer opt{0.001};
+      train_op = opt.minimize(loss, &step);
+    } else {
+      gradient_descent_optimizer opt{0.5};
+      train_op = opt.minimize(loss, &step);
+    }
+  }
+  std::vector<float> xs(64 * 784);
+  for (size_t i = 0; i < xs.size(); ++i)
+    xs[i] = static_cast<float>((i * 7919) % 1000) / 1000.0f;
+  auto batch = tensor::from_vector(xs, tensor_shape{64, 784});
+  auto config = bounded();
+  config.matmul_pipelining = pipelined;
+  session sess{tasks.worker.target(), config, &tasks.g};
+  sess.run(global_variables_initializer());
+  pipelined_run result;
+  result.first_loss = sess.run(loss, {{x, batch}}).scalar_value<float>();
+  for (int i = 0; i < 2; ++i)
+    sess.run(std::vector<fetch>{train_op}, {{x, batch}});
+  run_options traced;
+  traced.trace_level = run_options::full_trace;
+  run_metadata md;
+  result.loss = sess
+                  .run(std::vector<fetch>{loss, train_op}, {{x, batch}},
+                       traced, &md)
+                  .at(0)
+                  .scalar_value<float>();
+  result.w = values_of(sess.run(w));
+  for (auto& dev : md.stats.dev_stats)
+    for (auto& n : dev.node_stats)
+      (dev.device.rfind("/job:ps/", 0) == 0 ? result.on_ps : result.on_worker)
+        .push_back(n.node_name);
+  return result;
+}
+
+size_t count_containing(const std::vector<std::string>& names,
+                        const std::string& part) {
+  return static_cast<size_t>(
+    std::count_if(names.begin(), names.end(), [&](const std::string& n) {
+      return n.find(part) != std::string::npos;
+    }));
+}
+
+size_t count_ending(const std::vector<std::string>& names,
+                    const std::string& tail) {
+  return static_cast<size_t>(
+    std::count_if(names.begin(), names.end(), [&](const std::string& n) {
+      return n.size() >= tail.size()
+             && n.compare(n.size() - tail.size(), tail.size(), tail) == 0;
+    }));
+}
+
+} // namespace
+
+TEST_CASE("training: a large layer's weights and gradient cross between "
+          "tasks in row blocks, with the values of whole tensors",
+          "[training][matmul_pipelining]") {
+  for (bool adam : {false, true}) {
+    INFO((adam ? "Adam" : "GradientDescent"));
+    auto whole = train_large_layer(false, adam);
+    auto blocks = train_large_layer(true, adam);
+    // Off: no block ran anywhere.
+    CHECK(count_containing(whole.on_ps, "/_pipelined/") == 0);
+    CHECK(count_containing(whole.on_worker, "/_pipelined/") == 0);
+    // On: the worker multiplied 4 blocks of the weights, then 4 blocks of
+    // the gradient, and the ps applied the gradient's 4 blocks.
+    CHECK(count_containing(blocks.on_worker, "MatMul/_pipelined/matmul_")
+          == 4);
+    CHECK(count_containing(blocks.on_worker,
+                           "MatMul_grad/MatMul_1/_pipelined/matmul_")
+          == 4);
+    CHECK(count_containing(blocks.on_ps, "/_pipelined/rows_") == 4);
+    CHECK(count_ending(blocks.on_ps, "/_pipelined/split_b") == 1);
+    // The same training, up to the order of float additions.
+    CHECK(blocks.loss == Approx(whole.loss).epsilon(1e-5));
+    check_close(blocks.w, whole.w, 1e-5);
+    // And it did train.
+    CHECK(blocks.first_loss == Approx(whole.first_loss).epsilon(1e-5));
+    CHECK(whole.loss < 0.9 * whole.first_loss);
+  }
+}
+
 TEST_CASE("training: synchronous replicas average both workers' gradients "
           "per step",
           "[training][sync]") {
