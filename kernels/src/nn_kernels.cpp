@@ -837,11 +837,14 @@ status add_n_kernel(kernel_context& ctx) {
     return st;
   return visit_numeric(ctx, first.type(), [&]<class T>(type_tag<T>) -> status {
     using C = wrapping_t<T>;
-    tensor out{first.type(), first.shape()};
+    // The first input's buffer when nothing else holds it (TF forwards it
+    // too): no zero-filled output, one pass less.
+    auto reuse = first.unique();
+    tensor out = reuse ? first : tensor{first.type(), first.shape()};
     auto o = reinterpret_cast<C*>(out.flat<T>().data());
     auto count = first.num_elements();
-    for (auto& in : ctx.inputs) {
-      auto s = reinterpret_cast<const C*>(in.flat<T>().data());
+    for (size_t k = reuse ? 1 : 0; k < ctx.inputs.size(); ++k) {
+      auto s = reinterpret_cast<const C*>(ctx.inputs[k].flat<T>().data());
       for (int64_t i = 0; i < count; ++i)
         o[i] += s[i];
     }

@@ -544,6 +544,22 @@ TEMPLATE_TEST_CASE("AddN sums its inputs", "[nn_kernels]", float, double,
   CHECK(run("AddN", {tensor::scalar<T>(7)}).out() == tensor::scalar<T>(7));
 }
 
+TEST_CASE("AddN sums into its first input only when nothing else holds "
+          "it", "[nn_kernels]") {
+  // Held here: summed into a new tensor, the input unchanged.
+  auto held = tensor::vec<float>({1, 2});
+  auto r = run(make_node("AddN", {{"N", int64_t{2}}}),
+               {held, tensor::vec<float>({10, 20})});
+  CHECK(r.out() == tensor::vec<float>({11, 22}));
+  CHECK(held == tensor::vec<float>({1, 2}));
+  CHECK(r.out().raw() != held.raw());
+  // One buffer as every input: not unique either (the sum must not see
+  // its own first partial result).
+  auto thrice = run(make_node("AddN", {{"N", int64_t{3}}}),
+                    std::vector<tensor>(3, tensor::vec<float>({3, 4})));
+  CHECK(thrice.out() == tensor::vec<float>({9, 12}));
+}
+
 TEST_CASE("AddN errors", "[nn_kernels][errors]") {
   check_invalid(run("AddN", {tensor::vec<float>({1, 2}),
                              tensor::vec<float>({1, 2, 3})}),
