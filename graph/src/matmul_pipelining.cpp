@@ -138,7 +138,7 @@ private:
     }
   }
 
-  // -- qualifying --------------------------------------------------------------
+  // -- qualifying -------------------------------------------------------------
 
   static std::string task_of(const std::string& device) {
     device_name d;
@@ -172,7 +172,7 @@ private:
     return i == index_.end() ? nullptr : &g_.nodes[i->second];
   }
 
-  // -- rewriting ---------------------------------------------------------------
+  // -- rewriting --------------------------------------------------------------
 
   std::string fresh(const std::string& base) {
     auto name = base;
@@ -217,12 +217,18 @@ private:
     return s.name;
   }
 
-  std::vector<std::string> control_inputs(const node_def& n) const {
-    std::vector<std::string> out;
-    for (auto& in : n.inputs)
+  // Block j's MatMul of `data`, with m's attributes and control inputs.
+  std::string add_piece(const node_def& m, const std::string& base, int j,
+                        std::vector<std::string> data) {
+    node_def piece = m;
+    piece.name = fresh(base + "matmul_" + std::to_string(j));
+    piece.inputs = std::move(data);
+    for (auto& in : m.inputs)
       if (!in.empty() && in[0] == '^')
-        out.push_back(in);
-    return out;
+        piece.inputs.push_back(in);
+    auto name = piece.name;
+    added_.push_back(std::move(piece));
+    return name;
   }
 
   // m = MatMul(a, b), b [K, N] from another task: m = AddN(a_j b_j).
@@ -247,20 +253,14 @@ private:
                     base + "split_b");
     auto as = split(m.inputs[0], ta ? 0 : 1, k, m.device, type,
                     base + "split_a");
-    auto controls = control_inputs(m);
+    std::vector<std::string> pieces;
+    for (int j = 0; j < k; ++j)
+      pieces.push_back(
+        add_piece(m, base, j, {input_name(as, j), input_name(bs, j)}));
     auto& sum = g_.nodes[i];
     sum.op = "AddN";
-    sum.inputs.clear();
+    sum.inputs = std::move(pieces);
     sum.attrs = {{"T", type}, {"N", static_cast<int64_t>(k)}};
-    for (int j = 0; j < k; ++j) {
-      node_def piece = m;
-      piece.name = fresh(base + "matmul_" + std::to_string(j));
-      piece.inputs = {input_name(as, j), input_name(bs, j)};
-      piece.inputs.insert(piece.inputs.end(), controls.begin(),
-                          controls.end());
-      sum.inputs.push_back(piece.name);
-      added_.push_back(std::move(piece));
-    }
     return true;
   }
 
@@ -298,17 +298,9 @@ private:
     auto base = m.name + "/_pipelined/";
     auto as = split(m.inputs[0], ta ? 1 : 0, k, m.device, type,
                     base + "split_a");
-    auto controls = control_inputs(m);
     std::vector<std::string> pieces;
-    for (int j = 0; j < k; ++j) {
-      node_def piece = m;
-      piece.name = fresh(base + "matmul_" + std::to_string(j));
-      piece.inputs = {input_name(as, j), m.inputs[1]};
-      piece.inputs.insert(piece.inputs.end(), controls.begin(),
-                          controls.end());
-      pieces.push_back(piece.name);
-      added_.push_back(std::move(piece));
-    }
+    for (int j = 0; j < k; ++j)
+      pieces.push_back(add_piece(m, base, j, {input_name(as, j), m.inputs[1]}));
     auto concat = [&](node_def& c, const std::string& device) {
       c.op = "ConcatV2";
       c.device = device;
@@ -356,7 +348,8 @@ private:
       return false;
     for (size_t j = 0; j < op.inputs.size(); ++j) {
       auto ref = parse_input(op.inputs[j]);
-      if ((ref.node == m) != (j == g->second) || (j == g->second && ref.index != 0))
+      auto is_grad = j == g->second;
+      if ((ref.node == m) != is_grad || (is_grad && ref.index != 0))
         return false;
     }
     if (auto users = consumers_.find(op.name); users != consumers_.end())

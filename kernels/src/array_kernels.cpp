@@ -202,16 +202,17 @@ status split_kernel(kernel_context& ctx) {
     return {};
   }
   auto rows = dims[a] / num_split;
-  if (product(dims, 0, a) == 1 && dims[a] > 0 && value.type() != dtype::string) {
+  if (product(dims, 0, a) == 1 && dims[a] > 0
+      && value.type() != dtype::string) {
     // Row blocks are contiguous: views of the input, nothing copied.
     auto lead = dims;
-    lead.erase(lead.begin(), lead.begin() + static_cast<int64_t>(a));
+    lead.erase(lead.begin(), lead.begin() + static_cast<std::ptrdiff_t>(a));
     auto whole = value.reshaped(tensor_shape{lead});
     auto part_dims = dims;
     part_dims[a] = rows;
     for (int64_t k = 0; k < num_split; ++k)
-      ctx.outputs.push_back(
-        whole.slice(k * rows, (k + 1) * rows).reshaped(tensor_shape{part_dims}));
+      ctx.outputs.push_back(whole.slice(k * rows, (k + 1) * rows)
+                              .reshaped(tensor_shape{part_dims}));
     return {};
   }
   return visit_all(ctx, value.type(), [&]<class T>(type_tag<T>) -> status {
