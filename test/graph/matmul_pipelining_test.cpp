@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actorflow/graph/matmul_pipelining.hpp"
+#include "common/graph_def_util.hpp"
 #include "common/test_util.hpp"
 
 using namespace actorflow;
@@ -47,33 +48,6 @@ graph_def first_layer(int64_t in, int64_t out, std::string w_device = ps) {
   g.nodes.push_back(matmul("h", "x", "w/read", worker));
   g.nodes.push_back(make("h/relu", "Relu", {"h"}, worker));
   return g;
-}
-
-const node_def* find(const graph_def& g, const std::string& name) {
-  for (auto& n : g.nodes)
-    if (n.name == name)
-      return &n;
-  return nullptr;
-}
-
-std::vector<const node_def*> of_op(const graph_def& g, const std::string& op) {
-  std::vector<const node_def*> result;
-  for (auto& n : g.nodes)
-    if (n.op == op)
-      result.push_back(&n);
-  return result;
-}
-
-// Every input names a node that comes earlier.
-bool inputs_first(const graph_def& g) {
-  std::set<std::string> seen;
-  for (auto& n : g.nodes) {
-    for (auto& in : n.inputs)
-      if (seen.count(parse_input(in).node) == 0)
-        return false;
-    seen.insert(n.name);
-  }
-  return true;
 }
 
 // The int32 scalar a Const node holds.

@@ -13,6 +13,7 @@
 
 #include "actorflow/graph/partition.hpp"
 #include "actorflow/graph/subgraph.hpp"
+#include "common/graph_def_util.hpp"
 #include "common/test_util.hpp"
 
 using namespace actorflow;
@@ -41,38 +42,11 @@ graph_def sample() {
   return g;
 }
 
-const node_def* find(const graph_def& g, const std::string& name) {
-  for (auto& n : g.nodes)
-    if (n.name == name)
-      return &n;
-  return nullptr;
-}
-
 std::set<std::string> names(const graph_def& g) {
   std::set<std::string> result;
   for (auto& n : g.nodes)
     result.insert(n.name);
   return result;
-}
-
-std::vector<const node_def*> of_op(const graph_def& g, const std::string& op) {
-  std::vector<const node_def*> result;
-  for (auto& n : g.nodes)
-    if (n.op == op)
-      result.push_back(&n);
-  return result;
-}
-
-// Every input names a node that comes earlier.
-bool inputs_first(const graph_def& g) {
-  std::set<std::string> seen;
-  for (auto& n : g.nodes) {
-    for (auto& in : n.inputs)
-      if (seen.count(parse_input(in).node) == 0)
-        return false;
-    seen.insert(n.name);
-  }
-  return true;
 }
 
 } // namespace
