@@ -143,8 +143,10 @@ struct node_plan {
   /// Random ops keep their generator across steps and plans of a session,
   /// as TF's kernels do.
   std::shared_ptr<rng_cell> rng;
-  /// VariableV2: the variable's actor, looked up once.
+  /// VariableV2: the variable's actor, looked up once, and where it keeps
+  /// its value (reads skip the message when they can, variable_cell).
   variable_actor var;
+  std::shared_ptr<variable_cell> var_cell;
   /// A queue node: the queue's actor, looked up once.
   queue_actor queue;
   /// A reader node: the reader's actor, looked up once.
@@ -669,6 +671,8 @@ void compute_unchecked(executor_self self, step_state& step, int i,
                 static_cast<int32_t>(type), shape_bytes)
       .then(
         [self, id, i](status& err, variable_actor& var) {
+          self->state.nodes[static_cast<size_t>(i)].var_cell
+            = variable_cell_of(var);
           attach_resource(self, id, i, std::move(err), var, &node_plan::var);
         },
         [self, id, i](caf::error& err) {
@@ -881,6 +885,15 @@ void start_node(executor_self self, step_state& step, int i) {
                                             "(container reset) [[node "
                                           + plan.def.name + "]]"});
         return;
+      }
+      // The value straight from the variable's cell unless the variable
+      // is writing it (or holds none: its read reports the error).
+      if (p.var_cell) {
+        std::unique_lock<std::mutex> lock{p.var_cell->mtx, std::try_to_lock};
+        if (lock && p.var_cell->value.valid()) {
+          inputs.push_back(p.var_cell->value);
+          continue;
+        }
       }
       reads.emplace_back(inputs.size(), p.var);
       inputs.emplace_back();
@@ -1101,8 +1114,10 @@ executor_actor::behavior_type executor(executor_self self, task_actor task,
   });
   self->set_down_handler([self](caf::down_msg& dm) {
     for (auto& plan : self->state.nodes)
-      if (plan.var && plan.var.address() == dm.source)
+      if (plan.var && plan.var.address() == dm.source) {
         plan.var = nullptr;
+        plan.var_cell = nullptr;
+      }
       else if (plan.queue && plan.queue.address() == dm.source)
         plan.queue = nullptr;
       else if (plan.reader && plan.reader.address() == dm.source)

@@ -54,6 +54,21 @@ bool is_random_op(const std::string& op);
 variable_actor spawn_variable(caf::actor_system& sys, std::string name,
                               dtype type, tensor_shape shape);
 
+/// Where a variable actor keeps its value. The actor is the only writer
+/// and holds `mtx` while it changes the value (in place, when nothing
+/// else shares the buffer); an executor of the same process reads it
+/// without a message round trip when `try_lock` succeeds and sends the
+/// actor a read otherwise. Nothing waits on `mtx` but the writer, for the
+/// length of a tensor copy.
+struct variable_cell {
+  std::mutex mtx;
+  tensor value;
+};
+
+/// The cell of a variable actor spawned by this process; nullptr for
+/// any other actor (e.g. a proxy of a remote one) or one that ended.
+std::shared_ptr<variable_cell> variable_cell_of(const variable_actor& var);
+
 /// A queue with TensorFlow's semantics (kernels/queue_core.hpp) as an
 /// actor: waiting operations are pending requests inside it.
 queue_actor spawn_queue(caf::actor_system& sys, queue_options opts);

@@ -1,5 +1,8 @@
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
 
 #include <Eigen/Core>
 
@@ -14,8 +17,28 @@ struct variable_state {
   std::string name;
   dtype type = dtype::invalid;
   tensor_shape shape;
-  tensor value;
+  std::shared_ptr<variable_cell> cell;
+  /// Only this actor writes it, holding cell->mtx (see variable_cell).
+  tensor& value() {
+    return cell->value;
+  }
 };
+
+// The cells of this process's variables, by actor id, for executors.
+struct cell_registry {
+  struct entry {
+    caf::actor_addr addr;
+    std::weak_ptr<variable_cell> cell;
+  };
+  std::mutex mtx;
+  std::unordered_map<caf::actor_id, entry> cells;
+};
+
+cell_registry& registry() {
+  // Never destroyed: executors may look up during exit.
+  static auto* instance = new cell_registry;
+  return *instance;
+}
 
 status uninitialized(const variable_state& st) {
   return failed_precondition("Attempting to use uninitialized value "
@@ -42,15 +65,17 @@ void accumulate(tensor& dst, const tensor& src, T sign) {
 }
 
 status add_into(variable_state& st, const tensor& delta, int sign) {
-  if (!st.value.valid())
+  if (!st.value().valid())
     return uninitialized(st);
   if (auto err = check_type(st, delta); !err.ok())
     return err;
-  if (!(delta.shape() == st.value.shape()))
+  if (!(delta.shape() == st.value().shape()))
     return invalid_argument("Update of " + st.name + " needs shape "
-                            + st.value.shape().to_string() + ", got "
+                            + st.value().shape().to_string() + ", got "
                             + delta.shape().to_string());
-  auto next = st.value.unique() ? st.value : st.value.deep_copy();
+  // Held while the buffer may change in place (variable_cell).
+  std::lock_guard<std::mutex> guard{st.cell->mtx};
+  auto next = st.value().unique() ? st.value() : st.value().deep_copy();
   switch (st.type) {
     case dtype::float32:
       accumulate<float>(next, delta, static_cast<float>(sign));
@@ -69,20 +94,21 @@ status add_into(variable_state& st, const tensor& delta, int sign) {
                               + std::string{to_string(st.type)}
                               + " does not support assign_add/assign_sub");
   }
-  st.value = std::move(next);
+  st.value() = std::move(next);
   return {};
 }
 
 // CountUpTo: the value before the increment, or OutOfRange at the limit.
 template <class T>
 status count_up(variable_state& st, int64_t limit, tensor& before) {
-  auto old = st.value.flat<T>()[0];
+  auto old = st.value().flat<T>()[0];
   if (static_cast<int64_t>(old) >= limit)
     return {error_code::out_of_range,
             "Reached limit of " + std::to_string(limit)};
-  auto next = st.value.unique() ? st.value : st.value.deep_copy();
+  std::lock_guard<std::mutex> guard{st.cell->mtx};
+  auto next = st.value().unique() ? st.value() : st.value().deep_copy();
   next.flat<T>()[0] = old + 1;
-  st.value = std::move(next);
+  st.value() = std::move(next);
   before = tensor::scalar(old);
   return {};
 }
@@ -155,7 +181,7 @@ void apply_update(tensor& var, apply_kind kind,
 status apply(variable_state& st, apply_kind kind,
              const std::vector<tensor>& args, int64_t row_begin,
              tensor& updated) {
-  if (!st.value.valid())
+  if (!st.value().valid())
     return uninitialized(st);
   if (st.type != dtype::float32 && st.type != dtype::float64)
     return invalid_argument("training updates need a float variable, "
@@ -166,7 +192,7 @@ status apply(variable_state& st, apply_kind kind,
     return invalid_argument("malformed update of " + st.name);
   // The shape element-wise arguments must have: the variable's, or its
   // rows [row_begin, row_begin + n) where n comes from the first one.
-  auto want = st.value.shape();
+  auto want = st.value().shape();
   int64_t rows = 0;
   if (row_begin >= 0) {
     auto lead = std::find(shapes.begin(), shapes.end(), true);
@@ -200,14 +226,15 @@ status apply(variable_state& st, apply_kind kind,
                               + " of " + st.name + " is not a scalar: "
                               + args[i].shape().to_string());
   }
-  auto next = st.value.unique() ? st.value : st.value.deep_copy();
+  std::lock_guard<std::mutex> guard{st.cell->mtx};
+  auto next = st.value().unique() ? st.value() : st.value().deep_copy();
   if (row_begin < 0) {
     if (st.type == dtype::float32)
       apply_update<float>(next, kind, args);
     else
       apply_update<double>(next, kind, args);
-    st.value = std::move(next);
-    updated = st.value;
+    st.value() = std::move(next);
+    updated = st.value();
     return {};
   }
   auto block = next.slice(row_begin, row_begin + rows);
@@ -215,23 +242,25 @@ status apply(variable_state& st, apply_kind kind,
     apply_update<float>(block, kind, args);
   else
     apply_update<double>(block, kind, args);
-  st.value = std::move(next);
+  st.value() = std::move(next);
   updated = std::move(block);
   return {};
 }
 
 variable_actor::behavior_type
 variable(variable_actor::stateful_pointer<variable_state> self,
-         std::string name, dtype type, tensor_shape shape) {
+         std::string name, dtype type, tensor_shape shape,
+         std::shared_ptr<variable_cell> cell) {
+  self->state.cell = std::move(cell);
   self->state.name = std::move(name);
   self->state.type = type;
   self->state.shape = std::move(shape);
   return {
     [self](read_atom) -> caf::result<status, tensor> {
       auto& st = self->state;
-      if (!st.value.valid())
+      if (!st.value().valid())
         return {uninitialized(st), tensor{}};
-      return {status{}, st.value};
+      return {status{}, st.value()};
     },
     [self](assign_atom, tensor& x, bool validate_shape)
       -> caf::result<status, tensor> {
@@ -244,24 +273,25 @@ variable(variable_actor::stateful_pointer<variable_state> self,
                                  + st.shape.to_string() + " rhs shape= "
                                  + x.shape().to_string()),
                 tensor{}};
-      st.value = std::move(x);
-      return {status{}, st.value};
+      std::lock_guard<std::mutex> guard{st.cell->mtx};
+      st.value() = std::move(x);
+      return {status{}, st.value()};
     },
     [self](assign_add_atom, const tensor& x) -> caf::result<status, tensor> {
       auto err = add_into(self->state, x, 1);
-      return {err, err.ok() ? self->state.value : tensor{}};
+      return {err, err.ok() ? self->state.value() : tensor{}};
     },
     [self](assign_sub_atom, const tensor& x) -> caf::result<status, tensor> {
       auto err = add_into(self->state, x, -1);
-      return {err, err.ok() ? self->state.value : tensor{}};
+      return {err, err.ok() ? self->state.value() : tensor{}};
     },
     [self](count_up_to_atom, int64_t limit) -> caf::result<status, tensor> {
       auto& st = self->state;
-      if (!st.value.valid())
+      if (!st.value().valid())
         return {uninitialized(st), tensor{}};
-      if (st.value.shape().rank() != 0)
+      if (st.value().shape().rank() != 0)
         return {invalid_argument("Input is not a scalar: "
-                                 + st.value.shape().to_string() + " ("
+                                 + st.value().shape().to_string() + " ("
                                  + st.name + ")"),
                 tensor{}};
       tensor before;
@@ -284,7 +314,7 @@ variable(variable_actor::stateful_pointer<variable_state> self,
       return {err, std::move(updated)};
     },
     [self](is_initialized_atom) {
-      return self->state.value.valid();
+      return self->state.value().valid();
     },
   };
 }
@@ -293,7 +323,29 @@ variable(variable_actor::stateful_pointer<variable_state> self,
 
 variable_actor spawn_variable(caf::actor_system& sys, std::string name,
                               dtype type, tensor_shape shape) {
-  return sys.spawn(variable, std::move(name), type, std::move(shape));
+  auto cell = std::make_shared<variable_cell>();
+  auto var = sys.spawn(variable, std::move(name), type, std::move(shape),
+                       cell);
+  auto& r = registry();
+  std::lock_guard<std::mutex> guard{r.mtx};
+  // Forget the cells of variables that ended (a container reset).
+  for (auto i = r.cells.begin(); i != r.cells.end();)
+    i = i->second.cell.expired() ? r.cells.erase(i) : std::next(i);
+  r.cells[var.id()] = {var.address(), cell};
+  return var;
+}
+
+std::shared_ptr<variable_cell> variable_cell_of(const variable_actor& var) {
+  if (!var)
+    return nullptr;
+  auto& r = registry();
+  std::lock_guard<std::mutex> guard{r.mtx};
+  auto i = r.cells.find(var.id());
+  // The address, not the id alone: a remote actor's id can equal a local
+  // one's.
+  if (i == r.cells.end() || i->second.addr != var.address())
+    return nullptr;
+  return i->second.cell.lock();
 }
 
 } // namespace actorflow

@@ -6,9 +6,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -461,6 +463,52 @@ TEST_CASE("engine: a value is freed once its last consumer took it, so an "
   auto after = sess.run(v);
   CHECK(after.flat<float>()[n - 1] == 5.0f);
   CHECK(after.raw() == buffer);
+}
+
+TEST_CASE("engine: reads that skip the variable's mailbox never see a "
+          "half-applied update", "[engine][control]") {
+  // An executor reads a variable of its own process from the variable's
+  // cell, unless the variable actor holds it for an update; assign_add
+  // writes 1 MiB in place whenever no reader shares the buffer. Every
+  // value a concurrent reader fetches must be one of the whole states:
+  // all elements equal.
+  graph g;
+  auto as_default = g.as_default();
+  constexpr int64_t n = int64_t{1} << 18;
+  variable v{tensor::from_vector(std::vector<float>(n, 0.0f),
+                                 tensor_shape{n}),
+             named("v")};
+  auto inc = v.assign_add(constant(
+    tensor::from_vector(std::vector<float>(n, 1.0f), tensor_shape{n})));
+  // One session, two threads (as queue runners use one).
+  session sess{bounded(), &g};
+  sess.run(v.initializer());
+  std::atomic<bool> done{false};
+  std::thread updates{[&] {
+    for (int i = 0; i < 400; ++i)
+      sess.run(inc.op());
+    done = true;
+  }};
+  int reads = 0;
+  int torn = 0;
+  float last = 0;
+  bool monotonic = true;
+  while (!done) {
+    auto value = sess.run(v);
+    auto xs = value.flat<float>();
+    if (std::any_of(xs.begin(), xs.end(),
+                    [&](float x) { return x != xs[0]; }))
+      ++torn;
+    monotonic = monotonic && xs[0] >= last;
+    last = xs[0];
+    ++reads;
+  }
+  updates.join();
+  INFO(reads << " reads");
+  CHECK(reads > 0);
+  CHECK(torn == 0);
+  CHECK(monotonic);
+  CHECK(sess.run(v).flat<float>()[n - 1] == 400.0f);
 }
 
 // -- random seeds --------------------------------------------------------------------
