@@ -32,6 +32,9 @@ struct cell_registry {
   };
   std::mutex mtx;
   std::unordered_map<caf::actor_id, entry> cells;
+  /// Forget ended variables' entries once the map reaches this size, so
+  /// spawning n variables costs O(n), not O(n^2).
+  size_t next_sweep = 64;
 };
 
 cell_registry& registry() {
@@ -328,9 +331,12 @@ variable_actor spawn_variable(caf::actor_system& sys, std::string name,
                        cell);
   auto& r = registry();
   std::lock_guard<std::mutex> guard{r.mtx};
-  // Forget the cells of variables that ended (a container reset).
-  for (auto i = r.cells.begin(); i != r.cells.end();)
-    i = i->second.cell.expired() ? r.cells.erase(i) : std::next(i);
+  if (r.cells.size() >= r.next_sweep) {
+    // Forget the cells of variables that ended (a container reset).
+    for (auto i = r.cells.begin(); i != r.cells.end();)
+      i = i->second.cell.expired() ? r.cells.erase(i) : std::next(i);
+    r.next_sweep = std::max<size_t>(64, 2 * r.cells.size());
+  }
   r.cells[var.id()] = {var.address(), cell};
   return var;
 }

@@ -217,18 +217,27 @@ private:
     return s.name;
   }
 
-  // Block j's MatMul of `data`, with m's attributes and control inputs.
-  std::string add_piece(const node_def& m, const std::string& base, int j,
-                        std::vector<std::string> data) {
-    node_def piece = m;
-    piece.name = fresh(base + "matmul_" + std::to_string(j));
-    piece.inputs = std::move(data);
-    for (auto& in : m.inputs)
-      if (!in.empty() && in[0] == '^')
-        piece.inputs.push_back(in);
-    auto name = piece.name;
-    added_.push_back(std::move(piece));
-    return name;
+  // m's `k` block products on m's device: block j of a (split along
+  // `axis`) times b_of(j), each a MatMul with m's attributes and control
+  // inputs. Returns their names.
+  template <class F>
+  std::vector<std::string> block_products(const node_def& m, int k, int axis,
+                                          F b_of) {
+    auto base = m.name + "/_pipelined/";
+    auto as = split(m.inputs[0], axis, k, m.device, m.attr<dtype>("T"),
+                    base + "split_a");
+    std::vector<std::string> names;
+    for (int j = 0; j < k; ++j) {
+      node_def piece = m;
+      piece.name = fresh(base + "matmul_" + std::to_string(j));
+      piece.inputs = {input_name(as, j), b_of(j)};
+      for (auto& in : m.inputs)
+        if (!in.empty() && in[0] == '^')
+          piece.inputs.push_back(in);
+      names.push_back(piece.name);
+      added_.push_back(std::move(piece));
+    }
+    return names;
   }
 
   // m = MatMul(a, b), b [K, N] from another task: m = AddN(a_j b_j).
@@ -247,20 +256,15 @@ private:
     auto k = pieces_for(b.dim(0), bytes_of(b, m));
     if (k == 0)
       return false;
-    auto type = m.attr<dtype>("T");
-    auto base = m.name + "/_pipelined/";
-    auto bs = split(m.inputs[1], 0, k, b_node->device, type,
-                    base + "split_b");
-    auto as = split(m.inputs[0], ta ? 0 : 1, k, m.device, type,
-                    base + "split_a");
-    std::vector<std::string> pieces;
-    for (int j = 0; j < k; ++j)
-      pieces.push_back(
-        add_piece(m, base, j, {input_name(as, j), input_name(bs, j)}));
+    auto bs = split(m.inputs[1], 0, k, b_node->device, m.attr<dtype>("T"),
+                    m.name + "/_pipelined/split_b");
+    auto pieces = block_products(m, k, ta ? 0 : 1, [&](int j) {
+      return input_name(bs, j);
+    });
     auto& sum = g_.nodes[i];
     sum.op = "AddN";
     sum.inputs = std::move(pieces);
-    sum.attrs = {{"T", type}, {"N", static_cast<int64_t>(k)}};
+    sum.attrs = {{"T", m.attr<dtype>("T")}, {"N", static_cast<int64_t>(k)}};
     return true;
   }
 
@@ -296,11 +300,8 @@ private:
       return false;
     auto type = m.attr<dtype>("T");
     auto base = m.name + "/_pipelined/";
-    auto as = split(m.inputs[0], ta ? 1 : 0, k, m.device, type,
-                    base + "split_a");
-    std::vector<std::string> pieces;
-    for (int j = 0; j < k; ++j)
-      pieces.push_back(add_piece(m, base, j, {input_name(as, j), m.inputs[1]}));
+    auto pieces = block_products(m, k, ta ? 1 : 0,
+                                 [&](int) { return m.inputs[1]; });
     auto concat = [&](node_def& c, const std::string& device) {
       c.op = "ConcatV2";
       c.device = device;

@@ -23,6 +23,12 @@ using namespace actorflow::testing;
 
 namespace {
 
+/// n floats, all `value`.
+tensor filled(int64_t n, float value) {
+  return tensor::from_vector(std::vector<float>(static_cast<size_t>(n), value),
+                             tensor_shape{n});
+}
+
 // The code of the op_error `f` throws; OK if it throws none.
 template <class F>
 error_code code_of(F&& f) {
@@ -439,16 +445,13 @@ TEST_CASE("engine: a value is freed once its last consumer took it, so an "
   graph g;
   auto as_default = g.as_default();
   constexpr int64_t n = int64_t{1} << 18;
-  variable v{tensor::from_vector(std::vector<float>(n, 1.0f),
-                                 tensor_shape{n}),
-             named("v")};
+  variable v{filled(n, 1.0f), named("v")};
   auto total
     = reduce_sum(identity(v, "read"), std::vector<int>{}, false, "total");
   output inc;
   {
     control_dependencies deps{total};
-    inc = v.assign_add(constant(tensor::from_vector(
-      std::vector<float>(n, 2.0f), tensor_shape{n})));
+    inc = v.assign_add(constant(filled(n, 2.0f)));
   }
   session sess{bounded(), &g};
   sess.run(v.initializer());
@@ -475,11 +478,8 @@ TEST_CASE("engine: reads that skip the variable's mailbox never see a "
   graph g;
   auto as_default = g.as_default();
   constexpr int64_t n = int64_t{1} << 18;
-  variable v{tensor::from_vector(std::vector<float>(n, 0.0f),
-                                 tensor_shape{n}),
-             named("v")};
-  auto inc = v.assign_add(constant(
-    tensor::from_vector(std::vector<float>(n, 1.0f), tensor_shape{n})));
+  variable v{filled(n, 0.0f), named("v")};
+  auto inc = v.assign_add(constant(filled(n, 1.0f)));
   // One session, two threads (as queue runners use one).
   session sess{bounded(), &g};
   sess.run(v.initializer());
