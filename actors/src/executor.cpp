@@ -21,6 +21,7 @@
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/kernels/kernel.hpp"
 #include "runtime.hpp"
+#include "tensor_channel.hpp"
 
 namespace actorflow {
 
@@ -198,6 +199,9 @@ struct executor_state {
   /// The executors of the plan's partitions by device, and the sink
   /// devices among them, from the first run_graph_request.
   std::unordered_map<std::string, executor_actor> peers;
+  /// The tensor channel to the peers in other processes that have an
+  /// inbox (run_graph_request::peer_inboxes), by device.
+  std::unordered_map<std::string, tensor_channel::route> routes;
   std::vector<std::string> sinks;
   /// The nodes without inputs, in the order a step pushes them on its
   /// ready stack (see start_order).
@@ -497,6 +501,57 @@ std::vector<apply_step> training_steps(const node_def& def,
 }
 
 // Runs node `i` once the values of its ref inputs are known.
+// A `_Send`'s value over CAF: one message in process or up to one chunk,
+// else ~1 MiB chunks of its encoding, all in flight at once (one huge
+// message is ~3x slower, docs/DESIGN.md). Each chunk is cut from the
+// header and the tensor's own bytes: one copy, no encoding of the whole
+// first.
+void send_over_caf(executor_self self, const executor_actor& dest,
+                   int64_t id, const std::string& key, tensor value,
+                   bool remote) {
+  if (value.byte_size() <= chunk_size || !remote) {
+    // In process the message shares the buffer: no copy, no chunks.
+    self->send(dest, recv_tensor_atom_v, id, key, std::move(value));
+    return;
+  }
+  auto header = tensor_header_bytes(value);
+  uint64_t data_bytes = value.byte_size();
+  if (header.empty()) {
+    header = to_bytes(value);
+    data_bytes = 0;
+  }
+  // A string tensor's encoding is the whole header: chunks of it.
+  auto source = data_bytes > 0 ? value : tensor{};
+  uint64_t total = header.size() + data_bytes;
+  for (uint64_t off = 0; off < total; off += chunk_size) {
+    auto end = std::min(total, off + chunk_size);
+    wire_chunk chunk;
+    chunk.step = id;
+    chunk.key = key;
+    chunk.total = total;
+    chunk.offset = off;
+    if (off < header.size())
+      chunk.prefix = header.substr(
+        off, std::min<uint64_t>(end, header.size()) - off);
+    if (end > header.size()) {
+      chunk.source = source;
+      chunk.data_begin = std::max<uint64_t>(off, header.size())
+                         - header.size();
+      chunk.data_size = end - header.size() - chunk.data_begin;
+    }
+    self->send(dest, recv_tensor_atom_v, std::move(chunk));
+  }
+}
+
+// Whether a heavy kernel (a GEMM, a convolution) is ready to run in
+// `step`.
+bool heavy_ready(executor_self self, const step_state& step) {
+  auto& nodes = self->state.nodes;
+  return std::any_of(step.ready.begin(), step.ready.end(), [&](int i) {
+    return nodes[static_cast<size_t>(i)].heavy;
+  });
+}
+
 void compute_unchecked(executor_self self, step_state& step, int i,
                        std::vector<tensor> inputs) {
   auto& st = self->state;
@@ -534,47 +589,27 @@ void compute_unchecked(executor_self self, step_state& step, int i,
                                      std::memory_order_relaxed);
     auto& dest = peer->second;
     auto remote = dest->node() != self->node();
+    auto route = remote ? st.routes.find(recv_device) : st.routes.end();
     if (remote && value.byte_size() <= chunk_size
         && std::find(st.sinks.begin(), st.sinks.end(), recv_device)
              != st.sinks.end()) {
       step.response.held.push_back(
         {recv_device, plan.rendezvous_key, std::move(value)});
-    } else if (value.byte_size() <= chunk_size || !remote) {
-      // In process the message shares the buffer: no copy, no chunks.
-      self->send(dest, recv_tensor_atom_v, id, plan.rendezvous_key,
-                 std::move(value));
+    } else if (route != st.routes.end()
+               && tensor_channel::send(route->second, id,
+                                       plan.rendezvous_key, value,
+                                       caf::actor_cast<caf::actor>(dest),
+                                       !heavy_ready(self, step))) {
+      // Written from the tensor's buffer, read into the receiver's: no
+      // copies into and out of CAF's buffers (tensor_channel.hpp). This
+      // thread writes what the socket takes at once unless a GEMM waits
+      // to run here: then the link's thread writes beside it (the
+      // gradient blocks of a pipelined MatMul). Handing every value to
+      // the link's thread delayed the first weight block by ~500 µs: a
+      // wake-up of an idle vCPU is that slow on the VMs measured.
     } else {
-      // Large tensors cross the wire as ~1 MiB chunks of their encoding,
-      // all in flight at once: one huge message is ~3x slower
-      // (docs/DESIGN.md). Each chunk is cut from the header and the
-      // tensor's own bytes: one copy, no encoding of the whole first.
-      auto header = tensor_header_bytes(value);
-      uint64_t data_bytes = value.byte_size();
-      if (header.empty()) {
-        header = to_bytes(value);
-        data_bytes = 0;
-      }
-      // A string tensor's encoding is the whole header: chunks of it.
-      auto source = data_bytes > 0 ? value : tensor{};
-      uint64_t total = header.size() + data_bytes;
-      for (uint64_t off = 0; off < total; off += chunk_size) {
-        auto end = std::min(total, off + chunk_size);
-        wire_chunk chunk;
-        chunk.step = id;
-        chunk.key = plan.rendezvous_key;
-        chunk.total = total;
-        chunk.offset = off;
-        if (off < header.size())
-          chunk.prefix = header.substr(
-            off, std::min<uint64_t>(end, header.size()) - off);
-        if (end > header.size()) {
-          chunk.source = source;
-          chunk.data_begin = std::max<uint64_t>(off, header.size())
-                             - header.size();
-          chunk.data_size = end - header.size() - chunk.data_begin;
-        }
-        self->send(dest, recv_tensor_atom_v, std::move(chunk));
-      }
+      send_over_caf(self, dest, id, plan.rendezvous_key, std::move(value),
+                    remote);
     }
     complete_node(self, step, i, {});
     return;
@@ -1159,10 +1194,16 @@ executor_actor::behavior_type executor(executor_self self, task_actor task,
       // The partition's first step brings the peers (see run_graph_request).
       if (!peers.empty()) {
         st.peers.clear();
+        st.routes.clear();
         for (size_t p = 0; p < peers.size() && p < req.peer_devices.size();
-             ++p)
-          st.peers.emplace(req.peer_devices[p],
-                           caf::actor_cast<executor_actor>(peers[p]));
+             ++p) {
+          auto& device = req.peer_devices[p];
+          st.peers.emplace(device, caf::actor_cast<executor_actor>(peers[p]));
+          if (p < req.peer_inboxes.size() && !req.peer_inboxes[p].empty()
+              && peers[p] && peers[p]->node() != self->node())
+            if (auto r = tensor_channel::route_to(req.peer_inboxes[p]))
+              st.routes.emplace(device, std::move(r));
+        }
         st.sinks = std::move(req.sink_devices);
       }
       if (st.finished.count(id) > 0 || st.steps.count(id) > 0) {

@@ -24,6 +24,7 @@
 #include "actorflow/graph/subgraph.hpp"
 #include "actorflow/kernels/reader_core.hpp"
 #include "runtime.hpp"
+#include "tensor_channel.hpp"
 
 namespace actorflow {
 
@@ -46,6 +47,8 @@ struct step_plan {
   /// run_graph_request::sink_devices.
   std::vector<std::string> sink_devices;
   std::vector<caf::actor> peers;
+  /// run_graph_request::peer_inboxes.
+  std::vector<std::string> peer_inboxes;
 };
 
 struct master_session {
@@ -88,6 +91,9 @@ struct task_state {
   task_options opts;
   std::string task_prefix; // "/job:J/replica:0/task:T"
   std::string device;      // task_prefix + "/device:CPU:0"
+  /// The host this task's executors receive tensors on (tensor_channel):
+  /// its address's host, "" without an address or with the channel off.
+  std::string channel_host;
   std::map<std::pair<std::string, std::string>, variable_actor> variables;
   struct queue_entry {
     queue_options opts;
@@ -403,6 +409,7 @@ void start_step(task_self self, step_promise rp, step_plan& plan,
     if (!part.has_peers) {
       rg.peer_devices = plan.peer_devices;
       rg.sink_devices = plan.sink_devices;
+      rg.peer_inboxes = plan.peer_inboxes;
       peers = plan.peers;
       part.has_peers = true;
     }
@@ -504,6 +511,7 @@ void plan_and_run(task_self self, step_promise rp,
       plan->sink_devices.push_back(dev);
   }
   plan->peers.resize(plan->parts.size());
+  plan->peer_inboxes.resize(plan->parts.size());
   auto left = std::make_shared<size_t>(order.size());
   auto failed = std::make_shared<bool>(false);
   auto deadline = self->clock().now()
@@ -518,8 +526,8 @@ void plan_and_run(task_self self, step_promise rp,
     auto task = "/job:" + parsed.job.value_or("") + "/replica:0/task:"
                 + std::to_string(parsed.task.value_or(0));
     auto on_registered = [self, rp, handle, plan, left, failed, p, shared_req,
-                          timeout_ms, dev](status err,
-                                           executor_actor exec) mutable {
+                          timeout_ms, dev](status err, executor_actor exec,
+                                           std::string inbox) mutable {
       if (*failed)
         return;
       if (!err.ok()) {
@@ -528,6 +536,7 @@ void plan_and_run(task_self self, step_promise rp,
       }
       plan->parts[p].executor = exec;
       plan->peers[p] = caf::actor_cast<caf::actor>(exec);
+      plan->peer_inboxes[p] = std::move(inbox);
       auto s = self->state.sessions.find(handle);
       if (s == self->state.sessions.end()) {
         // Closed meanwhile: nothing will run this partition.
@@ -550,16 +559,17 @@ void plan_and_run(task_self self, step_promise rp,
       [self, bytes, dev, handle,
        on_registered](status err, task_actor peer) mutable {
         if (!err.ok())
-          return on_registered(err, {});
+          return on_registered(err, {}, {});
         self
           ->request(peer, std::chrono::seconds(30), register_graph_atom_v,
                     bytes, dev, handle)
           .then(
-            [on_registered](status& err, executor_actor& exec) mutable {
-              on_registered(err, exec);
+            [on_registered](status& err, executor_actor& exec,
+                            std::string& inbox) mutable {
+              on_registered(err, exec, std::move(inbox));
             },
             [self, on_registered, dev](caf::error& err) mutable {
-              on_registered(to_status(err, dev), {});
+              on_registered(to_status(err, dev), {}, {});
             });
       });
   }
@@ -639,6 +649,14 @@ task_actor::behavior_type task(task_self self, task_options opts) {
   st.task_prefix = "/job:" + st.opts.job
                    + "/replica:0/task:" + std::to_string(st.opts.task);
   st.device = st.task_prefix + "/device:CPU:0";
+  if (auto own = st.opts.cluster.find(st.task_prefix);
+      own != st.opts.cluster.end() && !own->second.empty()
+      && caf::get_or(self->system().config(), "actorflow.tensor-channel",
+                     true)) {
+    // Everything before the port: a name, an IPv4 or a bracketed IPv6.
+    auto colon = own->second.rfind(':');
+    st.channel_host = own->second.substr(0, colon);
+  }
   std::random_device rd;
   // Step ids from different masters must not collide on a shared worker.
   st.step_base = static_cast<int64_t>(((static_cast<uint64_t>(rd()) << 32)
@@ -800,16 +818,16 @@ task_actor::behavior_type task(task_self self, task_options opts) {
     // -- worker service -------------------------------------------------------
     [self, count](register_graph_atom, const std::string& bytes,
                   const std::string& device, const std::string& session)
-      -> caf::result<status, executor_actor> {
+      -> caf::result<status, executor_actor, std::string> {
       count();
       auto& st = self->state;
       graph_def g;
       if (auto err = from_bytes(bytes, g); !err.ok())
-        return {err, executor_actor{}};
+        return {err, executor_actor{}, std::string{}};
       if (device != st.device)
         return {invalid_argument("partition for " + device + " sent to "
                                  + st.device),
-                executor_actor{}};
+                executor_actor{}, std::string{}};
       rng_map rngs;
       for (auto& n : g.nodes) {
         if (!is_random_op(n.op))
@@ -830,7 +848,15 @@ task_actor::behavior_type task(task_self self, task_options opts) {
                                  st.counters, std::move(rngs), session);
       self->monitor(exec);
       st.executors.push_back(exec);
-      return {status{}, exec};
+      std::string inbox;
+      if (!st.channel_host.empty()) {
+        inbox = tensor_channel::open_inbox(st.channel_host,
+                                           caf::actor_cast<caf::actor>(exec));
+        if (!inbox.empty())
+          exec->attach_functor(
+            [inbox] { tensor_channel::close_inbox(inbox); });
+      }
+      return {status{}, exec, std::move(inbox)};
     },
     [self, count](get_variable_atom, const std::string& container,
                   const std::string& name, int32_t type,

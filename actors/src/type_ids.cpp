@@ -68,6 +68,12 @@ void add_options_impl(caf::actor_system_config& cfg) {
                static_cast<int64_t>(std::clamp(cores, size_t{1}, size_t{4}))));
   set_default(cfg, "scheduler.max-threads", threads);
   set_default(cfg, "middleman.workers", size_t{0});
+  // `_Send` values between processes over the tensor channel (a TCP
+  // connection beside CAF's, tensor_channel.hpp) unless set to false, or
+  // ACTORFLOW_TENSOR_CHANNEL=0 (docs/PERFORMANCE.md).
+  if (caf::get_if(&cfg.content, "actorflow.tensor-channel") == nullptr)
+    caf::put(cfg.content, "actorflow.tensor-channel",
+             env_number("ACTORFLOW_TENSOR_CHANNEL", 0, 1, 1) == 1);
   // Send/Recv go straight between the tasks that hold the partitions,
   // not through the master that told them about each other.
   set_default(cfg, "middleman.enable-automatic-connections", true);

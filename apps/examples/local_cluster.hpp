@@ -541,6 +541,8 @@ struct cluster_options {
   /// Another process may grab one of our free ports before the node binds
   /// it; then the whole cluster starts over on fresh ports.
   int attempts = 3;
+  /// See spawn_options::env: the nodes' environment changes.
+  std::vector<std::string> env;
 };
 
 /// A cluster of `actorflow-node` processes on free loopback ports, one per
@@ -631,6 +633,7 @@ private:
     spawn_options sopts;
     sopts.capture_stderr = opts_.capture_stderr;
     sopts.echo_stdout = opts_.echo_stdout;
+    sopts.env = opts_.env;
     // Start all first so they boot in parallel, then wait for each.
     for (const auto& [job, n] : jobs_)
       for (int i = 0; i < n; ++i)

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -30,8 +31,9 @@ const std::string ps_device = "/job:ps/replica:0/task:0/device:CPU:0";
 const std::string worker_device = "/job:worker/replica:0/task:0/device:CPU:0";
 
 struct system_holder {
-  system_holder() {
+  explicit system_holder(bool channel = true) {
     add_types_impl(cfg);
+    caf::put(cfg.content, "actorflow.tensor-channel", channel);
     add_options_impl(cfg);
     sys.emplace(cfg);
   }
@@ -39,12 +41,15 @@ struct system_holder {
   std::optional<caf::actor_system> sys;
 };
 
-task_options task_of(const std::string& job) {
+// With `addresses`, the tasks' executors get tensor channel inboxes on
+// 127.0.0.1 (the ports of the addresses themselves are not used here).
+task_options task_of(const std::string& job, bool addresses = false) {
   task_options opts;
   opts.job = job;
   opts.task = 0;
-  opts.cluster["/job:ps/replica:0/task:0"] = "";
-  opts.cluster["/job:worker/replica:0/task:0"] = "";
+  opts.cluster["/job:ps/replica:0/task:0"] = addresses ? "127.0.0.1:1" : "";
+  opts.cluster["/job:worker/replica:0/task:0"] = addresses ? "127.0.0.1:2"
+                                                           : "";
   return opts;
 }
 
@@ -72,18 +77,18 @@ std::map<std::string, graph_def> fetch_from_ps(const tensor& value) {
   return parts;
 }
 
-executor_actor register_partition(caf::scoped_actor& self,
-                                  const caf::actor& task,
-                                  const graph_def& part,
-                                  const std::string& device) {
-  executor_actor exec;
+// The executor and its tensor channel inbox ("" for none).
+std::pair<executor_actor, std::string>
+register_partition(caf::scoped_actor& self, const caf::actor& task,
+                   const graph_def& part, const std::string& device) {
+  std::pair<executor_actor, std::string> exec;
   self
     ->request(task, max_wait, register_graph_atom_v, to_bytes(part), device,
               std::string{"session"})
     .receive(
-      [&](status& err, executor_actor& x) {
+      [&](status& err, executor_actor& x, std::string& inbox) {
         REQUIRE(err.ok());
-        exec = std::move(x);
+        exec = {std::move(x), std::move(inbox)};
       },
       [&](caf::error& err) {
         FAIL("register_graph: " << caf::to_string(err));
@@ -93,13 +98,17 @@ executor_actor register_partition(caf::scoped_actor& self,
 
 // Both tasks with their partition of `parts`; runs steps as a master does.
 struct two_tasks {
-  explicit two_tasks(const std::map<std::string, graph_def>& parts)
-    : self_a(*a.sys), self_b(*b.sys) {
-    ps = spawn_task(*b.sys, task_of("ps"));
-    worker = spawn_task(*a.sys, task_of("worker"));
-    ps_exec = register_partition(self_b, ps, parts.at(ps_device), ps_device);
-    worker_exec = register_partition(self_a, worker,
-                                     parts.at(worker_device), worker_device);
+  explicit two_tasks(const std::map<std::string, graph_def>& parts,
+                     bool addresses = false, bool channel = true)
+    : a(channel), b(channel), self_a(*a.sys), self_b(*b.sys) {
+    ps = spawn_task(*b.sys, task_of("ps", addresses));
+    worker = spawn_task(*a.sys, task_of("worker", addresses));
+    std::tie(ps_exec, ps_inbox) = register_partition(self_b, ps,
+                                                     parts.at(ps_device),
+                                                     ps_device);
+    std::tie(worker_exec, worker_inbox)
+      = register_partition(self_a, worker, parts.at(worker_device),
+                           worker_device);
   }
 
   ~two_tasks() {
@@ -117,6 +126,7 @@ struct two_tasks {
         req.peer_devices = {worker_device, ps_device};
         if (sink)
           req.sink_devices = {worker_device};
+        req.peer_inboxes = {worker_inbox, ps_inbox};
         peers = {caf::actor_cast<caf::actor>(worker_exec),
                  caf::actor_cast<caf::actor>(ps_exec)};
       }
@@ -141,6 +151,8 @@ struct two_tasks {
   caf::actor worker;
   executor_actor ps_exec;
   executor_actor worker_exec;
+  std::string ps_inbox;
+  std::string worker_inbox;
 };
 
 } // namespace
@@ -200,5 +212,42 @@ TEST_CASE("executor: a value over one chunk, or for a partition that is not "
     REQUIRE(worker_reply.result.ok());
     REQUIRE(worker_reply.outputs.size() == 1);
     CHECK(worker_reply.outputs.front().second == value);
+  }
+}
+
+TEST_CASE("executor: with addresses, a value over one chunk goes to another "
+          "process over the tensor channel",
+          "[executor][tensor_channel]") {
+  std::vector<float> big(300000); // 1.2 MB: over one chunk
+  for (size_t i = 0; i < big.size(); ++i)
+    big[i] = static_cast<float>(i);
+  auto value = tensor::vec<float>(big);
+  SECTION("channel on") {
+    two_tasks t{fetch_from_ps(value), true};
+    CHECK(t.ps_inbox.rfind("127.0.0.1:", 0) == 0);
+    CHECK(t.worker_inbox.rfind("127.0.0.1:", 0) == 0);
+    for (int64_t id : {1, 2}) {
+      INFO("step " << id);
+      t.start(id, id == 1);
+      auto ps_reply = t.reply_from(t.ps_exec);
+      REQUIRE(ps_reply.result.ok());
+      CHECK(ps_reply.held.empty());
+      // Between these two actor systems CAF serializes nothing, so whole
+      // bytes at the worker came through the channel's socket.
+      auto worker_reply = t.reply_from(t.worker_exec);
+      REQUIRE(worker_reply.result.ok());
+      REQUIRE(worker_reply.outputs.size() == 1);
+      CHECK(worker_reply.outputs.front().second == value);
+    }
+  }
+  SECTION("actorflow.tensor-channel = false") {
+    two_tasks t{fetch_from_ps(value), true, false};
+    CHECK(t.ps_inbox.empty());
+    CHECK(t.worker_inbox.empty());
+    t.start(1, true);
+    REQUIRE(t.reply_from(t.ps_exec).result.ok());
+    // Over CAF's chunks, which nothing serialized here (see above).
+    CHECK_THAT(t.reply_from(t.worker_exec).result.message(),
+               Catch::Contains("arrived without its bytes"));
   }
 }

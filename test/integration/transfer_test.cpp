@@ -1,14 +1,30 @@
-// Tensors between processes: large ones cross the wire in ~1 MiB chunks
-// (Send to Recv between two node processes) and arrive intact.
+// Tensors between processes (Send to Recv between two node processes)
+// arrive intact: over the tensor channel (docs/DESIGN.md), and with it
+// turned off over CAF, where large ones cross in ~1 MiB chunks.
 
 #include "integration_util.hpp"
 
 using namespace actorflow;
 using namespace actorflow::testing;
 
+namespace {
+
+// The nodes' transport: the tensor channel (the default) or CAF alone.
+examples::cluster_options with_transport(const std::string& transport) {
+  auto opts = captured();
+  if (transport == "caf")
+    opts.env.push_back("ACTORFLOW_TENSOR_CHANNEL=0");
+  return opts;
+}
+
+} // namespace
+
 TEST_CASE("transfer: an 8 MiB tensor moves between two tasks intact",
           "[transfer]") {
-  local_cluster nodes{node_path, {{"ps", 1}, {"worker", 1}}, captured()};
+  auto transport = GENERATE(as<std::string>{}, "channel", "caf");
+  INFO("transport " << transport);
+  local_cluster nodes{node_path, {{"ps", 1}, {"worker", 1}},
+                      with_transport(transport)};
   graph g;
   auto as_default = g.as_default();
   // 2M floats = 8 MiB, made on the ps task and reduced on the worker: the
@@ -45,7 +61,10 @@ TEST_CASE("transfer: an 8 MiB tensor moves between two tasks intact",
 
 TEST_CASE("transfer: chunked bools, odd sizes and strings arrive intact",
           "[transfer]") {
-  local_cluster nodes{node_path, {{"ps", 1}, {"worker", 1}}, captured()};
+  auto transport = GENERATE(as<std::string>{}, "channel", "caf");
+  INFO("transport " << transport);
+  local_cluster nodes{node_path, {{"ps", 1}, {"worker", 1}},
+                      with_transport(transport)};
   graph g;
   auto as_default = g.as_default();
   // Made on the ps, consumed on the worker: each crosses as chunks. The

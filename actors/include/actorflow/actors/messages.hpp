@@ -108,6 +108,10 @@ struct run_graph_request {
   /// the master's process then takes one message for the step instead of
   /// two (each a wake-up of a thread).
   std::vector<std::string> sink_devices;
+  /// Per peer device, the tensor channel inbox of its executor
+  /// ("host:port/id", register_graph's reply; "" for none): a `_Send` to
+  /// another process goes there instead of through CAF.
+  std::vector<std::string> peer_inboxes;
 };
 
 /// A `_Send`'s value held for the master to pass on (see

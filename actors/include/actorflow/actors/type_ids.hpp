@@ -245,7 +245,7 @@ typename Inspector::result_type inspect(Inspector& f, run_step_response& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_graph_request& x) {
   return f(caf::meta::type_name("actorflow::run_graph_request"), x.step_id,
-           x.feeds, x.peer_devices, x.trace, x.sink_devices);
+           x.feeds, x.peer_devices, x.trace, x.sink_devices, x.peer_inboxes);
 }
 
 template <class Inspector>
@@ -455,7 +455,7 @@ using task_actor = caf::typed_actor<
   caf::replies_to<close_session_atom, std::string>::with<status>,
   caf::replies_to<run_step_atom, run_step_request>::with<run_step_response>,
   caf::replies_to<register_graph_atom, std::string, std::string,
-                  std::string>::with<status, executor_actor>,
+                  std::string>::with<status, executor_actor, std::string>,
   caf::replies_to<get_variable_atom, std::string, std::string, int32_t,
                   std::string>::with<status, variable_actor>,
   caf::replies_to<get_queue_atom, std::string, std::string,

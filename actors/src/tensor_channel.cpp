@@ -1,0 +1,606 @@
+// The tensor channel (tensor_channel.hpp). One listener per host this
+// process's tasks are bound to, one reading thread per incoming
+// connection, one link (connection and writing thread) per peer process.
+//
+// On the wire, after an 8-byte hello: frames of a 40-byte little-endian
+// prefix (u32 magic, u32 key length, u64 inbox, i64 step, u32 head length,
+// u32 flags, u64 data length), the rendezvous key, the head (the tensor's
+// wire header; with flag `encoded`, a string tensor's whole to_bytes
+// encoding) and the element data. A peer that breaks this gets its
+// connection closed; nothing else changes.
+
+#include "tensor_channel.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <caf/actor_cast.hpp>
+#include <caf/send.hpp>
+
+#include "actorflow/actors/type_ids.hpp"
+#include "actorflow/graph/wire.hpp"
+
+namespace actorflow::tensor_channel {
+
+namespace {
+
+constexpr char hello[8] = {'A', 'F', 'T', 'C', 'H', 'A', 'N', '1'};
+constexpr uint32_t frame_magic = 0x46544641; // "AFTF"
+constexpr size_t prefix_size = 40;
+constexpr uint32_t flag_encoded = 1;
+constexpr uint32_t max_key = 1 << 16;
+constexpr uint32_t max_header = 1 << 16;
+// A string tensor's whole encoding, and any tensor's data: what one frame
+// may announce before the receiver allocates for it.
+constexpr uint64_t max_encoded = uint64_t{1} << 30;
+constexpr uint64_t max_data = uint64_t{1} << 36;
+// Each incoming connection is a thread: a bound on what peers can open.
+constexpr size_t max_incoming = 256;
+constexpr int connect_timeout_ms = 5000;
+
+std::atomic<uint64_t> n_delivered{0};
+std::atomic<uint64_t> n_written{0};
+std::atomic<uint64_t> n_fallbacks{0};
+
+void close_fd(int fd) {
+  if (fd >= 0)
+    ::close(fd);
+}
+
+// Splits "host:port" at its last colon ("[v6]:port" keeps its brackets
+// off the host).
+bool split_host_port(const std::string& hp, std::string& host,
+                     std::string& port) {
+  auto colon = hp.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == hp.size())
+    return false;
+  host = hp.substr(0, colon);
+  port = hp.substr(colon + 1);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  return port.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// Reads exactly n bytes from a blocking socket; false on EOF or error.
+bool read_all(int fd, void* data, size_t n) {
+  auto* p = static_cast<char*>(data);
+  while (n > 0) {
+    auto r = ::recv(fd, p, n, 0);
+    if (r > 0) {
+      p += r;
+      n -= static_cast<size_t>(r);
+    } else if (r < 0 && errno == EINTR) {
+      continue;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+uint32_t load_u32(const unsigned char* p) {
+  uint32_t x = 0;
+  for (int i = 3; i >= 0; --i)
+    x = (x << 8) | p[i];
+  return x;
+}
+
+uint64_t load_u64(const unsigned char* p) {
+  uint64_t x = 0;
+  for (int i = 7; i >= 0; --i)
+    x = (x << 8) | p[i];
+  return x;
+}
+
+struct listener {
+  std::string host;
+  uint16_t port = 0;
+  int fd = -1;
+};
+
+struct registry {
+  std::mutex mtx;
+  // By the host the listener is bound to; a null entry: binding failed.
+  std::map<std::string, std::shared_ptr<listener>> listeners;
+  std::unordered_map<uint64_t, caf::weak_actor_ptr> inboxes;
+  uint64_t next_inbox = 1;
+  std::map<std::string, std::shared_ptr<link>> links;
+  size_t incoming = 0;
+};
+
+registry& reg() {
+  // Never destroyed: detached reading and writing threads may use it
+  // while the process exits.
+  static auto* instance = new registry;
+  return *instance;
+}
+
+// Hands a received tensor to its inbox's executor under the registry's
+// lock, so that close_inbox, once returned, has no delivery in progress.
+void deliver(uint64_t inbox, int64_t step, std::string key, tensor value) {
+  auto& r = reg();
+  std::lock_guard<std::mutex> guard{r.mtx};
+  auto i = r.inboxes.find(inbox);
+  if (i == r.inboxes.end())
+    return;
+  auto exec = caf::actor_cast<caf::actor>(i->second);
+  if (!exec)
+    return;
+  caf::anon_send(exec, recv_tensor_atom_v, step, std::move(key),
+                 std::move(value));
+  n_delivered.fetch_add(1, std::memory_order_relaxed);
+}
+
+// One frame off the wire; false ends the connection (EOF, error, or a
+// peer that does not speak the protocol).
+bool read_frame(int fd) {
+  unsigned char prefix[prefix_size];
+  if (!read_all(fd, prefix, prefix_size))
+    return false;
+  if (load_u32(prefix) != frame_magic)
+    return false;
+  auto key_len = load_u32(prefix + 4);
+  auto inbox = load_u64(prefix + 8);
+  auto step = static_cast<int64_t>(load_u64(prefix + 16));
+  auto head_len = load_u32(prefix + 24);
+  auto flags = load_u32(prefix + 28);
+  auto data_len = load_u64(prefix + 32);
+  bool encoded = (flags & flag_encoded) != 0;
+  if (key_len > max_key || (flags & ~flag_encoded) != 0
+      || (encoded && (head_len > max_encoded || data_len != 0))
+      || (!encoded && (head_len > max_header || data_len > max_data)))
+    return false;
+  std::string key(key_len, '\0');
+  std::string head(head_len, '\0');
+  if (!read_all(fd, key.data(), key.size())
+      || !read_all(fd, head.data(), head.size()))
+    return false;
+  tensor value;
+  if (encoded) {
+    if (!from_bytes(head, value).ok())
+      return false;
+  } else {
+    size_t header_size = 0;
+    if (!tensor_from_header(head, value, header_size, data_len).ok()
+        || header_size != head.size() || value.byte_size() != data_len)
+      return false;
+    if (!read_all(fd, value.raw(), data_len))
+      return false;
+    if (value.type() == dtype::bool_) {
+      auto* p = static_cast<const unsigned char*>(value.raw());
+      for (uint64_t b = 0; b < data_len; ++b)
+        if (p[b] > 1)
+          return false;
+    }
+  }
+  deliver(inbox, step, std::move(key), std::move(value));
+  return true;
+}
+
+void serve(int fd) {
+  char greeting[sizeof(hello)];
+  try {
+    if (read_all(fd, greeting, sizeof(greeting))
+        && std::memcmp(greeting, hello, sizeof(hello)) == 0)
+      while (read_frame(fd)) {
+        // next frame
+      }
+  } catch (const std::exception&) {
+    // An allocation the frame announced failed: drop the connection.
+  }
+  close_fd(fd);
+  auto& r = reg();
+  std::lock_guard<std::mutex> guard{r.mtx};
+  --r.incoming;
+}
+
+void accept_loop(int fd) {
+  for (;;) {
+    int conn = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (conn < 0) {
+      if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE
+          || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        if (errno != EINTR && errno != ECONNABORTED)
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        continue;
+      }
+      return;
+    }
+    {
+      auto& r = reg();
+      std::lock_guard<std::mutex> guard{r.mtx};
+      if (r.incoming >= max_incoming) {
+        close_fd(conn);
+        continue;
+      }
+      ++r.incoming;
+    }
+    int one = 1;
+    ::setsockopt(conn, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    std::thread{serve, conn}.detach();
+  }
+}
+
+// Binds a listener on `host`, port 0; nullptr (and why on stderr) if it
+// cannot.
+std::shared_ptr<listener> listen_on(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* res = nullptr;
+  auto name = host.size() > 2 && host.front() == '[' && host.back() == ']'
+                ? host.substr(1, host.size() - 2)
+                : host;
+  if (int e = ::getaddrinfo(name.c_str(), "0", &hints, &res); e != 0) {
+    std::fprintf(stderr,
+                 "actorflow: tensor channel: cannot resolve %s (%s); "
+                 "tensors to this process go over CAF\n",
+                 host.c_str(), ::gai_strerror(e));
+    return nullptr;
+  }
+  std::string why = "no address";
+  for (auto* a = res; a != nullptr; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
+                      a->ai_protocol);
+    if (fd < 0)
+      continue;
+    sockaddr_storage bound{};
+    socklen_t len = sizeof(bound);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 64) == 0
+        && ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len)
+             == 0) {
+      ::freeaddrinfo(res);
+      auto l = std::make_shared<listener>();
+      l->host = host;
+      l->fd = fd;
+      l->port = ntohs(bound.ss_family == AF_INET6
+                        ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                        : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+      std::thread{accept_loop, fd}.detach();
+      return l;
+    }
+    why = std::strerror(errno);
+    close_fd(fd);
+  }
+  ::freeaddrinfo(res);
+  std::fprintf(stderr,
+               "actorflow: tensor channel: cannot listen on %s (%s); "
+               "tensors to this process go over CAF\n",
+               host.c_str(), why.c_str());
+  return nullptr;
+}
+
+} // namespace
+
+// -- sending ------------------------------------------------------------------
+
+class link {
+public:
+  link(std::string host, std::string port)
+    : host_(std::move(host)), port_(std::move(port)) {
+    // nop
+  }
+
+  void start(std::shared_ptr<link> self) {
+    std::thread{[self] { self->run(); }}.detach();
+  }
+
+  bool down() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return state_ == state::down;
+  }
+
+  bool send(uint64_t inbox, int64_t step, const std::string& key,
+            const tensor& value, const caf::actor& fallback,
+            bool write_now) {
+    std::unique_lock<std::mutex> guard{mtx_};
+    if (state_ == state::down)
+      return false;
+    auto f = make_frame(inbox, step, key, value, fallback);
+    if (write_now && state_ == state::up && !busy_ && queue_.empty()) {
+      // Nothing ahead of it: write what the socket takes now, from this
+      // thread, and leave the rest to the link's.
+      busy_ = true;
+      guard.unlock();
+      bool broken = !write_some(f);
+      guard.lock();
+      busy_ = false;
+      if (broken) {
+        fail(guard, &f);
+        return true;
+      }
+      if (f.done < f.size())
+        queue_.push_front(std::move(f));
+      else
+        n_written.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      queue_.push_back(std::move(f));
+    }
+    if (!queue_.empty())
+      cv_.notify_one();
+    return true;
+  }
+
+private:
+  enum class state { connecting, up, down };
+
+  struct frame {
+    std::string head; // prefix, key and tensor header (or encoding)
+    tensor value;     // keeps the data alive until written
+    const char* data = nullptr;
+    size_t data_len = 0;
+    size_t done = 0;
+    // For the CAF fallback.
+    caf::actor fallback;
+    int64_t step = 0;
+    std::string key;
+    size_t size() const {
+      return head.size() + data_len;
+    }
+  };
+
+  static frame make_frame(uint64_t inbox, int64_t step,
+                          const std::string& key, const tensor& value,
+                          const caf::actor& fallback) {
+    frame f;
+    auto header = tensor_header_bytes(value);
+    uint32_t flags = 0;
+    if (header.empty()) {
+      header = to_bytes(value);
+      flags = flag_encoded;
+    } else {
+      f.data = static_cast<const char*>(value.raw());
+      f.data_len = value.byte_size();
+    }
+    byte_writer w{f.head};
+    w.reserve(prefix_size + key.size() + header.size());
+    w.u32(frame_magic);
+    w.u32(static_cast<uint32_t>(key.size()));
+    w.u64(inbox);
+    w.i64(step);
+    w.u32(static_cast<uint32_t>(header.size()));
+    w.u32(flags);
+    w.u64(f.data_len);
+    w.raw(key.data(), key.size());
+    w.raw(header.data(), header.size());
+    f.value = value;
+    f.fallback = fallback;
+    f.step = step;
+    f.key = key;
+    return f;
+  }
+
+  // Writes what the socket takes without waiting; false if it broke.
+  bool write_some(frame& f) {
+    while (f.done < f.size()) {
+      iovec iov[2];
+      int n = 0;
+      if (f.done < f.head.size()) {
+        iov[n++] = {f.head.data() + f.done, f.head.size() - f.done};
+        if (f.data_len > 0)
+          iov[n++] = {const_cast<char*>(f.data), f.data_len};
+      } else {
+        auto off = f.done - f.head.size();
+        iov[n++] = {const_cast<char*>(f.data) + off, f.data_len - off};
+      }
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = static_cast<size_t>(n);
+      auto r = ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (r > 0) {
+        f.done += static_cast<size_t>(r);
+      } else if (r < 0 && errno == EINTR) {
+        continue;
+      } else if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        return true;
+      } else {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Writes all of `f`, waiting for room; false if the socket broke.
+  bool write_all(frame& f) {
+    while (f.done < f.size()) {
+      if (!write_some(f))
+        return false;
+      if (f.done < f.size()) {
+        pollfd p{fd_, POLLOUT, 0};
+        if (::poll(&p, 1, 1000) < 0 && errno != EINTR)
+          return false;
+        if ((p.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0)
+          return false;
+      }
+    }
+    return true;
+  }
+
+  bool connect_now() {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    if (::getaddrinfo(host_.c_str(), port_.c_str(), &hints, &res) != 0)
+      return false;
+    for (auto* a = res; a != nullptr && fd_ < 0; a = a->ai_next) {
+      int fd = ::socket(a->ai_family,
+                        a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                        a->ai_protocol);
+      if (fd < 0)
+        continue;
+      int rc = ::connect(fd, a->ai_addr, a->ai_addrlen);
+      if (rc < 0 && errno == EINPROGRESS) {
+        pollfd p{fd, POLLOUT, 0};
+        int err = 0;
+        socklen_t len = sizeof(err);
+        if (::poll(&p, 1, connect_timeout_ms) == 1
+            && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0
+            && err == 0)
+          rc = 0;
+      }
+      if (rc == 0) {
+        int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        fd_ = fd;
+      } else {
+        close_fd(fd);
+      }
+    }
+    ::freeaddrinfo(res);
+    if (fd_ < 0)
+      return false;
+    frame greeting;
+    greeting.head.assign(hello, sizeof(hello));
+    return write_all(greeting);
+  }
+
+  // The link is down: every queued frame (and `extra`) goes over CAF.
+  void fail(std::unique_lock<std::mutex>& guard, frame* extra) {
+    state_ = state::down;
+    cv_.notify_all();
+    std::deque<frame> left;
+    left.swap(queue_);
+    if (extra != nullptr)
+      left.push_front(std::move(*extra));
+    guard.unlock();
+    for (auto& f : left) {
+      n_fallbacks.fetch_add(1, std::memory_order_relaxed);
+      caf::anon_send(f.fallback, recv_tensor_atom_v, f.step,
+                     std::move(f.key), std::move(f.value));
+    }
+    guard.lock();
+  }
+
+  void run() {
+    bool ok = connect_now();
+    std::unique_lock<std::mutex> guard{mtx_};
+    if (!ok) {
+      std::fprintf(stderr,
+                   "actorflow: tensor channel: cannot connect to %s:%s; "
+                   "tensors to it go over CAF\n",
+                   host_.c_str(), port_.c_str());
+      fail(guard, nullptr);
+      return;
+    }
+    state_ = state::up;
+    for (;;) {
+      cv_.wait(guard, [this] {
+        return (!queue_.empty() && !busy_) || state_ == state::down;
+      });
+      if (state_ == state::down) {
+        // A sender's direct write found the socket broken.
+        close_fd(fd_);
+        return;
+      }
+      auto f = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+      guard.unlock();
+      bool ok_write = write_all(f);
+      guard.lock();
+      busy_ = false;
+      if (!ok_write) {
+        // The frame went partly or not at all; the receiver drops a
+        // partial one with the connection.
+        fail(guard, &f);
+        close_fd(fd_);
+        return;
+      }
+      n_written.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  std::string host_;
+  std::string port_;
+  int fd_ = -1;
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  state state_ = state::connecting;
+  bool busy_ = false;
+  std::deque<frame> queue_;
+};
+
+// -- API ----------------------------------------------------------------------
+
+std::string open_inbox(const std::string& host, const caf::actor& exec) {
+  auto& r = reg();
+  std::lock_guard<std::mutex> guard{r.mtx};
+  auto l = r.listeners.find(host);
+  if (l == r.listeners.end())
+    l = r.listeners.emplace(host, listen_on(host)).first;
+  if (l->second == nullptr)
+    return {};
+  auto id = r.next_inbox++;
+  r.inboxes.emplace(id, caf::actor_cast<caf::weak_actor_ptr>(exec));
+  return host + ":" + std::to_string(l->second->port) + "/"
+         + std::to_string(id);
+}
+
+void close_inbox(const std::string& address) {
+  auto slash = address.rfind('/');
+  if (slash == std::string::npos)
+    return;
+  auto id = std::strtoull(address.c_str() + slash + 1, nullptr, 10);
+  auto& r = reg();
+  std::lock_guard<std::mutex> guard{r.mtx};
+  r.inboxes.erase(id);
+}
+
+route route_to(const std::string& address) {
+  auto slash = address.rfind('/');
+  if (slash == std::string::npos || slash + 1 == address.size()
+      || address.find_first_not_of("0123456789", slash + 1)
+           != std::string::npos)
+    return {};
+  auto hp = address.substr(0, slash);
+  std::string host;
+  std::string port;
+  if (!split_host_port(hp, host, port))
+    return {};
+  route result;
+  result.inbox = std::strtoull(address.c_str() + slash + 1, nullptr, 10);
+  auto& r = reg();
+  std::lock_guard<std::mutex> guard{r.mtx};
+  auto& to = r.links[hp];
+  // A link that went down stays down for its senders; new routes (a
+  // restarted peer registers again) get a fresh connection.
+  if (to == nullptr || to->down()) {
+    to = std::make_shared<link>(host, port);
+    to->start(to);
+  }
+  result.to = to;
+  return result;
+}
+
+bool send(const route& r, int64_t step, const std::string& key,
+          const tensor& value, const caf::actor& fallback, bool write_now) {
+  return r.to != nullptr
+         && r.to->send(r.inbox, step, key, value, fallback, write_now);
+}
+
+counters stats() {
+  return {n_delivered.load(std::memory_order_relaxed),
+          n_written.load(std::memory_order_relaxed),
+          n_fallbacks.load(std::memory_order_relaxed)};
+}
+
+} // namespace actorflow::tensor_channel

@@ -1,0 +1,71 @@
+#pragma once
+
+// Private to actors/: the tensor channel. `_Send` values between executors
+// of different processes go over a TCP connection of their own, beside
+// CAF's: a frame header, then the tensor's bytes written straight from its
+// buffer and read straight into the receiving tensor. CAF's BASP path
+// copies each message into a buffer on both sides and serializes every
+// message its broker has queued before it writes the first
+// (docs/DESIGN.md, "Tensor channel").
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <caf/fwd.hpp>
+
+#include "actorflow/graph/tensor.hpp"
+
+namespace actorflow::tensor_channel {
+
+/// Opens an inbox for executor `exec` on this process's listener for
+/// `host` (bound to that host on a free port when first needed). Returns
+/// the inbox's address ("host:port/id") for the executors that send to
+/// `exec`, or "" when no listener can be bound there (said once on
+/// stderr): those senders then use CAF. Does not block beyond bind().
+std::string open_inbox(const std::string& host, const caf::actor& exec);
+
+/// Closes an inbox that open_inbox returned. When it returns, nothing is
+/// being or will be delivered to its executor; later frames for it are
+/// read and dropped.
+void close_inbox(const std::string& address);
+
+class link;
+
+/// Where a sender's frames go: the connection to the process of an inbox
+/// (shared by every executor of this process that sends there) and the
+/// inbox's id on it.
+struct route {
+  std::shared_ptr<link> to;
+  uint64_t inbox = 0;
+  explicit operator bool() const noexcept {
+    return to != nullptr;
+  }
+};
+
+/// The route to the inbox at `address` (from open_inbox in some process).
+/// The connection is made on first use, on the link's own thread; an
+/// empty route for a malformed address.
+route route_to(const std::string& address);
+
+/// Sends `value` as the tensor of `key` in step `step` to the executor
+/// behind `r`. Never blocks. With `write_now`, the caller's thread writes
+/// what the socket takes at once (when nothing is queued before it) and
+/// the link's thread the rest; without, the link's thread writes it all,
+/// beside the caller's work. False when the link is down (it could not
+/// connect, or broke): the caller then sends over CAF. A frame that was
+/// queued when the link went down goes to `fallback` as one CAF message
+/// instead.
+bool send(const route& r, int64_t step, const std::string& key,
+          const tensor& value, const caf::actor& fallback, bool write_now);
+
+/// Frames this process has delivered to inboxes and written to links
+/// (monitoring and tests).
+struct counters {
+  uint64_t delivered = 0;
+  uint64_t written = 0;
+  uint64_t fallbacks = 0;
+};
+counters stats();
+
+} // namespace actorflow::tensor_channel

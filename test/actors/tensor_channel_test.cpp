@@ -1,0 +1,296 @@
+// The tensor channel (actors/src/tensor_channel.hpp): `_Send` values
+// between processes over a TCP connection of their own. Values of every
+// kind arrive intact and in order at the inbox's actor; a peer that
+// breaks the protocol loses its connection and nothing else; a route that
+// cannot connect hands its frames to CAF; and executors of two tasks with
+// addresses use it (two actor systems in one process stand for two
+// processes: between them CAF serializes nothing, so a value over one
+// chunk arrives only by the channel).
+
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "actorflow/actors/task.hpp"
+#include "actorflow/actors/type_ids.hpp"
+#include "actorflow/graph/ops.hpp"
+#include "actorflow/graph/partition.hpp"
+#include "actorflow/graph/placer.hpp"
+#include "actorflow/graph/subgraph.hpp"
+#include "tensor_channel.hpp"
+
+using namespace actorflow;
+
+namespace {
+
+constexpr auto max_wait = std::chrono::seconds(30);
+
+struct system_holder {
+  explicit system_holder(std::optional<bool> channel = std::nullopt) {
+    add_types_impl(cfg);
+    if (channel)
+      caf::put(cfg.content, "actorflow.tensor-channel", *channel);
+    add_options_impl(cfg);
+    sys.emplace(cfg);
+  }
+  caf::actor_system_config cfg;
+  std::optional<caf::actor_system> sys;
+};
+
+struct received {
+  int64_t step = 0;
+  std::string key;
+  tensor value;
+};
+
+received receive_one(caf::scoped_actor& self) {
+  received r;
+  self->receive(
+    [&](recv_tensor_atom, int64_t step, std::string& key, tensor& value) {
+      r = {step, std::move(key), std::move(value)};
+    },
+    caf::after(max_wait) >> [] { FAIL("nothing arrived"); });
+  return r;
+}
+
+// The port of an inbox address "host:port/id".
+uint16_t port_of(const std::string& address) {
+  auto colon = address.rfind(':');
+  auto slash = address.rfind('/');
+  return static_cast<uint16_t>(
+    std::stoi(address.substr(colon + 1, slash - colon - 1)));
+}
+
+int connect_raw(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr))
+          == 0);
+  return fd;
+}
+
+void write_raw(int fd, const std::string& bytes) {
+  REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL)
+          == static_cast<ssize_t>(bytes.size()));
+}
+
+// Waits until the peer closes `fd` (the listener dropped the connection):
+// a FIN, or a reset when it closed with bytes of ours still unread.
+bool closed_by_peer(int fd) {
+  timeval tv{};
+  tv.tv_sec = 10;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  char c;
+  auto r = ::recv(fd, &c, 1, 0);
+  return r == 0 || (r < 0 && errno == ECONNRESET);
+}
+
+// A frame as tensor_channel.cpp writes it, with every field chosen.
+std::string frame(uint32_t magic, uint64_t inbox, int64_t step,
+                  const std::string& key, const std::string& head,
+                  uint32_t flags, uint64_t data_len, const std::string& data) {
+  std::string out;
+  byte_writer w{out};
+  w.u32(magic);
+  w.u32(static_cast<uint32_t>(key.size()));
+  w.u64(inbox);
+  w.i64(step);
+  w.u32(static_cast<uint32_t>(head.size()));
+  w.u32(flags);
+  w.u64(data_len);
+  w.raw(key.data(), key.size());
+  w.raw(head.data(), head.size());
+  w.raw(data.data(), data.size());
+  return out;
+}
+
+uint64_t inbox_id(const std::string& address) {
+  return std::stoull(address.substr(address.rfind('/') + 1));
+}
+
+const std::string hello = "AFTCHAN1";
+constexpr uint32_t magic = 0x46544641;
+
+} // namespace
+
+TEST_CASE("tensor_channel: values of every kind arrive intact and in order",
+          "[tensor_channel]") {
+  system_holder s;
+  caf::scoped_actor self{*s.sys};
+  auto address = tensor_channel::open_inbox("127.0.0.1",
+                                            caf::actor_cast<caf::actor>(self));
+  REQUIRE_FALSE(address.empty());
+  CHECK(address.rfind("127.0.0.1:", 0) == 0);
+  auto route = tensor_channel::route_to(address);
+  REQUIRE(route);
+  std::vector<float> big(3 << 20); // 12 MiB: more than a socket buffer
+  for (size_t i = 0; i < big.size(); ++i)
+    big[i] = static_cast<float>(i % 1000) * 0.5f;
+  auto matrix = tensor::from_vector<float>(big, {3 << 10, 1 << 10});
+  std::vector<tensor> values{
+    tensor::scalar<int64_t>(-7),
+    tensor::vec<float>({1.5f, -2.0f, 3.25f}),
+    tensor::from_vector<bool>({true, false, true, true}, {2, 2}),
+    tensor::vec<std::string>({"", "a", std::string(70000, 'x')}),
+    tensor{dtype::float32, tensor_shape{0, 5}},
+    matrix,
+    matrix.slice(1000, 1003), // a view: written from the middle of a buffer
+  };
+  for (size_t i = 0; i < values.size(); ++i)
+    REQUIRE(tensor_channel::send(route, 40 + static_cast<int64_t>(i),
+                                 "key" + std::to_string(i), values[i],
+                                 caf::actor_cast<caf::actor>(self),
+                                 i % 2 == 0));
+  for (size_t i = 0; i < values.size(); ++i) {
+    INFO("value " << i);
+    auto r = receive_one(self);
+    CHECK(r.step == 40 + static_cast<int64_t>(i));
+    CHECK(r.key == "key" + std::to_string(i));
+    CHECK(r.value == values[i]);
+    CHECK(r.value.shape() == values[i].shape());
+  }
+  tensor_channel::close_inbox(address);
+}
+
+TEST_CASE("tensor_channel: a closed inbox gets nothing; the connection "
+          "stays up for the others",
+          "[tensor_channel]") {
+  system_holder s;
+  caf::scoped_actor gone{*s.sys};
+  caf::scoped_actor open{*s.sys};
+  auto a = tensor_channel::open_inbox("127.0.0.1",
+                                      caf::actor_cast<caf::actor>(gone));
+  auto b = tensor_channel::open_inbox("127.0.0.1",
+                                      caf::actor_cast<caf::actor>(open));
+  REQUIRE(inbox_id(a) != inbox_id(b));
+  tensor_channel::close_inbox(a);
+  auto value = tensor::vec<int32_t>({1, 2, 3});
+  REQUIRE(tensor_channel::send(tensor_channel::route_to(a), 1, "k", value,
+                               caf::actor_cast<caf::actor>(gone), true));
+  REQUIRE(tensor_channel::send(tensor_channel::route_to(b), 2, "k", value,
+                               caf::actor_cast<caf::actor>(open), true));
+  auto r = receive_one(open);
+  CHECK(r.step == 2);
+  CHECK(r.value == value);
+  gone->receive([](recv_tensor_atom, int64_t, std::string&,
+                   tensor&) { FAIL("a closed inbox got a tensor"); },
+                caf::after(std::chrono::milliseconds(200)) >> [] {});
+  tensor_channel::close_inbox(b);
+}
+
+TEST_CASE("tensor_channel: a peer that breaks the protocol loses its "
+          "connection and nothing else",
+          "[tensor_channel]") {
+  system_holder s;
+  caf::scoped_actor self{*s.sys};
+  auto address = tensor_channel::open_inbox("127.0.0.1",
+                                            caf::actor_cast<caf::actor>(self));
+  REQUIRE_FALSE(address.empty());
+  auto port = port_of(address);
+  auto inbox = inbox_id(address);
+  auto floats = tensor::vec<float>({1.0f, 2.0f});
+  auto head = tensor_header_bytes(floats);
+  std::string data(static_cast<const char*>(floats.raw()),
+                   floats.byte_size());
+  std::vector<std::pair<std::string, std::string>> bad = {
+    {"no hello", "GET / HTTP/1.1\r\n\r\n"},
+    {"bad magic", hello + frame(magic + 1, inbox, 1, "k", head, 0, 8, data)},
+    {"unknown flags", hello + frame(magic, inbox, 1, "k", head, 6, 8, data)},
+    {"data length against the header",
+     hello + frame(magic, inbox, 1, "k", head, 0, 12, data + "xxxx")},
+    {"a corrupt header", hello + frame(magic, inbox, 1, "k", "\x01\x63", 0, 8,
+                                       data)},
+    {"a corrupt encoding",
+     hello + frame(magic, inbox, 1, "k", "\x01zzzz", 1, 0, "")},
+    {"an oversized key", hello + frame(magic, inbox, 1, std::string(70000, 'k'),
+                                       head, 0, 8, data)},
+    {"an allocation past the limit",
+     hello + frame(magic, inbox, 1, "k", head, 0, uint64_t{1} << 40, "")},
+  };
+  auto bools = tensor::vec<bool>({true, false});
+  bad.emplace_back("a bool byte that is not 0 or 1",
+                   hello
+                     + frame(magic, inbox, 1, "k", tensor_header_bytes(bools),
+                             0, 2, std::string{"\x01\x07", 2}));
+  for (auto& [what, bytes] : bad) {
+    INFO(what);
+    int fd = connect_raw(port);
+    write_raw(fd, bytes);
+    CHECK(closed_by_peer(fd));
+    ::close(fd);
+  }
+  self->receive([](recv_tensor_atom, int64_t, std::string&,
+                   tensor&) { FAIL("a broken frame was delivered"); },
+                caf::after(std::chrono::milliseconds(100)) >> [] {});
+  // A well-formed frame on a raw connection arrives; so do the channel's.
+  int fd = connect_raw(port);
+  write_raw(fd, hello + frame(magic, inbox, 9, "raw", head, 0, 8, data));
+  auto r = receive_one(self);
+  CHECK(r.step == 9);
+  CHECK(r.value == floats);
+  ::close(fd);
+  auto route = tensor_channel::route_to(address);
+  REQUIRE(tensor_channel::send(route, 10, "k", floats,
+                               caf::actor_cast<caf::actor>(self), true));
+  CHECK(receive_one(self).step == 10);
+  tensor_channel::close_inbox(address);
+}
+
+TEST_CASE("tensor_channel: frames for a peer that cannot be reached go "
+          "over CAF",
+          "[tensor_channel]") {
+  system_holder s;
+  caf::scoped_actor self{*s.sys};
+  // A port nothing listens on: bound, never listened to.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  socklen_t len = sizeof(addr);
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  auto address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/1";
+  auto route = tensor_channel::route_to(address);
+  REQUIRE(route);
+  auto value = tensor::vec<double>({0.25, 4.0});
+  auto fallbacks = tensor_channel::stats().fallbacks;
+  // Queued while connecting: it reaches `self` as one CAF message.
+  REQUIRE(tensor_channel::send(route, 5, "late", value,
+                               caf::actor_cast<caf::actor>(self), false));
+  auto r = receive_one(self);
+  CHECK(r.step == 5);
+  CHECK(r.key == "late");
+  CHECK(r.value == value);
+  CHECK(tensor_channel::stats().fallbacks == fallbacks + 1);
+  // The link is down now: the sender is told to use CAF itself.
+  CHECK_FALSE(tensor_channel::send(route, 6, "k", value,
+                                   caf::actor_cast<caf::actor>(self), true));
+  ::close(fd);
+  CHECK_FALSE(tensor_channel::route_to("127.0.0.1:1"));
+  CHECK_FALSE(tensor_channel::route_to("no-port/3"));
+  CHECK_FALSE(tensor_channel::route_to("127.0.0.1:1/x"));
+}
+
+TEST_CASE("tensor_channel: a host that cannot be bound gives no inbox",
+          "[tensor_channel]") {
+  system_holder s;
+  caf::scoped_actor self{*s.sys};
+  // TEST-NET-1 (RFC 5737): not an address of this machine.
+  CHECK(tensor_channel::open_inbox("192.0.2.1",
+                                   caf::actor_cast<caf::actor>(self))
+          .empty());
+}
