@@ -240,6 +240,26 @@ TEST_CASE("executor: with addresses, a value over one chunk goes to another "
       CHECK(worker_reply.outputs.front().second == value);
     }
   }
+  SECTION("a value for a fetch-only partition rides in the reply up to "
+          "256 KiB, over the channel above") {
+    auto small = tensor::vec<float>(std::vector<float>(65536, 1.0f));
+    two_tasks held{fetch_from_ps(small), true};
+    held.start(1, true);
+    auto held_reply = held.reply_from(held.ps_exec);
+    REQUIRE(held_reply.result.ok());
+    REQUIRE(held_reply.held.size() == 1);
+    CHECK(held_reply.held.front().value == small);
+    auto half = tensor::vec<float>(std::vector<float>(131072, 2.0f));
+    two_tasks sent{fetch_from_ps(half), true};
+    sent.start(1, true);
+    auto sent_reply = sent.reply_from(sent.ps_exec);
+    REQUIRE(sent_reply.result.ok());
+    CHECK(sent_reply.held.empty());
+    auto worker_reply = sent.reply_from(sent.worker_exec);
+    REQUIRE(worker_reply.result.ok());
+    REQUIRE(worker_reply.outputs.size() == 1);
+    CHECK(worker_reply.outputs.front().second == half);
+  }
   SECTION("actorflow.tensor-channel = false") {
     two_tasks t{fetch_from_ps(value), true, false};
     CHECK(t.ps_inbox.empty());
