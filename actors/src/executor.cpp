@@ -506,7 +506,6 @@ std::vector<apply_step> training_steps(const node_def& def,
   return steps;
 }
 
-// Runs node `i` once the values of its ref inputs are known.
 // A `_Send`'s value over CAF: one message in process or up to one chunk,
 // else ~1 MiB chunks of its encoding, all in flight at once (one huge
 // message is ~3x slower, docs/DESIGN.md). Each chunk is cut from the
@@ -558,6 +557,7 @@ bool heavy_ready(executor_self self, const step_state& step) {
   });
 }
 
+// Runs node `i` once the values of its ref inputs are known.
 void compute_unchecked(executor_self self, step_state& step, int i,
                        std::vector<tensor> inputs) {
   auto& st = self->state;

@@ -311,10 +311,10 @@ public:
   bool send(uint64_t inbox, int64_t step, const std::string& key,
             const tensor& value, const caf::actor& fallback,
             bool write_now) {
+    auto f = make_frame(inbox, step, key, value, fallback);
     std::unique_lock<std::mutex> guard{mtx_};
     if (state_ == state::down)
       return false;
-    auto f = make_frame(inbox, step, key, value, fallback);
     if (write_now && state_ == state::up && !busy_ && queue_.empty()) {
       // Nothing ahead of it: write what the socket takes now, from this
       // thread, and leave the rest to the link's.

@@ -437,8 +437,9 @@ using accumulator_actor = caf::typed_actor<
 
 /// The executor of one registered partition. `run_graph` carries the
 /// executors of the step's other partitions (untyped: the interface cannot
-/// name itself); `recv_tensor` delivers a tensor whole, or one chunk of it
-/// (total size, offset, bytes).
+/// name itself); `recv_tensor` delivers a tensor whole (from a peer's
+/// message or the tensor channel), or one chunk of it (total size, offset,
+/// bytes).
 using executor_actor = caf::typed_actor<
   caf::replies_to<run_graph_atom, run_graph_request,
                   std::vector<caf::actor>>::with<run_graph_response>,
@@ -447,7 +448,8 @@ using executor_actor = caf::typed_actor<
   caf::reacts_to<abort_step_atom, int64_t, status>>;
 
 /// A task: master service (sessions and steps), worker service (partition
-/// registration), resource manager (variables) and its counters. The
+/// registration: the executor and its tensor channel inbox, "" for none),
+/// resource manager (variables) and its counters. The
 /// connect message is its own retry timer for reaching other tasks, and
 /// check_deadlines its timer for step deadlines (deadline_table.hpp).
 using task_actor = caf::typed_actor<
