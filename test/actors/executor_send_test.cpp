@@ -143,6 +143,18 @@ struct two_tasks {
     return result;
   }
 
+  // The ps's reply holds nothing back and the worker fetched `value`:
+  // it went straight to the worker's executor.
+  void expect_sent(const tensor& value) {
+    auto ps_reply = reply_from(ps_exec);
+    REQUIRE(ps_reply.result.ok());
+    CHECK(ps_reply.held.empty());
+    auto worker_reply = reply_from(worker_exec);
+    REQUIRE(worker_reply.result.ok());
+    REQUIRE(worker_reply.outputs.size() == 1);
+    CHECK(worker_reply.outputs.front().second == value);
+  }
+
   system_holder a; // the worker's process
   system_holder b; // the ps's process
   caf::scoped_actor self_a;
@@ -205,13 +217,7 @@ TEST_CASE("executor: a value over one chunk, or for a partition that is not "
     auto value = tensor::vec<float>({4.0f});
     two_tasks t{fetch_from_ps(value)};
     t.start(1, true, false);
-    auto ps_reply = t.reply_from(t.ps_exec);
-    REQUIRE(ps_reply.result.ok());
-    CHECK(ps_reply.held.empty());
-    auto worker_reply = t.reply_from(t.worker_exec);
-    REQUIRE(worker_reply.result.ok());
-    REQUIRE(worker_reply.outputs.size() == 1);
-    CHECK(worker_reply.outputs.front().second == value);
+    t.expect_sent(value);
   }
 }
 
@@ -229,15 +235,9 @@ TEST_CASE("executor: with addresses, a value over one chunk goes to another "
     for (int64_t id : {1, 2}) {
       INFO("step " << id);
       t.start(id, id == 1);
-      auto ps_reply = t.reply_from(t.ps_exec);
-      REQUIRE(ps_reply.result.ok());
-      CHECK(ps_reply.held.empty());
       // Between these two actor systems CAF serializes nothing, so whole
       // bytes at the worker came through the channel's socket.
-      auto worker_reply = t.reply_from(t.worker_exec);
-      REQUIRE(worker_reply.result.ok());
-      REQUIRE(worker_reply.outputs.size() == 1);
-      CHECK(worker_reply.outputs.front().second == value);
+      t.expect_sent(value);
     }
   }
   SECTION("a value for a fetch-only partition rides in the reply up to "
@@ -252,13 +252,7 @@ TEST_CASE("executor: with addresses, a value over one chunk goes to another "
     auto half = tensor::vec<float>(std::vector<float>(131072, 2.0f));
     two_tasks sent{fetch_from_ps(half), true};
     sent.start(1, true);
-    auto sent_reply = sent.reply_from(sent.ps_exec);
-    REQUIRE(sent_reply.result.ok());
-    CHECK(sent_reply.held.empty());
-    auto worker_reply = sent.reply_from(sent.worker_exec);
-    REQUIRE(worker_reply.result.ok());
-    REQUIRE(worker_reply.outputs.size() == 1);
-    CHECK(worker_reply.outputs.front().second == half);
+    sent.expect_sent(half);
   }
   SECTION("actorflow.tensor-channel = false") {
     two_tasks t{fetch_from_ps(value), true, false};

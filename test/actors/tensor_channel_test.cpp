@@ -63,6 +63,19 @@ received receive_one(caf::scoped_actor& self) {
   return r;
 }
 
+// An inbox on 127.0.0.1 for `self`.
+std::string inbox_for(caf::scoped_actor& self) {
+  return tensor_channel::open_inbox("127.0.0.1",
+                                    caf::actor_cast<caf::actor>(self));
+}
+
+// Fails if a tensor reaches `self` within 200 ms.
+void expect_nothing(caf::scoped_actor& self, const char* what) {
+  self->receive([&](recv_tensor_atom, int64_t, std::string&,
+                    tensor&) { FAIL(what); },
+                caf::after(std::chrono::milliseconds(200)) >> [] {});
+}
+
 // The port of an inbox address "host:port/id".
 uint16_t port_of(const std::string& address) {
   auto colon = address.rfind(':');
@@ -131,8 +144,7 @@ TEST_CASE("tensor_channel: values of every kind arrive intact and in order",
           "[tensor_channel]") {
   system_holder s;
   caf::scoped_actor self{*s.sys};
-  auto address = tensor_channel::open_inbox("127.0.0.1",
-                                            caf::actor_cast<caf::actor>(self));
+  auto address = inbox_for(self);
   REQUIRE_FALSE(address.empty());
   CHECK(address.rfind("127.0.0.1:", 0) == 0);
   auto route = tensor_channel::route_to(address);
@@ -172,10 +184,8 @@ TEST_CASE("tensor_channel: a closed inbox gets nothing; the connection "
   system_holder s;
   caf::scoped_actor gone{*s.sys};
   caf::scoped_actor open{*s.sys};
-  auto a = tensor_channel::open_inbox("127.0.0.1",
-                                      caf::actor_cast<caf::actor>(gone));
-  auto b = tensor_channel::open_inbox("127.0.0.1",
-                                      caf::actor_cast<caf::actor>(open));
+  auto a = inbox_for(gone);
+  auto b = inbox_for(open);
   REQUIRE(inbox_id(a) != inbox_id(b));
   tensor_channel::close_inbox(a);
   auto value = tensor::vec<int32_t>({1, 2, 3});
@@ -186,9 +196,7 @@ TEST_CASE("tensor_channel: a closed inbox gets nothing; the connection "
   auto r = receive_one(open);
   CHECK(r.step == 2);
   CHECK(r.value == value);
-  gone->receive([](recv_tensor_atom, int64_t, std::string&,
-                   tensor&) { FAIL("a closed inbox got a tensor"); },
-                caf::after(std::chrono::milliseconds(200)) >> [] {});
+  expect_nothing(gone, "a closed inbox got a tensor");
   tensor_channel::close_inbox(b);
 }
 
@@ -197,8 +205,7 @@ TEST_CASE("tensor_channel: a peer that breaks the protocol loses its "
           "[tensor_channel]") {
   system_holder s;
   caf::scoped_actor self{*s.sys};
-  auto address = tensor_channel::open_inbox("127.0.0.1",
-                                            caf::actor_cast<caf::actor>(self));
+  auto address = inbox_for(self);
   REQUIRE_FALSE(address.empty());
   auto port = port_of(address);
   auto inbox = inbox_id(address);
@@ -233,9 +240,7 @@ TEST_CASE("tensor_channel: a peer that breaks the protocol loses its "
     CHECK(closed_by_peer(fd));
     ::close(fd);
   }
-  self->receive([](recv_tensor_atom, int64_t, std::string&,
-                   tensor&) { FAIL("a broken frame was delivered"); },
-                caf::after(std::chrono::milliseconds(100)) >> [] {});
+  expect_nothing(self, "a broken frame was delivered");
   // A well-formed frame on a raw connection arrives; so do the channel's.
   int fd = connect_raw(port);
   write_raw(fd, hello + frame(magic, inbox, 9, "raw", head, 0, 8, data));
