@@ -218,7 +218,7 @@ TEST_CASE("tensor_channel: a peer that breaks the protocol loses its "
     {"bad magic", hello + frame(magic + 1, inbox, 1, "k", head, 0, 8, data)},
     {"unknown flags", hello + frame(magic, inbox, 1, "k", head, 6, 8, data)},
     {"data length against the header",
-     hello + frame(magic, inbox, 1, "k", head, 0, 12, data + "xxxx")},
+     hello + frame(magic, inbox, 1, "k", head, 0, 12, data + std::string(4, '\0'))},
     {"a corrupt header", hello + frame(magic, inbox, 1, "k", "\x01\x63", 0, 8,
                                        data)},
     {"a corrupt encoding",
