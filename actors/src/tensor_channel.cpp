@@ -55,8 +55,6 @@ constexpr uint64_t max_data = uint64_t{1} << 36;
 constexpr size_t max_incoming = 256;
 constexpr int connect_timeout_ms = 5000;
 
-std::atomic<uint64_t> n_delivered{0};
-std::atomic<uint64_t> n_written{0};
 std::atomic<uint64_t> n_fallbacks{0};
 
 void close_fd(int fd) {
@@ -95,30 +93,10 @@ bool read_all(int fd, void* data, size_t n) {
   return true;
 }
 
-uint32_t load_u32(const unsigned char* p) {
-  uint32_t x = 0;
-  for (int i = 3; i >= 0; --i)
-    x = (x << 8) | p[i];
-  return x;
-}
-
-uint64_t load_u64(const unsigned char* p) {
-  uint64_t x = 0;
-  for (int i = 7; i >= 0; --i)
-    x = (x << 8) | p[i];
-  return x;
-}
-
-struct listener {
-  std::string host;
-  uint16_t port = 0;
-  int fd = -1;
-};
-
 struct registry {
   std::mutex mtx;
-  // By the host the listener is bound to; a null entry: binding failed.
-  std::map<std::string, std::shared_ptr<listener>> listeners;
+  // The listener's port by the host it is bound to; 0: binding failed.
+  std::map<std::string, uint16_t> ports;
   std::unordered_map<uint64_t, caf::weak_actor_ptr> inboxes;
   uint64_t next_inbox = 1;
   std::map<std::string, std::shared_ptr<link>> links;
@@ -145,25 +123,32 @@ void deliver(uint64_t inbox, int64_t step, std::string key, tensor value) {
     return;
   caf::anon_send(exec, recv_tensor_atom_v, step, std::move(key),
                  std::move(value));
-  n_delivered.fetch_add(1, std::memory_order_relaxed);
 }
 
 // One frame off the wire; false ends the connection (EOF, error, or a
 // peer that does not speak the protocol).
 bool read_frame(int fd) {
-  unsigned char prefix[prefix_size];
+  char prefix[prefix_size];
   if (!read_all(fd, prefix, prefix_size))
     return false;
-  if (load_u32(prefix) != frame_magic)
-    return false;
-  auto key_len = load_u32(prefix + 4);
-  auto inbox = load_u64(prefix + 8);
-  auto step = static_cast<int64_t>(load_u64(prefix + 16));
-  auto head_len = load_u32(prefix + 24);
-  auto flags = load_u32(prefix + 28);
-  auto data_len = load_u64(prefix + 32);
+  byte_reader r{std::string_view{prefix, prefix_size}};
+  uint32_t magic = 0;
+  uint32_t key_len = 0;
+  uint64_t inbox = 0;
+  int64_t step = 0;
+  uint32_t head_len = 0;
+  uint32_t flags = 0;
+  uint64_t data_len = 0;
+  r.u32(magic);
+  r.u32(key_len);
+  r.u64(inbox);
+  r.i64(step);
+  r.u32(head_len);
+  r.u32(flags);
+  r.u64(data_len);
   bool encoded = (flags & flag_encoded) != 0;
-  if (key_len > max_key || (flags & ~flag_encoded) != 0
+  if (!r.ok() || magic != frame_magic || key_len > max_key
+      || (flags & ~flag_encoded) != 0
       || (encoded && (head_len > max_encoded || data_len != 0))
       || (!encoded && (head_len > max_header || data_len > max_data)))
     return false;
@@ -181,14 +166,9 @@ bool read_frame(int fd) {
     if (!tensor_from_header(head, value, header_size, data_len).ok()
         || header_size != head.size() || value.byte_size() != data_len)
       return false;
-    if (!read_all(fd, value.raw(), data_len))
+    if (!read_all(fd, value.raw(), data_len)
+        || !check_received_data(value).ok())
       return false;
-    if (value.type() == dtype::bool_) {
-      auto* p = static_cast<const unsigned char*>(value.raw());
-      for (uint64_t b = 0; b < data_len; ++b)
-        if (p[b] > 1)
-          return false;
-    }
   }
   deliver(inbox, step, std::move(key), std::move(value));
   return true;
@@ -238,9 +218,9 @@ void accept_loop(int fd) {
   }
 }
 
-// Binds a listener on `host`, port 0; nullptr (and why on stderr) if it
-// cannot.
-std::shared_ptr<listener> listen_on(const std::string& host) {
+// Binds a listener on `host`, port 0, and serves it on a thread of its
+// own; its port, or 0 (and why on stderr) if it cannot.
+uint16_t listen_on(const std::string& host) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -254,7 +234,7 @@ std::shared_ptr<listener> listen_on(const std::string& host) {
                  "actorflow: tensor channel: cannot resolve %s (%s); "
                  "tensors to this process go over CAF\n",
                  host.c_str(), ::gai_strerror(e));
-    return nullptr;
+    return 0;
   }
   std::string why = "no address";
   for (auto* a = res; a != nullptr; a = a->ai_next) {
@@ -268,14 +248,10 @@ std::shared_ptr<listener> listen_on(const std::string& host) {
         && ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len)
              == 0) {
       ::freeaddrinfo(res);
-      auto l = std::make_shared<listener>();
-      l->host = host;
-      l->fd = fd;
-      l->port = ntohs(bound.ss_family == AF_INET6
-                        ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                        : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
       std::thread{accept_loop, fd}.detach();
-      return l;
+      return ntohs(bound.ss_family == AF_INET6
+                     ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                     : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
     }
     why = std::strerror(errno);
     close_fd(fd);
@@ -285,7 +261,7 @@ std::shared_ptr<listener> listen_on(const std::string& host) {
                "actorflow: tensor channel: cannot listen on %s (%s); "
                "tensors to this process go over CAF\n",
                host.c_str(), why.c_str());
-  return nullptr;
+  return 0;
 }
 
 } // namespace
@@ -329,8 +305,6 @@ public:
       }
       if (f.done < f.size())
         queue_.push_front(std::move(f));
-      else
-        n_written.fetch_add(1, std::memory_order_relaxed);
     } else {
       queue_.push_back(std::move(f));
     }
@@ -525,7 +499,6 @@ private:
         close_fd(fd_);
         return;
       }
-      n_written.fetch_add(1, std::memory_order_relaxed);
     }
   }
 
@@ -544,15 +517,14 @@ private:
 std::string open_inbox(const std::string& host, const caf::actor& exec) {
   auto& r = reg();
   std::lock_guard<std::mutex> guard{r.mtx};
-  auto l = r.listeners.find(host);
-  if (l == r.listeners.end())
-    l = r.listeners.emplace(host, listen_on(host)).first;
-  if (l->second == nullptr)
+  auto p = r.ports.find(host);
+  if (p == r.ports.end())
+    p = r.ports.emplace(host, listen_on(host)).first;
+  if (p->second == 0)
     return {};
   auto id = r.next_inbox++;
   r.inboxes.emplace(id, caf::actor_cast<caf::weak_actor_ptr>(exec));
-  return host + ":" + std::to_string(l->second->port) + "/"
-         + std::to_string(id);
+  return host + ":" + std::to_string(p->second) + "/" + std::to_string(id);
 }
 
 void close_inbox(const std::string& address) {
@@ -597,10 +569,8 @@ bool send(const route& r, int64_t step, const std::string& key,
          && r.to->send(r.inbox, step, key, value, fallback, write_now);
 }
 
-counters stats() {
-  return {n_delivered.load(std::memory_order_relaxed),
-          n_written.load(std::memory_order_relaxed),
-          n_fallbacks.load(std::memory_order_relaxed)};
+uint64_t fallbacks() {
+  return n_fallbacks.load(std::memory_order_relaxed);
 }
 
 } // namespace actorflow::tensor_channel

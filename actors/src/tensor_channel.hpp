@@ -59,13 +59,8 @@ route route_to(const std::string& address);
 bool send(const route& r, int64_t step, const std::string& key,
           const tensor& value, const caf::actor& fallback, bool write_now);
 
-/// Frames this process has delivered to inboxes and written to links
-/// (monitoring and tests).
-struct counters {
-  uint64_t delivered = 0;
-  uint64_t written = 0;
-  uint64_t fallbacks = 0;
-};
-counters stats();
+/// Frames this process's links have handed to CAF because their link
+/// went down (tests).
+uint64_t fallbacks();
 
 } // namespace actorflow::tensor_channel

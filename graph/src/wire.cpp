@@ -144,6 +144,18 @@ status decode_all(std::string_view in, T& x, std::string_view what) {
   return status::ok_status();
 }
 
+// Why the element bytes of a bool tensor are invalid ("" if they are
+// not, or it is not a bool tensor): every byte must be 0 or 1.
+std::string invalid_bool(const tensor& x) {
+  if (x.type() != dtype::bool_)
+    return {};
+  auto* data = static_cast<const unsigned char*>(x.raw());
+  for (size_t i = 0; i < x.byte_size(); ++i)
+    if (data[i] > 1)
+      return "invalid bool byte " + std::to_string(data[i]);
+  return {};
+}
+
 } // namespace
 
 // -- byte_writer --------------------------------------------------------------
@@ -405,11 +417,8 @@ bool decode(byte_reader& r, tensor& x) {
     return false;
   if constexpr (!little_endian_host)
     swap_elements(data, static_cast<size_t>(n_bytes), width);
-  if (type == dtype::bool_) {
-    for (size_t i = 0; i < n_bytes; ++i)
-      if (data[i] > 1)
-        return r.fail("invalid bool byte " + std::to_string(data[i]));
-  }
+  if (auto bad = invalid_bool(result); !bad.empty())
+    return r.fail(std::move(bad));
   x = std::move(result);
   return true;
 }
@@ -624,6 +633,12 @@ status tensor_from_header(std::string_view in, tensor& x,
                    + std::to_string(max_data_bytes) + " bytes follow");
   header_size = r.position();
   x = tensor::uninitialized(type, std::move(shape));
+  return status::ok_status();
+}
+
+status check_received_data(const tensor& x) {
+  if (auto bad = invalid_bool(x); !bad.empty())
+    return {error_code::data_loss, "corrupt tensor: " + bad};
   return status::ok_status();
 }
 

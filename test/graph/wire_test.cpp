@@ -742,3 +742,14 @@ TEST_CASE("a huge declared length fails fast", "[wire]") {
     }
   }
 }
+
+TEST_CASE("wire: check_received_data rejects bool bytes other than 0 and 1",
+          "[wire]") {
+  auto flags = tensor::vec<bool>({true, false, true});
+  CHECK(check_received_data(flags).ok());
+  CHECK(check_received_data(tensor::vec<uint8_t>({0, 7, 255})).ok());
+  static_cast<unsigned char*>(flags.raw())[1] = 2;
+  auto st = check_received_data(flags);
+  CHECK(st.code() == error_code::data_loss);
+  CHECK(st.message() == "corrupt tensor: invalid bool byte 2");
+}

@@ -49,13 +49,8 @@ typename Inspector::result_type inspect(Inspector& f, tensor& x) {
       if (value.byte_size() > 0)
         if (auto err = f.apply_raw(value.byte_size(), value.raw()))
           return err;
-      if (value.type() == dtype::bool_) {
-        auto* b = static_cast<const unsigned char*>(value.raw());
-        for (size_t i = 0; i < value.byte_size(); ++i)
-          if (b[i] > 1)
-            return caf::make_error(caf::sec::invalid_argument,
-                                   "corrupt tensor: invalid bool byte");
-      }
+      if (auto st = check_received_data(value); !st.ok())
+        return caf::make_error(caf::sec::invalid_argument, st.message());
       x = std::move(value);
       return caf::none;
     }

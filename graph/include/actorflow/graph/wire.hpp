@@ -170,6 +170,10 @@ std::string tensor_header_bytes(const tensor& x);
 /// is untouched then.
 status tensor_from_header(std::string_view in, tensor& x,
                           size_t& header_size, uint64_t max_data_bytes);
+/// For a tensor whose element bytes the caller wrote after
+/// tensor_from_header: DataLoss "corrupt tensor: invalid bool byte N" if
+/// a bool element is neither 0 nor 1 (every other dtype's bytes are valid).
+status check_received_data(const tensor& x);
 
 /// The version byte followed by the graph's encoding.
 std::string to_bytes(const graph_def& x);
