@@ -77,6 +77,11 @@ public:
     /// actor's job wakes one of them before any sleeping worker.
     int helpers_waiting = 0;
     std::condition_variable helper_cv;
+    /// Threads in run_actors_after (not the scheduler's own): the
+    /// coordinator stops only once none is left, and none enters after.
+    int outside_runners = 0;
+    bool stopping = false;
+    std::condition_variable outside_cv;
   };
 
   /// After this many jobs in a row from a next_slot, the chain goes to
@@ -133,12 +138,21 @@ public:
   /// nobody needs waking for the jobs it makes runnable.
   static inline thread_local bool helper_sending = false;
 
+  /// Set while run_actors_after's `start` runs: the first actor it makes
+  /// runnable lands here instead of in the shared queue.
+  static inline thread_local caf::resumable** captured = nullptr;
+
   /// Set on the workers' threads and while a thread is in help(): such a
   /// thread may be inside an actor's turn, and must not run actors from
   /// there (the same actor could be resumed twice at once).
   static inline thread_local bool runs_actors = false;
 
   static void push(coordinator_data& data, caf::resumable* job) {
+    if (captured != nullptr && *captured == nullptr
+        && job->subtype() == caf::resumable::scheduled_actor) {
+      *captured = job;
+      return;
+    }
     bool wake = false;
     bool wake_helper = false;
     {
@@ -290,6 +304,66 @@ public:
 
   /// run_actors_until (run_actors.hpp) for this policy's coordinator;
   /// false on a thread that runs actors already.
+  /// Runs `job` and then the chain of actors it makes runnable on the
+  /// calling thread (see help()).
+  static void run_chain(coordinator_data& data, helper_unit& unit,
+                        size_t max_throughput, caf::resumable* job) {
+    while (job != nullptr) {
+      switch (job->resume(&unit, max_throughput)) {
+        case caf::resumable::resume_later:
+        case caf::resumable::shutdown_execution_unit:
+          push(data, job);
+          break;
+        case caf::resumable::done:
+        case caf::resumable::awaiting_message:
+          caf::intrusive_ptr_release(job);
+          break;
+      }
+      job = unit.next.take(data);
+    }
+  }
+
+  /// run_actors_after (run_actors.hpp) for this policy's coordinator.
+  static void run_after(coordinator_data& data, caf::actor_system& sys,
+                        size_t max_throughput,
+                        const std::function<void()>& start) {
+    if (runs_actors) {
+      start();
+      return;
+    }
+    bool stopping = false;
+    {
+      std::lock_guard<std::mutex> guard{data.lock};
+      stopping = data.stopping;
+      if (!stopping)
+        ++data.outside_runners;
+    }
+    if (stopping) {
+      start();
+      return;
+    }
+    caf::resumable* first = nullptr;
+    {
+      set_while_alive helping{runs_actors};
+      helper_unit unit{sys, data};
+      captured = &first;
+      start();
+      captured = nullptr;
+      run_chain(data, unit, max_throughput, first);
+    }
+    std::lock_guard<std::mutex> guard{data.lock};
+    if (--data.outside_runners == 0 && data.stopping)
+      data.outside_cv.notify_all();
+  }
+
+  /// Lets the coordinator's stop proceed once no thread is in run_after,
+  /// and keeps new ones from running actors.
+  static void stop_outside_runners(coordinator_data& data) {
+    std::unique_lock<std::mutex> guard{data.lock};
+    data.stopping = true;
+    data.outside_cv.wait(guard, [&] { return data.outside_runners == 0; });
+  }
+
   static bool help(coordinator_data& data, caf::actor_system& sys,
                    size_t max_throughput, const std::function<void()>& start,
                    const std::function<bool()>& done) {
@@ -329,21 +403,31 @@ public:
           continue;
         }
       }
-      switch (job->resume(&unit, max_throughput)) {
-        case caf::resumable::resume_later:
-        case caf::resumable::shutdown_execution_unit:
-          push(data, job);
-          break;
-        case caf::resumable::done:
-        case caf::resumable::awaiting_message:
-          caf::intrusive_ptr_release(job);
-          break;
-      }
+      run_chain(data, unit, max_throughput, job);
     }
   }
 };
 
-using spinning_coordinator = caf::scheduler::coordinator<spinning_sharing>;
+class spinning_coordinator
+  : public caf::scheduler::coordinator<spinning_sharing> {
+public:
+  using super = caf::scheduler::coordinator<spinning_sharing>;
+
+  using super::super;
+
+  static caf::actor_system::module* make(caf::actor_system& sys,
+                                         caf::detail::type_list<>) {
+    return new spinning_coordinator(sys);
+  }
+
+protected:
+  void stop() override {
+    // A thread in run_actors_after may be inside an actor's turn: it must
+    // be out before the workers and the actors' resources go.
+    spinning_sharing::stop_outside_runners(data());
+    super::stop();
+  }
+};
 
 } // namespace
 
@@ -355,6 +439,17 @@ bool run_actors_until(caf::actor_system& sys,
     return false;
   return spinning_sharing::help(coordinator->data(), sys,
                                 coordinator->max_throughput(), start, done);
+}
+
+void run_actors_after(caf::actor_system& sys,
+                      const std::function<void()>& start) {
+  auto* coordinator = dynamic_cast<spinning_coordinator*>(&sys.scheduler());
+  if (coordinator == nullptr) {
+    start();
+    return;
+  }
+  spinning_sharing::run_after(coordinator->data(), sys,
+                              coordinator->max_throughput(), start);
 }
 
 void notify_actor_helpers(caf::actor_system& sys) {

@@ -34,6 +34,7 @@
 #include <caf/actor_cast.hpp>
 #include <caf/send.hpp>
 
+#include "actorflow/actors/run_actors.hpp"
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/graph/wire.hpp"
 
@@ -112,17 +113,27 @@ registry& reg() {
 
 // Hands a received tensor to its inbox's executor under the registry's
 // lock, so that close_inbox, once returned, has no delivery in progress.
+// Then this thread runs the executor (and what it sets off) itself: it is
+// awake, while a scheduler thread would need waking, and the tensor's
+// bytes are in this core's cache. Frames behind this one wait in the
+// socket meanwhile; the executor is busy with this one's work anyway.
 void deliver(uint64_t inbox, int64_t step, std::string key, tensor value) {
   auto& r = reg();
-  std::lock_guard<std::mutex> guard{r.mtx};
+  std::unique_lock<std::mutex> guard{r.mtx};
   auto i = r.inboxes.find(inbox);
   if (i == r.inboxes.end())
     return;
   auto exec = caf::actor_cast<caf::actor>(i->second);
   if (!exec)
     return;
-  caf::anon_send(exec, recv_tensor_atom_v, step, std::move(key),
-                 std::move(value));
+  auto send = [&] {
+    caf::anon_send(exec, recv_tensor_atom_v, step, std::move(key),
+                   std::move(value));
+    guard.unlock();
+  };
+  // The registered inbox keeps the executor, and so its system, alive
+  // until run_actors_after holds the system's scheduler.
+  run_actors_after(exec->home_system(), send);
 }
 
 // One frame off the wire; false ends the connection (EOF, error, or a

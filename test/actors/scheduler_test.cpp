@@ -12,6 +12,7 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -290,4 +291,85 @@ TEST_CASE("scheduler: run_actors_until leaves an application's own "
   CHECK_FALSE(run_actors_until(
     *h.sys, [&] { started = true; }, [] { return true; }));
   CHECK_FALSE(started);
+}
+
+TEST_CASE("scheduler: run_actors_after runs the actor a message makes "
+          "runnable, and the chain it starts, on the calling thread",
+          "[scheduler]") {
+  ping_pong_pair pp;
+  auto& log = pp.log;
+  std::this_thread::sleep_for(20ms);
+  auto here = std::this_thread::get_id();
+  run_actors_after(*pp.h.sys, [&] { caf::anon_send(pp.a, 10, pp.b); });
+  // Done on return: nothing was left for a worker.
+  CHECK(log.done);
+  {
+    std::lock_guard<std::mutex> guard{log.mtx};
+    REQUIRE(log.threads.size() == 11);
+    for (auto& id : log.threads)
+      CHECK(id == here);
+    log.threads.clear();
+  }
+  // A chain longer than 16 jobs goes on without the caller: the caller
+  // returns after the 17th, and a worker takes the rest.
+  log.done = false;
+  run_actors_after(*pp.h.sys, [&] { caf::anon_send(pp.a, 40, pp.b); });
+  REQUIRE(wait_for(log.done));
+  std::lock_guard<std::mutex> guard{log.mtx};
+  REQUIRE(log.threads.size() == 41);
+  for (size_t i = 0; i < 17; ++i)
+    CHECK(log.threads[i] == here);
+  for (size_t i = 17; i < log.threads.size(); ++i)
+    CHECK(log.threads[i] != here);
+}
+
+// Set while an actor below is inside run_actors_after.
+thread_local bool in_run_actors_after = false;
+
+TEST_CASE("scheduler: run_actors_after only sends inside an actor's turn "
+          "and under an application's own scheduler",
+          "[scheduler]") {
+  struct receipt {
+    std::thread::id thread;
+    bool nested = false;
+    std::atomic<bool> received{false};
+  };
+  auto receiver = [](caf::event_based_actor*, receipt* r) {
+    return caf::behavior{[r](int) {
+      r->thread = std::this_thread::get_id();
+      r->nested = in_run_actors_after;
+      r->received = true;
+    }};
+  };
+  SECTION("inside an actor's turn: the receiver does not run nested") {
+    // Declared first: the actors use it until the system is gone.
+    receipt log;
+    std::atomic<bool> sent{false};
+    system_holder h;
+    auto& sys = *h.sys;
+    auto r = sys.spawn(receiver, &log);
+    auto s = sys.spawn([&](caf::event_based_actor*) -> caf::behavior {
+      return {[&](int) {
+        in_run_actors_after = true;
+        run_actors_after(sys, [&] { caf::anon_send(r, 1); });
+        in_run_actors_after = false;
+        sent = true;
+      }};
+    });
+    caf::anon_send(s, 1);
+    REQUIRE(wait_for(log.received));
+    REQUIRE(wait_for(sent));
+    CHECK_FALSE(log.nested);
+    caf::anon_send_exit(r, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+  }
+  SECTION("CAF's own work sharing: a worker runs the receiver") {
+    receipt log;
+    system_holder h{caf::atom("sharing")};
+    auto r = h.sys->spawn(receiver, &log);
+    run_actors_after(*h.sys, [&] { caf::anon_send(r, 1); });
+    REQUIRE(wait_for(log.received));
+    CHECK(log.thread != std::this_thread::get_id());
+    caf::anon_send_exit(r, caf::exit_reason::user_shutdown);
+  }
 }

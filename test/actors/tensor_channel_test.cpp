@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <optional>
@@ -36,10 +37,13 @@ namespace {
 constexpr auto max_wait = std::chrono::seconds(30);
 
 struct system_holder {
-  explicit system_holder(std::optional<bool> channel = std::nullopt) {
+  explicit system_holder(std::optional<bool> channel = std::nullopt,
+                         size_t threads = 0) {
     add_types_impl(cfg);
     if (channel)
       caf::put(cfg.content, "actorflow.tensor-channel", *channel);
+    if (threads > 0)
+      cfg.set("scheduler.max-threads", threads);
     add_options_impl(cfg);
     sys.emplace(cfg);
   }
@@ -198,6 +202,59 @@ TEST_CASE("tensor_channel: a closed inbox gets nothing; the connection "
   CHECK(r.value == value);
   expect_nothing(gone, "a closed inbox got a tensor");
   tensor_channel::close_inbox(b);
+}
+
+TEST_CASE("tensor_channel: the reading thread runs the receiving actor "
+          "itself, while every scheduler thread is busy",
+          "[tensor_channel]") {
+  std::atomic<bool> busy{false};
+  std::atomic<bool> release{false};
+  // Declared after the flags: its actors use them until it is gone.
+  system_holder s{std::nullopt, 1};
+  auto& sys = *s.sys;
+  // Occupies the only scheduler thread until released (or 60 s).
+  auto blocker = sys.spawn([&](caf::event_based_actor*) -> caf::behavior {
+    return {[&](int) {
+      busy = true;
+      auto until = std::chrono::steady_clock::now() + 2 * max_wait;
+      while (!release && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }};
+  });
+  caf::scoped_actor self{sys};
+  auto forwarder = sys.spawn(
+    [dest = caf::actor_cast<caf::actor>(self)](caf::event_based_actor* me)
+      -> caf::behavior {
+      return {[=](recv_tensor_atom atom, int64_t step, std::string& key,
+                  tensor& value) { me->send(dest, atom, step, key, value); },
+              [](int x) { return x; }};
+    });
+  // Started (its first turn ran) before the worker is taken.
+  bool started = false;
+  self->request(forwarder, max_wait, 1).receive(
+    [&](int) { started = true; }, [](caf::error&) {});
+  REQUIRE(started);
+  caf::anon_send(blocker, 1);
+  auto until = std::chrono::steady_clock::now() + max_wait;
+  while (!busy && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(busy);
+  auto address = tensor_channel::open_inbox("127.0.0.1", forwarder);
+  REQUIRE_FALSE(address.empty());
+  auto value = tensor::vec<float>({1.5f, 2.5f});
+  REQUIRE(tensor_channel::send(tensor_channel::route_to(address), 7, "k",
+                               value, forwarder, true));
+  bool arrived = false;
+  self->receive(
+    [&](recv_tensor_atom, int64_t step, std::string&, tensor& got) {
+      arrived = step == 7 && got == value;
+    },
+    caf::after(std::chrono::seconds(10)) >> [] {});
+  CHECK(arrived);
+  release = true;
+  tensor_channel::close_inbox(address);
+  caf::anon_send_exit(forwarder, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(blocker, caf::exit_reason::user_shutdown);
 }
 
 TEST_CASE("tensor_channel: a peer that breaks the protocol loses its "

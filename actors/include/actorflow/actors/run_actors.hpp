@@ -1,6 +1,6 @@
 #pragma once
 
-// A waiting thread that runs actors itself (actors/src/scheduler.cpp).
+// Threads that run actors themselves (actors/src/scheduler.cpp).
 
 #include <functional>
 
@@ -25,6 +25,19 @@ namespace actorflow {
 bool run_actors_until(caf::actor_system& sys,
                       const std::function<void()>& start,
                       const std::function<bool()>& done);
+
+/// Calls `start`, which sends a message to an actor of `sys`, then runs
+/// on the calling thread the actor that message made runnable and the
+/// chain of actors that one makes runnable in turn (as a scheduler thread
+/// would, without waking one), and returns when the chain ends. For
+/// threads of the caller's own that receive from the network (the tensor
+/// channel's readers): the receiving thread is awake already, a scheduler
+/// thread would have to be woken. Blocks for as long as the actors run.
+/// Only `start` runs when `sys` does not run actorflow's scheduler, when
+/// it is stopping, or when the calling thread runs actors already. `sys`
+/// does not finish stopping while a thread is in here.
+void run_actors_after(caf::actor_system& sys,
+                      const std::function<void()>& start);
 
 /// Wakes the threads waiting in run_actors_until on `sys` so that they
 /// check their `done()` again. Cheap when none waits.
