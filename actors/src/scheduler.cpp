@@ -302,8 +302,6 @@ public:
     bool& flag;
   };
 
-  /// run_actors_until (run_actors.hpp) for this policy's coordinator;
-  /// false on a thread that runs actors already.
   /// Runs `job` and then the chain of actors it makes runnable on the
   /// calling thread (see help()).
   static void run_chain(coordinator_data& data, helper_unit& unit,
@@ -364,6 +362,8 @@ public:
     data.outside_cv.wait(guard, [&] { return data.outside_runners == 0; });
   }
 
+  /// run_actors_until (run_actors.hpp) for this policy's coordinator;
+  /// false on a thread that runs actors already.
   static bool help(coordinator_data& data, caf::actor_system& sys,
                    size_t max_throughput, const std::function<void()>& start,
                    const std::function<bool()>& done) {

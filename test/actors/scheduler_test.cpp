@@ -2,8 +2,9 @@
 // with one worker spinning before it sleeps. Every job runs, whether a
 // worker is spinning, busy or asleep when it arrives; a message an actor
 // sends runs next on the same thread; a thread waiting in
-// run_actors_until runs actors itself; and an application that picked
-// one of CAF's policies keeps it.
+// run_actors_until runs actors itself, and one in run_actors_after the
+// chain its message starts; and an application that picked one of CAF's
+// policies keeps it.
 
 #include <catch2/catch.hpp>
 

@@ -1,11 +1,12 @@
 // The tensor channel (actors/src/tensor_channel.hpp): `_Send` values
 // between processes over a TCP connection of their own. Values of every
-// kind arrive intact and in order at the inbox's actor; a peer that
-// breaks the protocol loses its connection and nothing else; a route that
-// cannot connect hands its frames to CAF; and executors of two tasks with
-// addresses use it (two actor systems in one process stand for two
-// processes: between them CAF serializes nothing, so a value over one
-// chunk arrives only by the channel).
+// kind arrive intact and in order at the inbox's actor, which the
+// reading thread runs itself; a peer that breaks the protocol loses its
+// connection and nothing else; a route that cannot connect hands its
+// frames to CAF; and executors of two tasks with addresses use it (two
+// actor systems in one process stand for two processes: between them CAF
+// serializes nothing, so a value over one chunk arrives only by the
+// channel).
 
 #include <catch2/catch.hpp>
 
