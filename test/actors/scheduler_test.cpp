@@ -180,6 +180,16 @@ struct ping_pong_pair {
   caf::actor b;
 };
 
+// Checks that the exchange so far took `n` turns, all on `thread`, and
+// forgets them.
+void expect_turns_on(ping_pong_log& log, size_t n, std::thread::id thread) {
+  std::lock_guard<std::mutex> guard{log.mtx};
+  REQUIRE(log.threads.size() == n);
+  for (auto& id : log.threads)
+    CHECK(id == thread);
+  log.threads.clear();
+}
+
 bool wait_for(const std::atomic<bool>& flag) {
   auto deadline = std::chrono::steady_clock::now() + 30s;
   while (!flag && std::chrono::steady_clock::now() < deadline)
@@ -235,13 +245,7 @@ TEST_CASE("scheduler: run_actors_until runs the actors a waiting thread "
   auto here = std::this_thread::get_id();
   CHECK(run_actors_until(
     sys, [&] { caf::anon_send(a, 10, b); }, [&] { return log.done.load(); }));
-  {
-    std::lock_guard<std::mutex> guard{log.mtx};
-    REQUIRE(log.threads.size() == 11);
-    for (auto& id : log.threads)
-      CHECK(id == here);
-    log.threads.clear();
-  }
+  expect_turns_on(log, 11, here);
   // While this thread waits, a message from another (non-scheduler)
   // thread wakes it and runs here; notify_actor_helpers ends the wait.
   log.done = false;
@@ -304,13 +308,7 @@ TEST_CASE("scheduler: run_actors_after runs the actor a message makes "
   run_actors_after(*pp.h.sys, [&] { caf::anon_send(pp.a, 10, pp.b); });
   // Done on return: nothing was left for a worker.
   CHECK(log.done);
-  {
-    std::lock_guard<std::mutex> guard{log.mtx};
-    REQUIRE(log.threads.size() == 11);
-    for (auto& id : log.threads)
-      CHECK(id == here);
-    log.threads.clear();
-  }
+  expect_turns_on(log, 11, here);
   // A chain longer than 16 jobs goes on without the caller: the caller
   // returns after the 17th, and a worker takes the rest.
   log.done = false;
