@@ -385,7 +385,7 @@ struct apply_step {
   apply_kind kind;
   std::function<std::vector<tensor>(const std::vector<tensor>&)> args;
   /// Runs at once with the step after it (neither needs the other's
-  /// value): Adam's two slots update in parallel, on two cores.
+  /// value): Adam's two slots of a large variable update in parallel.
   bool with_next = false;
 };
 
@@ -457,6 +457,15 @@ double scalar_of(const tensor& t) {
                                       t.scalar_value<float>());
 }
 
+// The fewest gradient elements for which Adam's two slots update at once,
+// on two threads. Below it they update one after the other on the thread
+// that runs the chain: the second slot's job would wait in the shared
+// queue for a woken scheduler thread (20-600 us on the VMs measured),
+// which costs more than the update itself (a 50 k-element row block's
+// whole update took ~80-95 us one after the other, 80-1 180 us at once;
+// docs/PERFORMANCE.md).
+constexpr int64_t parallel_slots_min_elements = int64_t{1} << 21;
+
 // The updates of a training op, as TF's ApplyGradientDescent,
 // ApplyMomentum, ApplyAdagrad and ApplyAdam kernels compute them.
 std::vector<apply_step> training_steps(const node_def& def,
@@ -492,7 +501,7 @@ std::vector<apply_step> training_steps(const node_def& def,
     // var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad.
     steps.push_back({refs[1], k::moving_average,
                      [in](auto&) { return std::vector<tensor>{in[9], in[6]}; },
-                     true});
+                     in[9].num_elements() >= parallel_slots_min_elements});
     steps.push_back({refs[2], k::moving_square,
                      [in](auto&) { return std::vector<tensor>{in[9], in[7]}; }});
     steps.push_back({refs[0], k::scaled_sqrt, [in](auto& r) {

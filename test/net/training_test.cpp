@@ -141,6 +141,49 @@ TEST_CASE("training: Adam follows TF's update with bias correction",
   }
 }
 
+TEST_CASE("training: Adam on a variable large enough for its slots to "
+          "update at once follows TF's update",
+          "[training]") {
+  // 2^21 elements: the executor updates Adam's two slots in parallel from
+  // this size on (actors/src/executor.cpp), one after the other below it.
+  constexpr int64_t n = int64_t{1} << 21;
+  graph g;
+  auto as_default = g.as_default();
+  tensor init{dtype::float32, tensor_shape{n}};
+  auto w0 = init.flat<float>();
+  for (int64_t i = 0; i < n; ++i)
+    w0[static_cast<size_t>(i)] = static_cast<float>(i % 7 - 3) * 0.25f;
+  std::vector<double> w(w0.begin(), w0.end());
+  variable var{init, named("w")};
+  adam_optimizer opt{0.1};
+  auto train_op = opt.minimize(reduce_sum(square(var)));
+  session sess{bounded(), &g};
+  sess.run(global_variables_initializer());
+  std::vector<double> m(w.size(), 0.0);
+  std::vector<double> v(w.size(), 0.0);
+  double b1p = 0.9;
+  double b2p = 0.999;
+  for (int s = 0; s < 2; ++s) {
+    sess.run(train_op);
+    auto lr_t = 0.1 * std::sqrt(1 - b2p) / (1 - b1p);
+    for (size_t i = 0; i < w.size(); ++i) {
+      auto grad = 2 * w[i];
+      m[i] = 0.9 * m[i] + 0.1 * grad;
+      v[i] = 0.999 * v[i] + 0.001 * grad * grad;
+      w[i] -= lr_t * m[i] / (std::sqrt(v[i]) + 1e-8);
+    }
+    b1p *= 0.9;
+    b2p *= 0.999;
+    auto got = sess.run(var).flat<float>();
+    REQUIRE(got.size() == w.size());
+    double worst = 0;
+    for (size_t i = 0; i < w.size(); ++i)
+      worst = std::max(worst, std::abs(got[i] - w[i])
+                                / std::max(1.0, std::abs(w[i])));
+    CHECK(worst <= 1e-4);
+  }
+}
+
 TEST_CASE("training: names, slots and the global step as TF builds them",
           "[training]") {
   graph g;
