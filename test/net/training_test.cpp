@@ -62,6 +62,34 @@ std::vector<std::vector<double>> train(optimizer& opt, int steps) {
   return result;
 }
 
+/// TF's Adam (beta1 0.9, beta2 0.999, epsilon 1e-8) on loss = sum(w^2),
+/// in double: what the variable should read after each step().
+struct adam_reference {
+  adam_reference(std::vector<double> w0, double lr)
+    : w(std::move(w0)), m(w.size(), 0.0), v(w.size(), 0.0), lr(lr) {
+    // nop
+  }
+
+  void step() {
+    auto lr_t = lr * std::sqrt(1 - b2p) / (1 - b1p);
+    for (size_t i = 0; i < w.size(); ++i) {
+      auto g = 2 * w[i];
+      m[i] = 0.9 * m[i] + 0.1 * g;
+      v[i] = 0.999 * v[i] + 0.001 * g * g;
+      w[i] -= lr_t * m[i] / (std::sqrt(v[i]) + 1e-8);
+    }
+    b1p *= 0.9;
+    b2p *= 0.999;
+  }
+
+  std::vector<double> w;
+  std::vector<double> m;
+  std::vector<double> v;
+  double lr;
+  double b1p = 0.9;
+  double b2p = 0.999;
+};
+
 // One ps and one worker on free loopback ports, both served here.
 struct ps_and_worker {
   cluster_spec cluster{std::map<std::string, std::vector<std::string>>{
@@ -122,22 +150,10 @@ TEST_CASE("training: Adam follows TF's update with bias correction",
           "[training]") {
   adam_optimizer opt{0.1};
   auto ws = train(opt, 3);
-  std::vector<double> w{1.0, -2.0, 0.5};
-  std::vector<double> m(3, 0.0);
-  std::vector<double> v(3, 0.0);
-  double b1p = 0.9;
-  double b2p = 0.999;
+  adam_reference want{{1.0, -2.0, 0.5}, 0.1};
   for (int s = 0; s < 3; ++s) {
-    auto lr_t = 0.1 * std::sqrt(1 - b2p) / (1 - b1p);
-    for (size_t i = 0; i < 3; ++i) {
-      auto g = 2 * w[i];
-      m[i] = 0.9 * m[i] + 0.1 * g;
-      v[i] = 0.999 * v[i] + 0.001 * g * g;
-      w[i] -= lr_t * m[i] / (std::sqrt(v[i]) + 1e-8);
-    }
-    b1p *= 0.9;
-    b2p *= 0.999;
-    check_close(ws[static_cast<size_t>(s)], w, 1e-4);
+    want.step();
+    check_close(ws[static_cast<size_t>(s)], want.w, 1e-4);
   }
 }
 
@@ -153,27 +169,16 @@ TEST_CASE("training: Adam on a variable large enough for its slots to "
   auto w0 = init.flat<float>();
   for (int64_t i = 0; i < n; ++i)
     w0[static_cast<size_t>(i)] = static_cast<float>(i % 7 - 3) * 0.25f;
-  std::vector<double> w(w0.begin(), w0.end());
+  adam_reference want{{w0.begin(), w0.end()}, 0.1};
+  auto& w = want.w;
   variable var{init, named("w")};
   adam_optimizer opt{0.1};
   auto train_op = opt.minimize(reduce_sum(square(var)));
   session sess{bounded(), &g};
   sess.run(global_variables_initializer());
-  std::vector<double> m(w.size(), 0.0);
-  std::vector<double> v(w.size(), 0.0);
-  double b1p = 0.9;
-  double b2p = 0.999;
   for (int s = 0; s < 2; ++s) {
     sess.run(train_op);
-    auto lr_t = 0.1 * std::sqrt(1 - b2p) / (1 - b1p);
-    for (size_t i = 0; i < w.size(); ++i) {
-      auto grad = 2 * w[i];
-      m[i] = 0.9 * m[i] + 0.1 * grad;
-      v[i] = 0.999 * v[i] + 0.001 * grad * grad;
-      w[i] -= lr_t * m[i] / (std::sqrt(v[i]) + 1e-8);
-    }
-    b1p *= 0.9;
-    b2p *= 0.999;
+    want.step();
     auto got = sess.run(var).flat<float>();
     REQUIRE(got.size() == w.size());
     double worst = 0;
