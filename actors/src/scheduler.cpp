@@ -305,7 +305,8 @@ public:
   /// Runs `job` and then the chain of actors it makes runnable on the
   /// calling thread (see help()).
   static void run_chain(coordinator_data& data, helper_unit& unit,
-                        size_t max_throughput, caf::resumable* job) {
+                        size_t max_throughput, caf::resumable* job,
+                        const std::function<bool()>* go_on = nullptr) {
     while (job != nullptr) {
       switch (job->resume(&unit, max_throughput)) {
         case caf::resumable::resume_later:
@@ -318,13 +319,18 @@ public:
           break;
       }
       job = unit.next.take(data);
+      if (job != nullptr && go_on != nullptr && *go_on && !(*go_on)()) {
+        push(data, job);
+        job = nullptr;
+      }
     }
   }
 
   /// run_actors_after (run_actors.hpp) for this policy's coordinator.
   static void run_after(coordinator_data& data, caf::actor_system& sys,
                         size_t max_throughput,
-                        const std::function<void()>& start) {
+                        const std::function<void()>& start,
+                        const std::function<bool()>& go_on) {
     if (runs_actors) {
       start();
       return;
@@ -347,7 +353,7 @@ public:
       captured = &first;
       start();
       captured = nullptr;
-      run_chain(data, unit, max_throughput, first);
+      run_chain(data, unit, max_throughput, first, &go_on);
     }
     std::lock_guard<std::mutex> guard{data.lock};
     if (--data.outside_runners == 0 && data.stopping)
@@ -442,14 +448,15 @@ bool run_actors_until(caf::actor_system& sys,
 }
 
 void run_actors_after(caf::actor_system& sys,
-                      const std::function<void()>& start) {
+                      const std::function<void()>& start,
+                      const std::function<bool()>& go_on) {
   auto* coordinator = dynamic_cast<spinning_coordinator*>(&sys.scheduler());
   if (coordinator == nullptr) {
     start();
     return;
   }
   spinning_sharing::run_after(coordinator->data(), sys,
-                              coordinator->max_throughput(), start);
+                              coordinator->max_throughput(), start, go_on);
 }
 
 void notify_actor_helpers(caf::actor_system& sys) {

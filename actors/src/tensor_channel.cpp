@@ -111,13 +111,32 @@ registry& reg() {
   return *instance;
 }
 
+// Whether the next frame on `fd`, if its prefix is there yet, is for
+// `inbox` too (read without taking it off the socket).
+bool next_frame_for(int fd, uint64_t inbox) {
+  char prefix[prefix_size];
+  auto n = ::recv(fd, prefix, prefix_size, MSG_PEEK | MSG_DONTWAIT);
+  if (n < static_cast<ssize_t>(prefix_size))
+    return true;
+  byte_reader r{std::string_view{prefix, prefix_size}};
+  uint32_t skip = 0;
+  uint64_t next = 0;
+  r.u32(skip);
+  r.u32(skip);
+  r.u64(next);
+  return r.ok() && next == inbox;
+}
+
 // Hands a received tensor to its inbox's executor under the registry's
 // lock, so that close_inbox, once returned, has no delivery in progress.
 // Then this thread runs the executor (and what it sets off) itself: it is
 // awake, while a scheduler thread would need waking, and the tensor's
-// bytes are in this core's cache. Frames behind this one wait in the
-// socket meanwhile; the executor is busy with this one's work anyway.
-void deliver(uint64_t inbox, int64_t step, std::string key, tensor value) {
+// bytes are in this core's cache. Frames for the same executor wait in
+// the socket meanwhile (it is busy with this one's work); once a frame for
+// another one is there, the rest of the chain goes to the scheduler's
+// threads, so that one executor's work does not hold up another's.
+void deliver(int fd, uint64_t inbox, int64_t step, std::string key,
+             tensor value) {
   auto& r = reg();
   std::unique_lock<std::mutex> guard{r.mtx};
   auto i = r.inboxes.find(inbox);
@@ -133,7 +152,8 @@ void deliver(uint64_t inbox, int64_t step, std::string key, tensor value) {
   };
   // The registered inbox keeps the executor, and so its system, alive
   // until run_actors_after holds the system's scheduler.
-  run_actors_after(exec->home_system(), send);
+  run_actors_after(exec->home_system(), send,
+                   [fd, inbox] { return next_frame_for(fd, inbox); });
 }
 
 // One frame off the wire; false ends the connection (EOF, error, or a
@@ -181,7 +201,7 @@ bool read_frame(int fd) {
         || !check_received_data(value).ok())
       return false;
   }
-  deliver(inbox, step, std::move(key), std::move(value));
+  deliver(fd, inbox, step, std::move(key), std::move(value));
   return true;
 }
 

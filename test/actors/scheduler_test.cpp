@@ -372,3 +372,23 @@ TEST_CASE("scheduler: run_actors_after only sends inside an actor's turn "
     caf::anon_send_exit(r, caf::exit_reason::user_shutdown);
   }
 }
+
+TEST_CASE("scheduler: run_actors_after leaves the rest of the chain to the "
+          "workers once go_on says so",
+          "[scheduler]") {
+  ping_pong_pair pp;
+  auto& log = pp.log;
+  std::this_thread::sleep_for(20ms);
+  auto here = std::this_thread::get_id();
+  int asked = 0;
+  run_actors_after(
+    *pp.h.sys, [&] { caf::anon_send(pp.a, 10, pp.b); },
+    [&] { return ++asked < 3; });
+  REQUIRE(wait_for(log.done));
+  CHECK(asked == 3);
+  std::lock_guard<std::mutex> guard{log.mtx};
+  REQUIRE(log.threads.size() == 11);
+  // The first job and the two go_on allowed ran here, the rest elsewhere.
+  for (size_t i = 0; i < log.threads.size(); ++i)
+    CHECK((log.threads[i] == here) == (i < 3));
+}

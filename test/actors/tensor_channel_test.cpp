@@ -39,12 +39,15 @@ constexpr auto max_wait = std::chrono::seconds(30);
 
 struct system_holder {
   explicit system_holder(std::optional<bool> channel = std::nullopt,
-                         size_t threads = 0) {
+                         size_t threads = 0,
+                         std::optional<caf::timespan> spin = std::nullopt) {
     add_types_impl(cfg);
     if (channel)
       caf::put(cfg.content, "actorflow.tensor-channel", *channel);
     if (threads > 0)
       cfg.set("scheduler.max-threads", threads);
+    if (spin)
+      caf::put(cfg.content, "actorflow.scheduler-spin", *spin);
     add_options_impl(cfg);
     sys.emplace(cfg);
   }
@@ -256,6 +259,74 @@ TEST_CASE("tensor_channel: the reading thread runs the receiving actor "
   tensor_channel::close_inbox(address);
   caf::anon_send_exit(forwarder, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(blocker, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("tensor_channel: a frame for another actor is not held up by "
+          "the chain the reading thread runs",
+          "[tensor_channel]") {
+  std::atomic<bool> chain_done{false};
+  std::atomic<int> pongs{0};
+  // Declared after the flags: its actors use them until it is gone. No worker
+  // spins, so nothing takes the chain's jobs off the reading thread but
+  // the rule under test.
+  system_holder s{std::nullopt, 0, caf::timespan{0}};
+  auto& sys = *s.sys;
+  caf::scoped_actor self{sys};
+  // `first` answers a tensor with a chain of 9 round trips to `pong`,
+  // each 50 ms long: 19 jobs, one after the other, more than the 17 a
+  // thread runs in a row.
+  auto pong = sys.spawn([&](caf::event_based_actor* me) -> caf::behavior {
+    return {[&, me](int n, caf::actor back) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(50));
+              ++pongs;
+              me->send(back, n);
+            },
+            [](const std::string& x) { return x; }};
+  });
+  auto first = sys.spawn(
+    [&, pong](caf::event_based_actor* me) -> caf::behavior {
+      return {[me, pong](recv_tensor_atom, int64_t, std::string&, tensor&) {
+                me->send(pong, 8, caf::actor{me});
+              },
+              [&, me, pong](int n) {
+                if (n == 0)
+                  chain_done = true;
+                else
+                  me->send(pong, n - 1, caf::actor{me});
+              },
+              [](const std::string& x) { return x; }};
+    });
+  // Both started (their first turns ran) before any frame arrives.
+  for (auto& who : {first, pong}) {
+    bool started = false;
+    self->request(who, max_wait, std::string{"ready"})
+      .receive([&](std::string&) { started = true; }, [](caf::error&) {});
+    REQUIRE(started);
+  }
+  auto a = tensor_channel::open_inbox("127.0.0.1", first);
+  auto b = inbox_for(self);
+  REQUIRE_FALSE(a.empty());
+  auto value = tensor::vec<int32_t>({1});
+  auto route = tensor_channel::route_to(a);
+  REQUIRE(tensor_channel::send(route, 1, "k", value, first, true));
+  REQUIRE(tensor_channel::send(tensor_channel::route_to(b), 2, "k", value,
+                               caf::actor_cast<caf::actor>(self), true));
+  auto r = receive_one(self);
+  auto pongs_before = pongs.load();
+  CHECK(r.step == 2);
+  // It came before the chain had gone far: at once, or after one more job
+  // if its frame was not on the socket yet when the reading thread
+  // looked (the rest of the chain runs on the scheduler's threads).
+  // Running the whole chain first would take 8 of them.
+  CHECK(pongs_before <= 1);
+  auto until = std::chrono::steady_clock::now() + max_wait;
+  while (!chain_done && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(chain_done);
+  tensor_channel::close_inbox(a);
+  tensor_channel::close_inbox(b);
+  caf::anon_send_exit(first, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(pong, caf::exit_reason::user_shutdown);
 }
 
 TEST_CASE("tensor_channel: a peer that breaks the protocol loses its "

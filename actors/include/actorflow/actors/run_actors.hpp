@@ -33,11 +33,15 @@ bool run_actors_until(caf::actor_system& sys,
 /// threads of the caller's own that receive from the network (the tensor
 /// channel's readers): the receiving thread is awake already, a scheduler
 /// thread would have to be woken. Blocks for as long as the actors run.
-/// Only `start` runs when `sys` does not run actorflow's scheduler, when
-/// it is stopping, or when the calling thread runs actors already. `sys`
-/// does not finish stopping while a thread is in here.
+/// `go_on`, when given, is asked before each job after the first: false
+/// leaves the rest of the chain to the scheduler's threads (the caller
+/// has other work waiting, e.g. more frames on its socket). Only `start`
+/// runs when `sys` does not run actorflow's scheduler, when it is
+/// stopping, or when the calling thread runs actors already. `sys` does
+/// not finish stopping while a thread is in here.
 void run_actors_after(caf::actor_system& sys,
-                      const std::function<void()>& start);
+                      const std::function<void()>& start,
+                      const std::function<bool()>& go_on = {});
 
 /// Wakes the threads waiting in run_actors_until on `sys` so that they
 /// check their `done()` again. Cheap when none waits.
