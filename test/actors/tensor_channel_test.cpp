@@ -77,6 +77,16 @@ std::string inbox_for(caf::scoped_actor& self) {
                                     caf::actor_cast<caf::actor>(self));
 }
 
+// Requires that `who` has run its first turn (it echoes strings): a
+// message to an actor not yet started makes no job for the thread that
+// delivers it to run.
+void require_started(caf::scoped_actor& self, const caf::actor& who) {
+  bool started = false;
+  self->request(who, max_wait, std::string{"ready"})
+    .receive([&](std::string&) { started = true; }, [](caf::error&) {});
+  REQUIRE(started);
+}
+
 // Fails if a tensor reaches `self` within 200 ms.
 void expect_nothing(caf::scoped_actor& self, const char* what) {
   self->receive([&](recv_tensor_atom, int64_t, std::string&,
@@ -231,13 +241,10 @@ TEST_CASE("tensor_channel: the reading thread runs the receiving actor "
       -> caf::behavior {
       return {[=](recv_tensor_atom atom, int64_t step, std::string& key,
                   tensor& value) { me->send(dest, atom, step, key, value); },
-              [](int x) { return x; }};
+              [](const std::string& x) { return x; }};
     });
-  // Started (its first turn ran) before the worker is taken.
-  bool started = false;
-  self->request(forwarder, max_wait, 1).receive(
-    [&](int) { started = true; }, [](caf::error&) {});
-  REQUIRE(started);
+  // Started before the worker is taken.
+  require_started(self, forwarder);
   caf::anon_send(blocker, 1);
   auto until = std::chrono::steady_clock::now() + max_wait;
   while (!busy && std::chrono::steady_clock::now() < until)
@@ -296,13 +303,9 @@ TEST_CASE("tensor_channel: a frame for another actor is not held up by "
               },
               [](const std::string& x) { return x; }};
     });
-  // Both started (their first turns ran) before any frame arrives.
-  for (auto& who : {first, pong}) {
-    bool started = false;
-    self->request(who, max_wait, std::string{"ready"})
-      .receive([&](std::string&) { started = true; }, [](caf::error&) {});
-    REQUIRE(started);
-  }
+  // Both started before any frame arrives.
+  require_started(self, first);
+  require_started(self, pong);
   auto a = tensor_channel::open_inbox("127.0.0.1", first);
   auto b = inbox_for(self);
   REQUIRE_FALSE(a.empty());
