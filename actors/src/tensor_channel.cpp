@@ -111,20 +111,38 @@ registry& reg() {
   return *instance;
 }
 
+// A frame's fixed-size prefix (see the top of this file).
+struct frame_prefix {
+  uint32_t magic = 0;
+  uint32_t key_len = 0;
+  uint64_t inbox = 0;
+  int64_t step = 0;
+  uint32_t head_len = 0;
+  uint32_t flags = 0;
+  uint64_t data_len = 0;
+};
+
+bool parse_prefix(const char (&bytes)[prefix_size], frame_prefix& p) {
+  byte_reader r{std::string_view{bytes, prefix_size}};
+  r.u32(p.magic);
+  r.u32(p.key_len);
+  r.u64(p.inbox);
+  r.i64(p.step);
+  r.u32(p.head_len);
+  r.u32(p.flags);
+  r.u64(p.data_len);
+  return r.ok();
+}
+
 // Whether the next frame on `fd`, if its prefix is there yet, is for
 // `inbox` too (read without taking it off the socket).
 bool next_frame_for(int fd, uint64_t inbox) {
-  char prefix[prefix_size];
-  auto n = ::recv(fd, prefix, prefix_size, MSG_PEEK | MSG_DONTWAIT);
+  char bytes[prefix_size];
+  auto n = ::recv(fd, bytes, prefix_size, MSG_PEEK | MSG_DONTWAIT);
   if (n < static_cast<ssize_t>(prefix_size))
     return true;
-  byte_reader r{std::string_view{prefix, prefix_size}};
-  uint32_t skip = 0;
-  uint64_t next = 0;
-  r.u32(skip);
-  r.u32(skip);
-  r.u64(next);
-  return r.ok() && next == inbox;
+  frame_prefix next;
+  return parse_prefix(bytes, next) && next.inbox == inbox;
 }
 
 // Hands a received tensor to its inbox's executor under the registry's
@@ -159,26 +177,13 @@ void deliver(int fd, uint64_t inbox, int64_t step, std::string key,
 // One frame off the wire; false ends the connection (EOF, error, or a
 // peer that does not speak the protocol).
 bool read_frame(int fd) {
-  char prefix[prefix_size];
-  if (!read_all(fd, prefix, prefix_size))
+  char bytes[prefix_size];
+  frame_prefix p;
+  if (!read_all(fd, bytes, prefix_size) || !parse_prefix(bytes, p))
     return false;
-  byte_reader r{std::string_view{prefix, prefix_size}};
-  uint32_t magic = 0;
-  uint32_t key_len = 0;
-  uint64_t inbox = 0;
-  int64_t step = 0;
-  uint32_t head_len = 0;
-  uint32_t flags = 0;
-  uint64_t data_len = 0;
-  r.u32(magic);
-  r.u32(key_len);
-  r.u64(inbox);
-  r.i64(step);
-  r.u32(head_len);
-  r.u32(flags);
-  r.u64(data_len);
+  auto [magic, key_len, inbox, step, head_len, flags, data_len] = p;
   bool encoded = (flags & flag_encoded) != 0;
-  if (!r.ok() || magic != frame_magic || key_len > max_key
+  if (magic != frame_magic || key_len > max_key
       || (flags & ~flag_encoded) != 0
       || (encoded && (head_len > max_encoded || data_len != 0))
       || (!encoded && (head_len > max_header || data_len > max_data)))
