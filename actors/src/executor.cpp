@@ -176,7 +176,10 @@ struct node_plan {
 
 struct step_state {
   int64_t id = 0;
+  /// The master's request; none for one that came over the tensor channel
+  /// (the answer then goes back there: reply()).
   caf::typed_response_promise<run_graph_response> rp;
+  bool by_channel = false;
   std::vector<int> pending;
   std::vector<std::vector<tensor>> outs;
   /// Per node, its value_uses not yet taken in this step.
@@ -209,6 +212,12 @@ struct executor_state {
   /// inbox (run_graph_request::peer_inboxes), by device.
   std::unordered_map<std::string, tensor_channel::route> routes;
   std::vector<std::string> sinks;
+  /// Where answers to requests that came over the tensor channel go: the
+  /// master (the sender of the first request, for the CAF fallback), its
+  /// inbox and this partition's part in its plan.
+  caf::actor master;
+  tensor_channel::route reply_route;
+  int64_t part = 0;
   /// The nodes without inputs, in the order a step pushes them on its
   /// ready stack (see start_order).
   std::vector<int> roots;
@@ -257,6 +266,23 @@ void mark_finished(executor_state& st, int64_t step) {
   }
 }
 
+// Answers the master: the request's promise, or the tensor channel (CAF
+// when it is down) for a request that came over it.
+void answer(executor_self self, int64_t id, bool by_channel,
+            caf::typed_response_promise<run_graph_response>& rp,
+            run_graph_response resp) {
+  auto& st = self->state;
+  if (by_channel)
+    tensor_channel::send_step_reply(st.reply_route, id, st.part,
+                                    std::move(resp), st.master);
+  else
+    rp.deliver(std::move(resp));
+}
+
+void reply(executor_self self, step_state& step) {
+  answer(self, step.id, step.by_channel, step.rp, std::move(step.response));
+}
+
 void fail_step(executor_self self, int64_t id, status err) {
   auto& st = self->state;
   auto i = st.steps.find(id);
@@ -273,7 +299,7 @@ void fail_step(executor_self self, int64_t id, status err) {
     self->send(a, cancel_step_atom_v, id);
   step.response.result = std::move(err);
   step.response.outputs.clear();
-  step.rp.deliver(std::move(step.response));
+  reply(self, step);
   st.steps.erase(i);
   mark_finished(st, id);
 }
@@ -282,7 +308,7 @@ void finish_if_done(executor_self self, step_state& step) {
   if (step.remaining > 0 || step.in_flight > 0)
     return;
   auto id = step.id;
-  step.rp.deliver(std::move(step.response));
+  reply(self, step);
   self->state.steps.erase(id);
   mark_finished(self->state, id);
   self->state.counters->steps.fetch_add(1, std::memory_order_relaxed);
@@ -1121,6 +1147,56 @@ void drive(executor_self self, int64_t id) {
   }
 }
 
+// Starts step `req.step_id` here: the master's request (`rp`), or one
+// that came over the tensor channel.
+void start_step(executor_self self, run_graph_request& req,
+                caf::typed_response_promise<run_graph_response> rp,
+                bool by_channel) {
+  auto& st = self->state;
+  auto id = req.step_id;
+  if (st.finished.count(id) > 0 || st.steps.count(id) > 0) {
+    // Aborted before it started here, or a duplicate.
+    run_graph_response resp;
+    resp.result = {error_code::aborted,
+                   "step " + std::to_string(id) + " was aborted"};
+    answer(self, id, by_channel, rp, std::move(resp));
+    return;
+  }
+  auto& step = st.steps[id];
+  step.id = id;
+  step.rp = std::move(rp);
+  step.by_channel = by_channel;
+  step.trace = req.trace;
+  for (auto& [k, v] : req.feeds) {
+    st.counters->bytes_in.fetch_add(v.byte_size(),
+                                    std::memory_order_relaxed);
+    step.feeds.emplace(k, std::move(v));
+  }
+  if (auto e = st.early.find(id); e != st.early.end()) {
+    step.arrived = std::move(e->second);
+    st.early.erase(e);
+  }
+  auto n = st.nodes.size();
+  step.pending.resize(n);
+  step.outs.resize(n);
+  step.uses_left.resize(n);
+  step.stat_index.assign(n, -1);
+  step.remaining = n;
+  if (step.trace) {
+    node_exec_stats source;
+    source.node_name = "_SOURCE";
+    source.all_start_micros = now_micros();
+    source.timeline_label = "_SOURCE = NoOp()";
+    step.response.node_stats.push_back(std::move(source));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    step.pending[i] = st.nodes[i].num_deps;
+    step.uses_left[i] = st.nodes[i].value_uses;
+  }
+  step.ready = st.roots;
+  drive(self, id);
+}
+
 executor_actor::behavior_type executor(executor_self self, task_actor task,
                        graph_def partition, std::string device,
                        std::string default_container,
@@ -1207,7 +1283,8 @@ executor_actor::behavior_type executor(executor_self self, task_actor task,
     [self](run_graph_atom, run_graph_request& req,
            std::vector<caf::actor>& peers) {
       auto& st = self->state;
-      auto id = req.step_id;
+      // Before the promise, which takes the sender over.
+      auto sender = caf::actor_cast<caf::actor>(self->current_sender());
       auto rp = self->make_response_promise<run_graph_response>();
       // The partition's first step brings the peers (see run_graph_request).
       if (!peers.empty()) {
@@ -1223,48 +1300,23 @@ executor_actor::behavior_type executor(executor_self self, task_actor task,
               st.routes.emplace(device, std::move(r));
         }
         st.sinks = std::move(req.sink_devices);
+        // Where later requests that come over the channel are answered.
+        st.master = std::move(sender);
+        st.part = req.part;
+        st.reply_route = {};
+        if (!req.reply_inbox.empty() && st.master
+            && st.master->node() != self->node())
+          st.reply_route = tensor_channel::route_to(req.reply_inbox);
       }
-      if (st.finished.count(id) > 0 || st.steps.count(id) > 0) {
-        // Aborted before it started here, or a duplicate.
-        run_graph_response resp;
-        resp.result = {error_code::aborted,
-                       "step " + std::to_string(id) + " was aborted"};
-        rp.deliver(std::move(resp));
-        return rp;
-      }
-      auto& step = st.steps[id];
-      step.id = id;
-      step.rp = rp;
-      step.trace = req.trace;
-      for (auto& [k, v] : req.feeds) {
-        st.counters->bytes_in.fetch_add(v.byte_size(),
-                                        std::memory_order_relaxed);
-        step.feeds.emplace(k, std::move(v));
-      }
-      if (auto e = st.early.find(id); e != st.early.end()) {
-        step.arrived = std::move(e->second);
-        st.early.erase(e);
-      }
-      auto n = st.nodes.size();
-      step.pending.resize(n);
-      step.outs.resize(n);
-      step.uses_left.resize(n);
-      step.stat_index.assign(n, -1);
-      step.remaining = n;
-      if (step.trace) {
-        node_exec_stats source;
-        source.node_name = "_SOURCE";
-        source.all_start_micros = now_micros();
-        source.timeline_label = "_SOURCE = NoOp()";
-        step.response.node_stats.push_back(std::move(source));
-      }
-      for (size_t i = 0; i < n; ++i) {
-        step.pending[i] = st.nodes[i].num_deps;
-        step.uses_left[i] = st.nodes[i].value_uses;
-      }
-      step.ready = st.roots;
-      drive(self, id);
+      start_step(self, req, rp, false);
       return rp;
+    },
+    [self](run_graph_atom, run_graph_request& req) {
+      // A later step's request over the tensor channel (or CAF, when its
+      // link went down): no promise, the answer goes back the same way.
+      if (!self->state.master)
+        return; // not from the master this partition was registered by
+      start_step(self, req, {}, true);
     },
     [self](recv_tensor_atom, int64_t id, std::string& key, tensor& value) {
       deliver(self, id, std::move(key), std::move(value));

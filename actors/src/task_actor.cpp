@@ -38,6 +38,9 @@ struct plan_part {
   std::vector<int64_t> feeds;
   /// Whether the executor has had the plan's peers (run_graph_request).
   bool has_peers = false;
+  /// Its tensor channel inbox when it is in another process and both ends
+  /// have one: later requests go there (tensor_channel::send_run_graph).
+  tensor_channel::route route;
 };
 
 /// Everything a repeated run with the same signature reuses.
@@ -94,6 +97,9 @@ struct task_state {
   /// The host this task's executors receive tensors on (tensor_channel):
   /// its address's host, "" without an address or with the channel off.
   std::string channel_host;
+  /// This task's own inbox there, where executors in other processes
+  /// answer the requests that went over the channel ("" for none).
+  std::string reply_inbox;
   std::map<std::pair<std::string, std::string>, variable_actor> variables;
   struct queue_entry {
     queue_options opts;
@@ -406,7 +412,8 @@ void start_step(task_self self, step_promise rp, step_plan& plan,
     rg.step_id = id;
     rg.trace = step.trace;
     std::vector<caf::actor> peers;
-    if (!part.has_peers) {
+    bool first = !part.has_peers;
+    if (first) {
       rg.peer_devices = plan.peer_devices;
       rg.sink_devices = plan.sink_devices;
       rg.peer_inboxes = plan.peer_inboxes;
@@ -415,6 +422,16 @@ void start_step(task_self self, step_promise rp, step_plan& plan,
     }
     for (auto f : part.feeds)
       rg.feeds.emplace_back(f, req.feed_values[static_cast<size_t>(f)]);
+    if (!first && part.route) {
+      // The answer comes back as a step_reply (deadlines and lost
+      // executors: step_deadlines and the down handler).
+      tensor_channel::send_run_graph(part.route, std::move(rg),
+                                     caf::actor_cast<caf::actor>(
+                                       part.executor));
+      continue;
+    }
+    rg.reply_inbox = st.reply_inbox;
+    rg.part = static_cast<int64_t>(p);
     self->request(part.executor, caf::infinite, run_graph_atom_v,
                   std::move(rg), std::move(peers))
       .then(
@@ -536,6 +553,13 @@ void plan_and_run(task_self self, step_promise rp,
       }
       plan->parts[p].executor = exec;
       plan->peers[p] = caf::actor_cast<caf::actor>(exec);
+      if (!inbox.empty() && !self->state.reply_inbox.empty() && exec
+          && exec->node() != self->node()) {
+        plan->parts[p].route = tensor_channel::route_to(inbox);
+        // Its requests get no CAF error once they go over the channel.
+        if (plan->parts[p].route)
+          self->monitor(exec);
+      }
       plan->peer_inboxes[p] = std::move(inbox);
       auto s = self->state.sessions.find(handle);
       if (s == self->state.sessions.end()) {
@@ -643,6 +667,27 @@ void lost_task(task_self self, const std::string& task,
     }
 }
 
+// An executor in another process that this master sent requests over the
+// tensor channel ended: its steps fail as a CAF request to it would have.
+void lost_executor(task_self self, const caf::actor_addr& exec,
+                   const std::string& reason) {
+  std::vector<std::pair<int64_t, size_t>> failed;
+  for (auto& [id, step] : self->state.steps)
+    for (size_t p = 0; p < step.parts.size(); ++p)
+      if (!step.replied[p] && step.parts[p].route
+          && step.parts[p].executor.address() == exec) {
+        failed.emplace_back(id, p);
+        break;
+      }
+  for (auto [id, p] : failed) {
+    run_graph_response resp;
+    resp.result = {error_code::unavailable,
+                   "Lost connection (" + self->state.steps[id].parts[p].device
+                     + "): " + reason};
+    on_step_reply(self, id, p, std::move(resp));
+  }
+}
+
 task_actor::behavior_type task(task_self self, task_options opts) {
   auto& st = self->state;
   st.opts = std::move(opts);
@@ -656,6 +701,11 @@ task_actor::behavior_type task(task_self self, task_options opts) {
     // Everything before the port: a name, an IPv4 or a bracketed IPv6.
     auto colon = own->second.rfind(':');
     st.channel_host = own->second.substr(0, colon);
+    st.reply_inbox = tensor_channel::open_inbox(
+      st.channel_host, caf::actor_cast<caf::actor>(self));
+    if (!st.reply_inbox.empty())
+      self->attach_functor(
+        [inbox = st.reply_inbox] { tensor_channel::close_inbox(inbox); });
   }
   std::random_device rd;
   // Step ids from different masters must not collide on a shared worker.
@@ -677,6 +727,7 @@ task_actor::behavior_type task(task_self self, task_options opts) {
                               return x.address() == dm.source;
                             }),
              xs.end());
+    lost_executor(self, dm.source, caf::to_string(dm.reason));
   });
   // The task's executors and variables end with it (server::stop and a
   // private session's end send the exit).
@@ -1024,6 +1075,17 @@ task_actor::behavior_type task(task_self self, task_options opts) {
       connect_peer(self, task, deadline, attempt);
     },
     [self](check_deadlines_atom) { check_step_deadlines(self); },
+    [self](step_reply_atom, int64_t id, int64_t part,
+           run_graph_response& resp) {
+      // Only the part that was asked over the channel may answer this way.
+      auto i = self->state.steps.find(id);
+      if (i == self->state.steps.end() || part < 0
+          || static_cast<size_t>(part) >= i->second.parts.size()
+          || !i->second.parts[static_cast<size_t>(part)].route
+          || i->second.replied[static_cast<size_t>(part)])
+        return;
+      on_step_reply(self, id, static_cast<size_t>(part), std::move(resp));
+    },
   };
 }
 

@@ -6,8 +6,11 @@
 // prefix (u32 magic, u32 key length, u64 inbox, i64 step, u32 head length,
 // u32 flags, u64 data length), the rendezvous key, the head (the tensor's
 // wire header; with flag `encoded`, a string tensor's whole to_bytes
-// encoding) and the element data. A peer that breaks this gets its
-// connection closed; nothing else changes.
+// encoding) and the element data. With flag `message` the frame is a
+// message instead: the key names its kind ("run_graph", "step_reply"),
+// the head is its body as CAF's binary serializer writes it, and there is
+// no element data. A peer that breaks this gets its connection closed;
+// nothing else changes.
 
 #include "tensor_channel.hpp"
 
@@ -19,6 +22,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 
@@ -32,6 +36,8 @@
 #include <unistd.h>
 
 #include <caf/actor_cast.hpp>
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
 #include <caf/send.hpp>
 
 #include "actorflow/actors/run_actors.hpp"
@@ -46,6 +52,9 @@ constexpr char hello[8] = {'A', 'F', 'T', 'C', 'H', 'A', 'N', '1'};
 constexpr uint32_t frame_magic = 0x46544641; // "AFTF"
 constexpr size_t prefix_size = 40;
 constexpr uint32_t flag_encoded = 1;
+constexpr uint32_t flag_message = 2;
+constexpr std::string_view run_graph_kind = "run_graph";
+constexpr std::string_view step_reply_kind = "step_reply";
 constexpr uint32_t max_key = 1 << 16;
 constexpr uint32_t max_header = 1 << 16;
 // A string tensor's whole encoding, and any tensor's data: what one frame
@@ -57,6 +66,7 @@ constexpr size_t max_incoming = 256;
 constexpr int connect_timeout_ms = 5000;
 
 std::atomic<uint64_t> n_fallbacks{0};
+std::atomic<uint64_t> n_messages{0};
 
 void close_fd(int fd) {
   if (fd >= 0)
@@ -145,33 +155,53 @@ bool next_frame_for(int fd, uint64_t inbox) {
   return parse_prefix(bytes, next) && next.inbox == inbox;
 }
 
-// Hands a received tensor to its inbox's executor under the registry's
-// lock, so that close_inbox, once returned, has no delivery in progress.
-// Then this thread runs the executor (and what it sets off) itself: it is
-// awake, while a scheduler thread would need waking, and the tensor's
-// bytes are in this core's cache. Frames for the same executor wait in
-// the socket meanwhile (it is busy with this one's work); once a frame for
-// another one is there, the rest of the chain goes to the scheduler's
-// threads, so that one executor's work does not hold up another's.
-void deliver(int fd, uint64_t inbox, int64_t step, std::string key,
-             tensor value) {
+// Hands a received message to its inbox's executor (or master) under the
+// registry's lock, so that close_inbox, once returned, has no delivery in
+// progress. Then this thread runs the actor (and what it sets off)
+// itself: it is awake, while a scheduler thread would need waking, and a
+// tensor's bytes are in this core's cache. Frames for the same inbox wait
+// in the socket meanwhile (its actor is busy with this one's work); once a
+// frame for another one is there, the rest of the chain goes to the
+// scheduler's threads, so that one actor's work does not hold up
+// another's.
+void deliver(int fd, uint64_t inbox, caf::message msg) {
   auto& r = reg();
   std::unique_lock<std::mutex> guard{r.mtx};
   auto i = r.inboxes.find(inbox);
   if (i == r.inboxes.end())
     return;
-  auto exec = caf::actor_cast<caf::actor>(i->second);
-  if (!exec)
+  auto dest = caf::actor_cast<caf::actor>(i->second);
+  if (!dest)
     return;
   auto send = [&] {
-    caf::anon_send(exec, recv_tensor_atom_v, step, std::move(key),
-                   std::move(value));
+    dest->enqueue(nullptr, caf::make_message_id(), std::move(msg), nullptr);
     guard.unlock();
   };
-  // The registered inbox keeps the executor, and so its system, alive
-  // until run_actors_after holds the system's scheduler.
-  run_actors_after(exec->home_system(), send,
+  // The registered inbox keeps the actor, and so its system, alive until
+  // run_actors_after holds the system's scheduler.
+  run_actors_after(dest->home_system(), send,
                    [fd, inbox] { return next_frame_for(fd, inbox); });
+}
+
+// The message a `message` frame carries, from its kind and body; an empty
+// message when they do not parse (the connection then ends).
+caf::message parse_message(std::string_view kind, int64_t step,
+                           const std::string& body) {
+  caf::binary_deserializer source{nullptr, body.data(), body.size()};
+  if (kind == run_graph_kind) {
+    run_graph_request req;
+    if (source(req) || source.remaining() != 0 || req.step_id != step)
+      return {};
+    return caf::make_message(run_graph_atom_v, std::move(req));
+  }
+  if (kind == step_reply_kind) {
+    int64_t part = 0;
+    run_graph_response resp;
+    if (source(part, resp) || source.remaining() != 0)
+      return {};
+    return caf::make_message(step_reply_atom_v, step, part, std::move(resp));
+  }
+  return {};
 }
 
 // One frame off the wire; false ends the connection (EOF, error, or a
@@ -182,17 +212,26 @@ bool read_frame(int fd) {
   if (!read_all(fd, bytes, prefix_size) || !parse_prefix(bytes, p))
     return false;
   auto [magic, key_len, inbox, step, head_len, flags, data_len] = p;
-  bool encoded = (flags & flag_encoded) != 0;
+  bool encoded = flags == flag_encoded;
+  bool message = flags == flag_message;
   if (magic != frame_magic || key_len > max_key
-      || (flags & ~flag_encoded) != 0
-      || (encoded && (head_len > max_encoded || data_len != 0))
-      || (!encoded && (head_len > max_header || data_len > max_data)))
+      || (flags != 0 && !encoded && !message)
+      || ((encoded || message) && (head_len > max_encoded || data_len != 0))
+      || (flags == 0 && (head_len > max_header || data_len > max_data)))
     return false;
   std::string key(key_len, '\0');
   std::string head(head_len, '\0');
   if (!read_all(fd, key.data(), key.size())
       || !read_all(fd, head.data(), head.size()))
     return false;
+  if (message) {
+    auto msg = parse_message(key, step, head);
+    if (msg.empty())
+      return false;
+    n_messages.fetch_add(1, std::memory_order_relaxed);
+    deliver(fd, inbox, std::move(msg));
+    return true;
+  }
   tensor value;
   if (encoded) {
     if (!from_bytes(head, value).ok())
@@ -206,7 +245,9 @@ bool read_frame(int fd) {
         || !check_received_data(value).ok())
       return false;
   }
-  deliver(fd, inbox, step, std::move(key), std::move(value));
+  deliver(fd, inbox,
+          caf::make_message(recv_tensor_atom_v, step, std::move(key),
+                            std::move(value)));
   return true;
 }
 
@@ -323,7 +364,70 @@ public:
   bool send(uint64_t inbox, int64_t step, const std::string& key,
             const tensor& value, const caf::actor& fallback,
             bool write_now) {
-    auto f = make_frame(inbox, step, key, value, fallback);
+    return send(make_frame(inbox, step, key, value, fallback), write_now);
+  }
+
+  /// Sends `msg` (a run_graph or step_reply message) as a frame of `kind`
+  /// whose body is msg's element `body_at` on, and the whole of `msg` to
+  /// `fallback` over CAF should the link fail; false (nothing sent) when
+  /// it is down already or the body is more than a frame may hold.
+  bool send_message(uint64_t inbox, int64_t step, std::string_view kind,
+                    caf::message msg, size_t body_at,
+                    const caf::actor& fallback) {
+    frame f;
+    caf::binary_serializer sink{nullptr, f.body};
+    for (auto i = body_at; i < msg.size(); ++i)
+      if (auto err = msg.save(i, sink))
+        return false;
+    if (f.body.size() > max_encoded)
+      return false;
+    byte_writer w{f.head};
+    w.reserve(prefix_size + kind.size());
+    write_prefix(w, inbox, step, kind.size(), f.body.size(), flag_message,
+                 0);
+    w.raw(kind.data(), kind.size());
+    // The body goes out after the head as a tensor's data would, but the
+    // prefix counts it in the head (a message has no element data).
+    f.data = f.body.data();
+    f.data_len = f.body.size();
+    f.fallback = fallback;
+    f.message = std::move(msg);
+    return send(std::move(f), true);
+  }
+
+private:
+  enum class state { connecting, up, down };
+
+  struct frame {
+    std::string head; // prefix, key and tensor header (or encoding)
+    tensor value;     // keeps a tensor's data alive until written
+    const char* data = nullptr;
+    size_t data_len = 0;
+    size_t done = 0;
+    std::vector<char> body; // a message's body, which `data` points into
+    // For the CAF fallback: a tensor's step and key, or the whole message.
+    caf::actor fallback;
+    int64_t step = 0;
+    std::string key;
+    caf::message message;
+    size_t size() const {
+      return head.size() + data_len;
+    }
+  };
+
+  static void write_prefix(byte_writer& w, uint64_t inbox, int64_t step,
+                           size_t key_len, size_t head_len, uint32_t flags,
+                           uint64_t data_len) {
+    w.u32(frame_magic);
+    w.u32(static_cast<uint32_t>(key_len));
+    w.u64(inbox);
+    w.i64(step);
+    w.u32(static_cast<uint32_t>(head_len));
+    w.u32(flags);
+    w.u64(data_len);
+  }
+
+  bool send(frame f, bool write_now) {
     std::unique_lock<std::mutex> guard{mtx_};
     if (state_ == state::down)
       return false;
@@ -349,24 +453,6 @@ public:
     return true;
   }
 
-private:
-  enum class state { connecting, up, down };
-
-  struct frame {
-    std::string head; // prefix, key and tensor header (or encoding)
-    tensor value;     // keeps the data alive until written
-    const char* data = nullptr;
-    size_t data_len = 0;
-    size_t done = 0;
-    // For the CAF fallback.
-    caf::actor fallback;
-    int64_t step = 0;
-    std::string key;
-    size_t size() const {
-      return head.size() + data_len;
-    }
-  };
-
   static frame make_frame(uint64_t inbox, int64_t step,
                           const std::string& key, const tensor& value,
                           const caf::actor& fallback) {
@@ -382,13 +468,8 @@ private:
     }
     byte_writer w{f.head};
     w.reserve(prefix_size + key.size() + header.size());
-    w.u32(frame_magic);
-    w.u32(static_cast<uint32_t>(key.size()));
-    w.u64(inbox);
-    w.i64(step);
-    w.u32(static_cast<uint32_t>(header.size()));
-    w.u32(flags);
-    w.u64(f.data_len);
+    write_prefix(w, inbox, step, key.size(), header.size(), flags,
+                 f.data_len);
     w.raw(key.data(), key.size());
     w.raw(header.data(), header.size());
     f.value = value;
@@ -494,8 +575,11 @@ private:
     guard.unlock();
     for (auto& f : left) {
       n_fallbacks.fetch_add(1, std::memory_order_relaxed);
-      caf::anon_send(f.fallback, recv_tensor_atom_v, f.step,
-                     std::move(f.key), std::move(f.value));
+      if (!f.message.empty())
+        caf::anon_send(f.fallback, std::move(f.message));
+      else
+        caf::anon_send(f.fallback, recv_tensor_atom_v, f.step,
+                       std::move(f.key), std::move(f.value));
     }
     guard.lock();
   }
@@ -605,8 +689,34 @@ bool send(const route& r, int64_t step, const std::string& key,
          && r.to->send(r.inbox, step, key, value, fallback, write_now);
 }
 
+bool send_run_graph(const route& r, run_graph_request req,
+                    const caf::actor& exec) {
+  auto step = req.step_id;
+  auto msg = caf::make_message(run_graph_atom_v, std::move(req));
+  if (r.to != nullptr
+      && r.to->send_message(r.inbox, step, run_graph_kind, msg, 1, exec))
+    return true;
+  caf::anon_send(exec, std::move(msg));
+  return false;
+}
+
+bool send_step_reply(const route& r, int64_t step, int64_t part,
+                     run_graph_response resp, const caf::actor& master) {
+  auto msg = caf::make_message(step_reply_atom_v, step, part,
+                               std::move(resp));
+  if (r.to != nullptr
+      && r.to->send_message(r.inbox, step, step_reply_kind, msg, 2, master))
+    return true;
+  caf::anon_send(master, std::move(msg));
+  return false;
+}
+
 uint64_t fallbacks() {
   return n_fallbacks.load(std::memory_order_relaxed);
+}
+
+uint64_t messages_received() {
+  return n_messages.load(std::memory_order_relaxed);
 }
 
 } // namespace actorflow::tensor_channel

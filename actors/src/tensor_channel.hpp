@@ -6,7 +6,9 @@
 // buffer and read straight into the receiving tensor. CAF's BASP path
 // copies each message into a buffer on both sides and serializes every
 // message its broker has queued before it writes the first
-// (docs/DESIGN.md, "Tensor channel").
+// (docs/DESIGN.md, "Tensor channel"). A step's later `run_graph` requests
+// to an executor in another process, and its answers, go the same way:
+// CAF's path costs a hop through each side's network thread both ways.
 
 #include <cstdint>
 #include <memory>
@@ -15,6 +17,11 @@
 #include <caf/fwd.hpp>
 
 #include "actorflow/graph/tensor.hpp"
+
+namespace actorflow {
+struct run_graph_request;
+struct run_graph_response;
+} // namespace actorflow
 
 namespace actorflow::tensor_channel {
 
@@ -59,8 +66,28 @@ route route_to(const std::string& address);
 bool send(const route& r, int64_t step, const std::string& key,
           const tensor& value, const caf::actor& fallback, bool write_now);
 
+/// Sends a later step's request to the executor behind `r`, which gets
+/// (run_graph_atom, req) and answers with send_step_reply. Never blocks:
+/// the caller's thread writes what the socket takes at once, the link's
+/// thread the rest. When the link is down, or goes down before the frame
+/// is written, the same message goes to `exec` over CAF instead. True when
+/// it went on the channel.
+bool send_run_graph(const route& r, run_graph_request req,
+                    const caf::actor& exec);
+
+/// Sends an executor's answer to the request of step `step` to the master
+/// behind `r` (an empty route: straight over CAF), which gets
+/// (step_reply_atom, step, part, resp). Never blocks; falls back to CAF
+/// as send_run_graph does, to `master`. True when it went on the channel.
+bool send_step_reply(const route& r, int64_t step, int64_t part,
+                     run_graph_response resp, const caf::actor& master);
+
 /// Frames this process's links have handed to CAF because their link
 /// went down (tests).
 uint64_t fallbacks();
+
+/// Requests and answers (send_run_graph, send_step_reply) this process
+/// has read off the channel (tests).
+uint64_t messages_received();
 
 } // namespace actorflow::tensor_channel

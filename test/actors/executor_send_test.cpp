@@ -2,8 +2,9 @@
 // at most one chunk for a partition that only receives fetches comes back
 // in the sender's reply (`held`), for the master to pass on; other values
 // go straight to the receiving executor. The plan's peers come with a
-// partition's first step only. Two actor systems in one process stand for
-// the two processes (each has its own node id).
+// partition's first step only; later requests to another process, and
+// their answers, may go over the tensor channel. Two actor systems in one
+// process stand for the two processes (each has its own node id).
 
 #include <catch2/catch.hpp>
 
@@ -20,6 +21,7 @@
 #include "actorflow/graph/partition.hpp"
 #include "actorflow/graph/placer.hpp"
 #include "actorflow/graph/subgraph.hpp"
+#include "tensor_channel.hpp"
 
 using namespace actorflow;
 
@@ -264,4 +266,71 @@ TEST_CASE("executor: with addresses, a value over one chunk goes to another "
     CHECK_THAT(t.reply_from(t.worker_exec).result.message(),
                Catch::Contains("arrived without its bytes"));
   }
+}
+
+TEST_CASE("executor: a later step's request over the tensor channel is "
+          "answered there",
+          "[executor][tensor_channel]") {
+  auto value = tensor::vec<float>({4.0f, -2.0f});
+  two_tasks t{fetch_from_ps(value), true};
+  // The master lives in the worker's process, with an inbox for answers.
+  auto master = caf::actor_cast<caf::actor>(t.self_a);
+  auto master_inbox = tensor_channel::open_inbox("127.0.0.1", master);
+  REQUIRE_FALSE(master_inbox.empty());
+  // The first step: CAF requests with the peers, and where to answer.
+  for (auto exec : {t.worker_exec, t.ps_exec}) {
+    run_graph_request req;
+    req.step_id = 1;
+    req.peer_devices = {worker_device, ps_device};
+    req.peer_inboxes = {t.worker_inbox, t.ps_inbox};
+    req.reply_inbox = master_inbox;
+    req.part = exec == t.ps_exec ? 1 : 0;
+    t.self_a->send(exec, run_graph_atom_v, std::move(req),
+                   std::vector<caf::actor>{
+                     caf::actor_cast<caf::actor>(t.worker_exec),
+                     caf::actor_cast<caf::actor>(t.ps_exec)});
+  }
+  for (int i = 0; i < 2; ++i)
+    t.self_a->receive(
+      [](run_graph_response& resp) { CHECK(resp.result.ok()); },
+      caf::after(max_wait) >> [] { FAIL("no run_graph reply"); });
+  // Later steps: the ps's request goes over the channel, and its answer
+  // comes back there, naming the step and the ps's part.
+  auto route = tensor_channel::route_to(t.ps_inbox);
+  REQUIRE(route);
+  for (int64_t id : {2, 3}) {
+    INFO("step " << id);
+    auto received = tensor_channel::messages_received();
+    run_graph_request to_worker;
+    to_worker.step_id = id;
+    t.self_a->send(t.worker_exec, run_graph_atom_v, std::move(to_worker),
+                   std::vector<caf::actor>{});
+    run_graph_request to_ps;
+    to_ps.step_id = id;
+    CHECK(tensor_channel::send_run_graph(
+      route, std::move(to_ps), caf::actor_cast<caf::actor>(t.ps_exec)));
+    bool answered = false;
+    bool fetched = false;
+    for (int i = 0; i < 2; ++i)
+      t.self_a->receive(
+        [&](step_reply_atom, int64_t step, int64_t part,
+            run_graph_response& resp) {
+          answered = true;
+          CHECK(step == id);
+          CHECK(part == 1);
+          CHECK(resp.result.ok());
+        },
+        [&](run_graph_response& resp) {
+          fetched = true;
+          REQUIRE(resp.result.ok());
+          REQUIRE(resp.outputs.size() == 1);
+          CHECK(resp.outputs.front().second == value);
+        },
+        caf::after(max_wait) >> [] { FAIL("a reply is missing"); });
+    CHECK(answered);
+    CHECK(fetched);
+    // The request and the answer were both read off the channel.
+    CHECK(tensor_channel::messages_received() == received + 2);
+  }
+  tensor_channel::close_inbox(master_inbox);
 }

@@ -6,7 +6,7 @@
 // frames to CAF; and executors of two tasks with addresses use it (two
 // actor systems in one process stand for two processes: between them CAF
 // serializes nothing, so a value over one chunk arrives only by the
-// channel).
+// channel). A step's request and its answer travel as messages.
 
 #include <catch2/catch.hpp>
 
@@ -22,6 +22,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <caf/binary_serializer.hpp>
 
 #include "actorflow/actors/task.hpp"
 #include "actorflow/actors/type_ids.hpp"
@@ -155,6 +157,44 @@ uint64_t inbox_id(const std::string& address) {
 
 const std::string hello = "AFTCHAN1";
 constexpr uint32_t magic = 0x46544641;
+constexpr uint32_t flag_message = 2;
+
+// A request as a master sends a later step's: feeds and the trace flag.
+run_graph_request request_of(int64_t step) {
+  run_graph_request req;
+  req.step_id = step;
+  req.feeds = {{0, tensor::vec<float>({1.5f, -2.0f})},
+               {3, tensor::vec<std::string>({"a", "bc"})}};
+  req.trace = true;
+  return req;
+}
+
+void check_request(const run_graph_request& got, int64_t step) {
+  auto want = request_of(step);
+  CHECK(got.step_id == step);
+  CHECK(got.trace);
+  REQUIRE(got.feeds.size() == want.feeds.size());
+  for (size_t i = 0; i < want.feeds.size(); ++i) {
+    CHECK(got.feeds[i].first == want.feeds[i].first);
+    CHECK(got.feeds[i].second == want.feeds[i].second);
+  }
+}
+
+run_graph_request receive_request(caf::scoped_actor& self) {
+  run_graph_request got;
+  self->receive([&](run_graph_atom, run_graph_request& req) { got = req; },
+                caf::after(max_wait) >> [] { FAIL("no request arrived"); });
+  return got;
+}
+
+// A message frame's body as the channel writes it (CAF's serializer).
+template <class... Ts>
+std::string body_of(caf::actor_system& sys, Ts&... xs) {
+  std::vector<char> buf;
+  caf::binary_serializer sink{sys, buf};
+  REQUIRE_FALSE(sink(xs...));
+  return {buf.begin(), buf.end()};
+}
 
 } // namespace
 
@@ -360,6 +400,20 @@ TEST_CASE("tensor_channel: a peer that breaks the protocol loses its "
     {"an allocation past the limit",
      hello + frame(magic, inbox, 1, "k", head, 0, uint64_t{1} << 40, "")},
   };
+  auto req = request_of(1);
+  auto req_body = body_of(*s.sys, req);
+  bad.emplace_back("a message of no known kind",
+                   hello + frame(magic, inbox, 1, "exit", req_body,
+                                 flag_message, 0, ""));
+  bad.emplace_back("a message body that does not parse",
+                   hello + frame(magic, inbox, 1, "run_graph", "\x05zz",
+                                 flag_message, 0, ""));
+  bad.emplace_back("a request for another step than its frame's",
+                   hello + frame(magic, inbox, 2, "run_graph", req_body,
+                                 flag_message, 0, ""));
+  bad.emplace_back("a message with element data",
+                   hello + frame(magic, inbox, 1, "run_graph", req_body,
+                                 flag_message, 8, data));
   auto bools = tensor::vec<bool>({true, false});
   bad.emplace_back("a bool byte that is not 0 or 1",
                    hello
@@ -373,6 +427,18 @@ TEST_CASE("tensor_channel: a peer that breaks the protocol loses its "
     ::close(fd);
   }
   expect_nothing(self, "a broken frame was delivered");
+  self->receive([](run_graph_atom, run_graph_request&) {
+                  FAIL("a broken request was delivered");
+                },
+                caf::after(std::chrono::milliseconds(0)) >> [] {});
+  // A well-formed request on a raw connection arrives.
+  {
+    int fd = connect_raw(port);
+    write_raw(fd, hello + frame(magic, inbox, 1, "run_graph", req_body,
+                                flag_message, 0, ""));
+    check_request(receive_request(self), 1);
+    ::close(fd);
+  }
   // A well-formed frame on a raw connection arrives; so do the channel's.
   int fd = connect_raw(port);
   write_raw(fd, hello + frame(magic, inbox, 9, "raw", head, 0, 8, data));
@@ -384,6 +450,62 @@ TEST_CASE("tensor_channel: a peer that breaks the protocol loses its "
   REQUIRE(tensor_channel::send(route, 10, "k", floats,
                                caf::actor_cast<caf::actor>(self), true));
   CHECK(receive_one(self).step == 10);
+  tensor_channel::close_inbox(address);
+}
+
+TEST_CASE("tensor_channel: a step's request and its answer arrive as "
+          "messages",
+          "[tensor_channel]") {
+  system_holder s;
+  caf::scoped_actor self{*s.sys};
+  auto address = inbox_for(self);
+  REQUIRE_FALSE(address.empty());
+  auto route = tensor_channel::route_to(address);
+  REQUIRE(route);
+  auto me = caf::actor_cast<caf::actor>(self);
+  CHECK(tensor_channel::send_run_graph(route, request_of(7), me));
+  check_request(receive_request(self), 7);
+  run_graph_response resp;
+  resp.result = {error_code::failed_precondition, "not yet"};
+  resp.outputs = {{2, tensor::scalar<int64_t>(-3)}};
+  resp.held = {{"/job:w/replica:0/task:0/device:CPU:0", "k;0",
+                tensor::vec<double>({0.5, 8.0})}};
+  node_exec_stats stat;
+  stat.node_name = "n";
+  stat.all_start_micros = 12;
+  resp.node_stats = {stat};
+  CHECK(tensor_channel::send_step_reply(route, 7, 3, resp, me));
+  bool replied = false;
+  self->receive(
+    [&](step_reply_atom, int64_t step, int64_t part,
+        run_graph_response& got) {
+      replied = true;
+      CHECK(step == 7);
+      CHECK(part == 3);
+      CHECK(got.result.code() == error_code::failed_precondition);
+      CHECK(got.result.message() == "not yet");
+      REQUIRE(got.outputs.size() == 1);
+      CHECK(got.outputs[0].first == 2);
+      CHECK(got.outputs[0].second == resp.outputs[0].second);
+      REQUIRE(got.held.size() == 1);
+      CHECK(got.held[0].device == resp.held[0].device);
+      CHECK(got.held[0].key == "k;0");
+      CHECK(got.held[0].value == resp.held[0].value);
+      REQUIRE(got.node_stats.size() == 1);
+      CHECK(got.node_stats[0].node_name == "n");
+      CHECK(got.node_stats[0].all_start_micros == 12);
+    },
+    caf::after(max_wait) >> [] {});
+  CHECK(replied);
+  // Without a route the answer goes over CAF, as one message.
+  CHECK_FALSE(tensor_channel::send_step_reply({}, 8, 1, resp, me));
+  replied = false;
+  self->receive(
+    [&](step_reply_atom, int64_t step, int64_t part, run_graph_response&) {
+      replied = step == 8 && part == 1;
+    },
+    caf::after(max_wait) >> [] {});
+  CHECK(replied);
   tensor_channel::close_inbox(address);
 }
 
@@ -405,17 +527,24 @@ TEST_CASE("tensor_channel: frames for a peer that cannot be reached go "
   REQUIRE(route);
   auto value = tensor::vec<double>({0.25, 4.0});
   auto fallbacks = tensor_channel::fallbacks();
-  // Queued while connecting: it reaches `self` as one CAF message.
+  // Queued while connecting: each reaches `self` as one CAF message.
+  REQUIRE(tensor_channel::send_run_graph(route, request_of(4),
+                                         caf::actor_cast<caf::actor>(self)));
   REQUIRE(tensor_channel::send(route, 5, "late", value,
                                caf::actor_cast<caf::actor>(self), false));
+  check_request(receive_request(self), 4);
   auto r = receive_one(self);
   CHECK(r.step == 5);
   CHECK(r.key == "late");
   CHECK(r.value == value);
-  CHECK(tensor_channel::fallbacks() == fallbacks + 1);
+  CHECK(tensor_channel::fallbacks() == fallbacks + 2);
   // The link is down now: the sender is told to use CAF itself.
   CHECK_FALSE(tensor_channel::send(route, 6, "k", value,
                                    caf::actor_cast<caf::actor>(self), true));
+  // A step's request to it goes over CAF as the same message.
+  CHECK_FALSE(tensor_channel::send_run_graph(
+    route, request_of(7), caf::actor_cast<caf::actor>(self)));
+  check_request(receive_request(self), 7);
   ::close(fd);
   CHECK_FALSE(tensor_channel::route_to("127.0.0.1:1"));
   CHECK_FALSE(tensor_channel::route_to("no-port/3"));

@@ -168,6 +168,44 @@ TEST_CASE("errors: a lost task fails the step with Unavailable",
   CHECK(took < 15.0);
 }
 
+// A later step's request to another process goes over the tensor channel,
+// which reports no failure of its own: the master notices the task's end.
+TEST_CASE("errors: a task killed while a later step waits on it fails the "
+          "step with Unavailable",
+          "[errors]") {
+  local_cluster nodes{node_path, {{"local", 2}}, captured()};
+  graph g;
+  auto as_default = g.as_default();
+  operation enqueue;
+  output dequeue;
+  {
+    device_scope pin{"/job:local/task:1"};
+    fifo_queue q{4, {dtype::float32}, {tensor_shape{}}};
+    enqueue = q.enqueue({constant(1.0f)});
+    dequeue = q.dequeue().front();
+  }
+  session sess{nodes.target("local", 0), bounded(), &g};
+  for (int i = 0; i < 2; ++i) {
+    sess.run(enqueue);
+    REQUIRE(sess.run(dequeue).scalar_value<float>() == 1.0f);
+  }
+  std::optional<op_error> err;
+  auto start = std::chrono::steady_clock::now();
+  std::thread waiting{[&] {
+    run_options options;
+    options.timeout_in_ms = 20000;
+    err = error_of([&] { sess.run(dequeue, {}, options); });
+  }};
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  nodes.process("local", 1).send_signal(SIGKILL);
+  waiting.join();
+  auto took = seconds_since(start);
+  REQUIRE(err);
+  INFO(err->what());
+  CHECK(err->code() == error_code::unavailable);
+  CHECK(took < 10.0);
+}
+
 TEST_CASE("errors: a lost master fails the session with Unavailable",
           "[errors]") {
   auto how = GENERATE(SIGTERM, SIGKILL);
@@ -194,23 +232,31 @@ TEST_CASE("errors: a lost master fails the session with Unavailable",
 
 // close() from another thread ends a step that is still running, whether
 // its caller blocks or, after warm_up_steps remote steps, runs actors
-// while it waits.
+// while it waits, and whether the step's request went over CAF (its
+// first run) or over the tensor channel (a later one).
 TEST_CASE("errors: closing a session ends its running step with Aborted",
           "[errors]") {
   auto warm_up = GENERATE(0, warm_up_steps);
+  auto ran_before = GENERATE(false, true);
   local_cluster nodes{node_path, {{"local", 2}}, captured()};
   graph g;
   auto as_default = g.as_default();
   auto c = constant(2.0f, "c");
+  operation enqueue;
   output never;
   {
     device_scope pin{"/job:local/task:1"};
     fifo_queue q{4, {dtype::float32}, {tensor_shape{}}};
+    enqueue = q.enqueue({constant(1.0f)});
     never = q.dequeue().front();
   }
   session sess{nodes.target("local", 0), bounded(), &g};
   for (int i = 0; i < warm_up; ++i)
     REQUIRE(sess.run(c).scalar_value<float>() == 2.0f);
+  if (ran_before) {
+    sess.run(enqueue);
+    REQUIRE(sess.run(never).scalar_value<float>() == 1.0f);
+  }
   std::optional<op_error> err;
   auto start = std::chrono::steady_clock::now();
   std::thread waiting{[&] {

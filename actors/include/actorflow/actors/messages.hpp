@@ -90,10 +90,13 @@ struct run_step_response {
 
 /// Master -> worker executor: run one step of a registered partition,
 /// with the executors of all the plan's partitions (a vector of actors
-/// beside it). Those, `peer_devices` and `sink_devices` never change for
-/// a registered partition: they come with its first step only, and later
-/// requests leave all three empty (each handle costs a registry update
-/// to send and a proxy lookup to receive).
+/// beside it). Those, `peer_devices`, `sink_devices`, `peer_inboxes`,
+/// `reply_inbox` and `part` never change for a registered partition: they
+/// come with its first step only (a CAF request), and later requests leave
+/// them empty (each handle costs a registry update to send and a proxy
+/// lookup to receive). A later request to an executor in another process
+/// goes over the tensor channel when both ends have one, and the executor
+/// answers there (tensor_channel::send_run_graph, send_step_reply).
 struct run_graph_request {
   int64_t step_id = 0;
   /// Feeds by `_Arg` index.
@@ -112,6 +115,12 @@ struct run_graph_request {
   /// ("host:port/id", register_graph's reply; "" for none): a `_Send` to
   /// another process goes there instead of through CAF.
   std::vector<std::string> peer_inboxes;
+  /// The master's tensor channel inbox ("" for none), where the executor
+  /// answers the requests that come over the channel.
+  std::string reply_inbox;
+  /// This partition's position in the master's plan, which such an answer
+  /// names.
+  int64_t part = 0;
 };
 
 /// A `_Send`'s value held for the master to pass on (see

@@ -240,7 +240,8 @@ typename Inspector::result_type inspect(Inspector& f, run_step_response& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_graph_request& x) {
   return f(caf::meta::type_name("actorflow::run_graph_request"), x.step_id,
-           x.feeds, x.peer_devices, x.trace, x.sink_devices, x.peer_inboxes);
+           x.feeds, x.peer_devices, x.trace, x.sink_devices, x.peer_inboxes,
+           x.reply_inbox, x.part);
 }
 
 template <class Inspector>
@@ -289,6 +290,8 @@ inline constexpr check_deadlines_atom check_deadlines_atom_v
   = check_deadlines_atom{};
 using recv_tensor_atom = caf::atom_constant<caf::atom("recv_tens")>;
 inline constexpr recv_tensor_atom recv_tensor_atom_v = recv_tensor_atom{};
+using step_reply_atom = caf::atom_constant<caf::atom("step_reply")>;
+inline constexpr step_reply_atom step_reply_atom_v = step_reply_atom{};
 using get_variable_atom = caf::atom_constant<caf::atom("get_var")>;
 inline constexpr get_variable_atom get_variable_atom_v = get_variable_atom{};
 using read_atom = caf::atom_constant<caf::atom("read")>;
@@ -432,12 +435,15 @@ using accumulator_actor = caf::typed_actor<
 
 /// The executor of one registered partition. `run_graph` carries the
 /// executors of the step's other partitions (untyped: the interface cannot
-/// name itself); `recv_tensor` delivers a tensor whole (from a peer's
-/// message or the tensor channel), or one chunk of it (total size, offset,
-/// bytes).
+/// name itself); without them it is a request that came over the tensor
+/// channel (or CAF, when the channel's link went down), answered with a
+/// `step_reply` to the master; `recv_tensor` delivers a tensor whole (from
+/// a peer's message or the tensor channel), or one chunk of it (total
+/// size, offset, bytes).
 using executor_actor = caf::typed_actor<
   caf::replies_to<run_graph_atom, run_graph_request,
                   std::vector<caf::actor>>::with<run_graph_response>,
+  caf::reacts_to<run_graph_atom, run_graph_request>,
   caf::reacts_to<recv_tensor_atom, int64_t, std::string, tensor>,
   caf::reacts_to<recv_tensor_atom, wire_chunk>,
   caf::reacts_to<abort_step_atom, int64_t, status>>;
@@ -445,8 +451,10 @@ using executor_actor = caf::typed_actor<
 /// A task: master service (sessions and steps), worker service (partition
 /// registration: the executor and its tensor channel inbox, "" for none),
 /// resource manager (variables) and its counters. The
-/// connect message is its own retry timer for reaching other tasks, and
-/// check_deadlines its timer for step deadlines (deadline_table.hpp).
+/// connect message is its own retry timer for reaching other tasks,
+/// check_deadlines its timer for step deadlines (deadline_table.hpp), and
+/// step_reply an executor's answer (step, part, response) to a request
+/// that went over the tensor channel.
 using task_actor = caf::typed_actor<
   caf::replies_to<create_session_atom, session_config>::with<std::string>,
   caf::replies_to<close_session_atom, std::string>::with<status>,
@@ -465,7 +473,8 @@ using task_actor = caf::typed_actor<
   caf::replies_to<reset_atom, std::vector<std::string>>::with<status>,
   caf::replies_to<cleanup_atom, std::vector<std::string>>::with<status>,
   caf::reacts_to<caf::connect_atom, std::string, int64_t, int>,
-  caf::reacts_to<check_deadlines_atom>>;
+  caf::reacts_to<check_deadlines_atom>,
+  caf::reacts_to<step_reply_atom, int64_t, int64_t, run_graph_response>>;
 
 /// caf::error <-> status. Errors of other categories map to TensorFlow
 /// codes: request timeouts to DeadlineExceeded, lost peers to
