@@ -106,4 +106,9 @@ executor_actor spawn_executor(caf::actor_system& sys, task_actor task,
 /// Microseconds since the epoch (step stats).
 int64_t now_micros();
 
+/// The number in environment variable `name` if it is within [lo, hi],
+/// else `fallback`.
+int64_t env_number(const char* name, int64_t lo, int64_t hi,
+                   int64_t fallback);
+
 } // namespace actorflow

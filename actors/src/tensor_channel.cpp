@@ -14,8 +14,10 @@
 
 #include "tensor_channel.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -43,6 +45,7 @@
 #include "actorflow/actors/run_actors.hpp"
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/graph/wire.hpp"
+#include "runtime.hpp"
 
 namespace actorflow::tensor_channel {
 
@@ -204,12 +207,12 @@ caf::message parse_message(std::string_view kind, int64_t step,
   return {};
 }
 
-// One frame off the wire; false ends the connection (EOF, error, or a
-// peer that does not speak the protocol).
-bool read_frame(int fd) {
-  char bytes[prefix_size];
+// The rest of a frame whose prefix is `bytes`, off the wire; false ends
+// the connection (EOF, error, or a peer that does not speak the
+// protocol).
+bool read_frame(int fd, const char (&bytes)[prefix_size]) {
   frame_prefix p;
-  if (!read_all(fd, bytes, prefix_size) || !parse_prefix(bytes, p))
+  if (!parse_prefix(bytes, p))
     return false;
   auto [magic, key_len, inbox, step, head_len, flags, data_len] = p;
   bool encoded = flags == flag_encoded;
@@ -251,14 +254,57 @@ bool read_frame(int fd) {
   return true;
 }
 
+// Polls `fd` for up to `spin` for the next frame, yielding the core to
+// whatever else is runnable on it meanwhile.
+void await_frame(int fd, std::chrono::nanoseconds spin) {
+  auto deadline = std::chrono::steady_clock::now() + spin;
+  do {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) != 0)
+      return;
+    std::this_thread::yield();
+  } while (std::chrono::steady_clock::now() < deadline);
+}
+
+// How long a reading thread polls for the next frame before it blocks
+// (ACTORFLOW_CHANNEL_SPIN_US, 0 to never): a blocked thread's wake-up
+// took 100-500 us on the VMs measured, where an idle vCPU halts at once,
+// and a training step's frames come in bursts (docs/PERFORMANCE.md).
+std::chrono::nanoseconds channel_spin() {
+  static const auto spin = std::chrono::microseconds(
+    env_number("ACTORFLOW_CHANNEL_SPIN_US", 0, 1000000, 1000));
+  return spin;
+}
+
 void serve(int fd) {
   char greeting[sizeof(hello)];
   try {
     if (read_all(fd, greeting, sizeof(greeting))
-        && std::memcmp(greeting, hello, sizeof(hello)) == 0)
-      while (read_frame(fd)) {
-        // next frame
+        && std::memcmp(greeting, hello, sizeof(hello)) == 0) {
+      using clock = std::chrono::steady_clock;
+      auto spin = channel_spin();
+      // A moving average of the idle gaps before a frame: only while
+      // frames have been coming within the spin time does it pay to poll
+      // (as the scheduler's idle worker; a link that carries a frame now
+      // and then costs nothing). Capped, so that one long pause does not
+      // keep a burst from polling for long.
+      int64_t gap_ns = 0;
+      char prefix[prefix_size];
+      for (;;) {
+        auto idle_since = clock::now();
+        if (spin.count() > 0 && gap_ns < spin.count())
+          await_frame(fd, spin);
+        if (!read_all(fd, prefix, prefix_size))
+          break;
+        auto gap = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     clock::now() - idle_since)
+                     .count();
+        gap_ns += (std::clamp<int64_t>(gap, 0, 4 * spin.count()) - gap_ns)
+                  / 8;
+        if (!read_frame(fd, prefix))
+          break;
       }
+    }
   } catch (const std::exception&) {
     // An allocation the frame announced failed: drop the connection.
   }

@@ -24,8 +24,8 @@ void set_default(caf::actor_system_config& cfg, caf::string_view key,
     cfg.set(key, std::move(value));
 }
 
-// The number in environment variable `name` if it is within [lo, hi],
-// else `fallback`.
+} // namespace
+
 int64_t env_number(const char* name, int64_t lo, int64_t hi,
                    int64_t fallback) {
   auto* env = std::getenv(name);
@@ -34,8 +34,6 @@ int64_t env_number(const char* name, int64_t lo, int64_t hi,
   auto n = std::strtoll(env, nullptr, 10);
   return n >= lo && n <= hi ? n : fallback;
 }
-
-} // namespace
 
 void add_options_impl(caf::actor_system_config& cfg) {
   // Measured on 2-core machines (docs/DESIGN.md): the sharing scheduler

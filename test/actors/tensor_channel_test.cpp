@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -233,6 +234,41 @@ TEST_CASE("tensor_channel: values of every kind arrive intact and in order",
     CHECK(r.value == values[i]);
     CHECK(r.value.shape() == values[i].shape());
   }
+  tensor_channel::close_inbox(address);
+}
+
+TEST_CASE("tensor_channel: a reader polls only while frames keep coming",
+          "[tensor_channel]") {
+  system_holder s;
+  caf::scoped_actor self{*s.sys};
+  auto address = inbox_for(self);
+  REQUIRE_FALSE(address.empty());
+  auto route = tensor_channel::route_to(address);
+  REQUIRE(route);
+  auto me = caf::actor_cast<caf::actor>(self);
+  auto value = tensor::vec<float>({1.0f});
+  // A burst (the reader polls between its frames), then quiet.
+  for (int64_t i = 0; i < 50; ++i)
+    REQUIRE(tensor_channel::send(route, i, "k", value, me, true));
+  for (int64_t i = 0; i < 50; ++i)
+    REQUIRE(receive_one(self).step == i);
+  auto cpu_seconds = [] {
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec)
+           + 1e-6 * static_cast<double>(u.ru_utime.tv_usec
+                                        + u.ru_stime.tv_usec);
+  };
+  // Polling ends within its spin time (ACTORFLOW_CHANNEL_SPIN_US, 1 ms by
+  // default): over half a second of quiet the process is all but idle,
+  // where a reader that kept polling would take the whole of it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto before = cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  CHECK(cpu_seconds() - before < 0.2);
+  // After the pause the reader, blocked now, still takes the next frame.
+  REQUIRE(tensor_channel::send(route, 99, "k", value, me, true));
+  CHECK(receive_one(self).step == 99);
   tensor_channel::close_inbox(address);
 }
 
