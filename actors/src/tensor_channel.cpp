@@ -189,7 +189,7 @@ void deliver(int fd, uint64_t inbox, caf::message msg) {
 // The message a `message` frame carries, from its kind and body; an empty
 // message when they do not parse (the connection then ends).
 caf::message parse_message(std::string_view kind, int64_t step,
-                           const std::string& body) {
+                           std::string_view body) {
   caf::binary_deserializer source{nullptr, body.data(), body.size()};
   if (kind == run_graph_kind) {
     run_graph_request req;
@@ -223,18 +223,23 @@ bool read_frame(int fd, const char (&bytes)[prefix_size]) {
       || (flags == 0 && (head_len > max_header || data_len > max_data)))
     return false;
   std::string key(key_len, '\0');
-  std::string head(head_len, '\0');
-  if (!read_all(fd, key.data(), key.size())
-      || !read_all(fd, head.data(), head.size()))
+  if (!read_all(fd, key.data(), key.size()))
     return false;
   if (message) {
-    auto msg = parse_message(key, step, head);
+    // Not zero-filled first: a request's feeds may be megabytes.
+    std::unique_ptr<char[]> body{new char[head_len]};
+    if (!read_all(fd, body.get(), head_len))
+      return false;
+    auto msg = parse_message(key, step, {body.get(), head_len});
     if (msg.empty())
       return false;
     n_messages.fetch_add(1, std::memory_order_relaxed);
     deliver(fd, inbox, std::move(msg));
     return true;
   }
+  std::string head(head_len, '\0');
+  if (!read_all(fd, head.data(), head.size()))
+    return false;
   tensor value;
   if (encoded) {
     if (!from_bytes(head, value).ok())
