@@ -80,6 +80,22 @@ std::string inbox_for(caf::scoped_actor& self) {
                                     caf::actor_cast<caf::actor>(self));
 }
 
+// An inbox for `self` and the route to it: a channel to oneself.
+struct loopback {
+  explicit loopback(caf::scoped_actor& self)
+    : me(caf::actor_cast<caf::actor>(self)), address(inbox_for(self)) {
+    REQUIRE_FALSE(address.empty());
+    route = tensor_channel::route_to(address);
+    REQUIRE(route);
+  }
+  ~loopback() {
+    tensor_channel::close_inbox(address);
+  }
+  caf::actor me;
+  std::string address;
+  tensor_channel::route route;
+};
+
 // Requires that `who` has run its first turn (it echoes strings): a
 // message to an actor not yet started makes no job for the thread that
 // delivers it to run.
@@ -241,11 +257,9 @@ TEST_CASE("tensor_channel: a reader polls only while frames keep coming",
           "[tensor_channel]") {
   system_holder s;
   caf::scoped_actor self{*s.sys};
-  auto address = inbox_for(self);
-  REQUIRE_FALSE(address.empty());
-  auto route = tensor_channel::route_to(address);
-  REQUIRE(route);
-  auto me = caf::actor_cast<caf::actor>(self);
+  loopback channel{self};
+  auto& route = channel.route;
+  auto& me = channel.me;
   auto value = tensor::vec<float>({1.0f});
   // A burst (the reader polls between its frames), then quiet.
   for (int64_t i = 0; i < 50; ++i)
@@ -269,7 +283,6 @@ TEST_CASE("tensor_channel: a reader polls only while frames keep coming",
   // After the pause the reader, blocked now, still takes the next frame.
   REQUIRE(tensor_channel::send(route, 99, "k", value, me, true));
   CHECK(receive_one(self).step == 99);
-  tensor_channel::close_inbox(address);
 }
 
 TEST_CASE("tensor_channel: a closed inbox gets nothing; the connection "
@@ -494,11 +507,9 @@ TEST_CASE("tensor_channel: a step's request and its answer arrive as "
           "[tensor_channel]") {
   system_holder s;
   caf::scoped_actor self{*s.sys};
-  auto address = inbox_for(self);
-  REQUIRE_FALSE(address.empty());
-  auto route = tensor_channel::route_to(address);
-  REQUIRE(route);
-  auto me = caf::actor_cast<caf::actor>(self);
+  loopback channel{self};
+  auto& route = channel.route;
+  auto& me = channel.me;
   CHECK(tensor_channel::send_run_graph(route, request_of(7), me));
   check_request(receive_request(self), 7);
   run_graph_response resp;
@@ -542,7 +553,6 @@ TEST_CASE("tensor_channel: a step's request and its answer arrive as "
     },
     caf::after(max_wait) >> [] {});
   CHECK(replied);
-  tensor_channel::close_inbox(address);
 }
 
 TEST_CASE("tensor_channel: frames for a peer that cannot be reached go "
