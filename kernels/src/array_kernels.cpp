@@ -221,8 +221,10 @@ status split_kernel(kernel_context& ctx) {
     auto part_dims = dims;
     part_dims[a] /= num_split;
     auto src = value.flat<T>().data();
+    // Every element is copied in below: no zero fill first.
     for (int64_t k = 0; k < num_split; ++k)
-      ctx.outputs.emplace_back(value.type(), tensor_shape{part_dims});
+      ctx.outputs.push_back(
+        tensor::uninitialized(value.type(), tensor_shape{part_dims}));
     std::vector<T*> dsts;
     for (auto& out : ctx.outputs)
       dsts.push_back(out.flat<T>().data());
