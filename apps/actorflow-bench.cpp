@@ -97,8 +97,10 @@ Figures (group: names):
                 bytes), step_remote_small_rate (steps/s), caf_rtt_remote
                 (us per round trip of a 48-byte message between a thread
                 here and a CAF actor in another process, with actorflow's
-                CAF configuration and no engine work: the floor under
-                any remote step; baseline: raw TCP as above)
+                CAF configuration and no engine work: the floor under a
+                step whose messages went over CAF; baseline: raw TCP as
+                above), raw_tcp_rtt_polling (the raw round trip with
+                both ends polling instead of blocking)
   queue:        queue_enqueue_many, queue_dequeue_many (elements/s of
                 1000x256 float batches through a FIFOQueue on the ps;
                 baseline: raw TCP moving the same bytes), and _MBps lines
@@ -175,6 +177,7 @@ std::map<std::string, std::string> figure_groups() {
     {"step_remote_small", "step_remote"},
     {"step_remote_small_rate", "step_remote"},
     {"caf_rtt_remote", "step_remote"},
+    {"raw_tcp_rtt_polling", "step_remote"},
     {"queue_enqueue_many", "queue"},
     {"queue_dequeue_many", "queue"},
     {"queue_enqueue_many_MBps", "queue"},
@@ -542,8 +545,9 @@ public:
   }
 
   /// One request of `request_bytes` and its reply of `reply_bytes`.
-  void round_trip(uint64_t request_bytes, uint64_t reply_bytes) {
-    client_->round_trip(request_bytes, reply_bytes);
+  void round_trip(uint64_t request_bytes, uint64_t reply_bytes,
+                  bool poll = false) {
+    client_->round_trip(request_bytes, reply_bytes, poll);
   }
 
 private:
@@ -799,6 +803,13 @@ void run_step_remote(context& ctx, remote_cluster& cluster,
   // 64 bytes each way: a 16-byte header plus 48 of payload, 64 back.
   auto raw = measure([&] { tcp.round_trip(48, 64); },
                      {.budget = budget, .min_reps = 10, .warmup = 10});
+  // The same with both ends polling: the kernel's round trip without a
+  // blocked thread's wake-up (the channel's readers poll too).
+  auto polled = measure([&] { tcp.round_trip(48, 64, true); },
+                        {.budget = budget, .min_reps = 10, .warmup = 10});
+  // Back to blocking: a server polling for a next request would take a
+  // core from every figure measured after this one.
+  tcp.round_trip(48, 64);
   // What CAF alone costs for one round trip between two processes.
   caf_baseline caf{ctx.self};
   auto bare = measure([&] { caf.round_trip(); },
@@ -806,6 +817,7 @@ void run_step_remote(context& ctx, remote_cluster& cluster,
   auto ours_us = 1e6 / ours.per_second;
   auto raw_us = 1e6 / raw.per_second;
   auto caf_us = 1e6 / bare.per_second;
+  auto polled_us = 1e6 / polled.per_second;
   figure f{.name = "step_remote_small",
            .value = ours_us,
            .unit = "us/step",
@@ -813,8 +825,17 @@ void run_step_remote(context& ctx, remote_cluster& cluster,
            .baseline_value = raw_us};
   f.note = "assign_add on a scalar on the ps from a session on the worker; "
            "lower is better; " + fixed(ours.per_second, 0) + " steps/s; "
-           + fixed(ours_us / caf_us, 2) + "x caf_rtt_remote";
+           + fixed(ours_us / caf_us, 2) + "x caf_rtt_remote, "
+           + fixed(ours_us / polled_us, 2) + "x raw_tcp_rtt_polling";
   ctx.out->add(f);
+  ctx.out->add(figure{.name = "raw_tcp_rtt_polling",
+                      .value = polled_us,
+                      .unit = "us/rtt",
+                      .baseline = "raw_tcp_rtt_64B",
+                      .baseline_value = raw_us,
+                      .note = "the raw round trip with both ends polling "
+                              "their socket (yielding) instead of blocking "
+                              "in recv: no wake-up of a blocked thread"});
   ctx.out->add(figure{.name = "caf_rtt_remote",
                       .value = caf_us,
                       .unit = "us/rtt",

@@ -15,7 +15,11 @@
 // reply bytes; both uint64, host order, since both ends are this program
 // on this host), the payload, then the server answers with exactly "reply
 // bytes" bytes. Both ends keep their buffers across requests: the baseline
-// is the transport alone, with no allocation per message.
+// is the transport alone, with no allocation per message. A request whose
+// reply count has raw_tcp_poll_flag set asks the server to poll for the
+// next request instead of blocking, as the client then polls for the
+// reply: the round trip without a blocked thread's wake-up (on VMs that
+// halt an idle vCPU at once, that wake-up is most of a small round trip).
 //
 // Blocking calls: serve_raw_tcp (until EOF), raw_tcp_client's constructor
 // (connect) and round_trip (one send and one full reply). Every wait has a
@@ -32,6 +36,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <thread>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -50,6 +56,9 @@ constexpr const char* raw_tcp_marker = "raw-tcp-server listening on port ";
 /// Seconds any single send or receive may block before the peer counts as
 /// lost (a stuck baseline must not hang the bench).
 constexpr int raw_tcp_io_timeout_s = 60;
+
+/// Set in a request's reply count: both ends poll (see the top).
+constexpr uint64_t raw_tcp_poll_flag = uint64_t{1} << 63;
 
 namespace detail {
 
@@ -93,6 +102,28 @@ inline bool recv_all(int fd, char* data, size_t n) {
   return true;
 }
 
+/// Receives exactly `n` bytes, polling the socket (yielding the core
+/// between polls) instead of blocking; false on EOF, error, or
+/// raw_tcp_io_timeout_s without all of them.
+inline bool recv_all_polling(int fd, char* data, size_t n) {
+  auto deadline = std::chrono::steady_clock::now()
+                  + std::chrono::seconds(raw_tcp_io_timeout_s);
+  while (n > 0) {
+    auto got = ::recv(fd, data, n, MSG_DONTWAIT);
+    if (got > 0) {
+      data += got;
+      n -= static_cast<size_t>(got);
+    } else if (got == 0
+               || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+               || std::chrono::steady_clock::now() > deadline) {
+      return false;
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  return true;
+}
+
 } // namespace detail
 
 /// The server side (the hidden `--raw-tcp-server` mode). Listens on a free
@@ -130,12 +161,16 @@ inline int serve_raw_tcp(pid_t parent, int accept_timeout_s = 60) {
   // Lazily grown so that a small figure does not touch 64 MiB of pages.
   std::vector<char> in;
   std::vector<char> out;
+  bool polling = false;
   for (;;) {
     uint64_t header[2];
-    if (!detail::recv_all(fd, reinterpret_cast<char*>(header), sizeof header))
+    auto* h = reinterpret_cast<char*>(header);
+    if (!(polling ? detail::recv_all_polling(fd, h, sizeof header)
+                  : detail::recv_all(fd, h, sizeof header)))
       break; // the client hung up: done
     auto request = header[0];
-    auto reply = header[1];
+    polling = (header[1] & raw_tcp_poll_flag) != 0;
+    auto reply = header[1] & ~raw_tcp_poll_flag;
     if (request > raw_tcp_max_bytes || reply > raw_tcp_max_bytes)
       return 1;
     if (in.size() < request)
@@ -182,20 +217,25 @@ public:
 
   /// Sends `request_bytes` of payload and waits for `reply_bytes` back.
   /// The header travels in the same send as the payload, so a request is
-  /// one write as a tensor's message would be. Throws on a lost peer or
-  /// after raw_tcp_io_timeout_s without progress.
-  void round_trip(uint64_t request_bytes, uint64_t reply_bytes) {
+  /// one write as a tensor's message would be. With `poll`, this side
+  /// polls for the reply and the server for the next request (see the
+  /// top). Throws on a lost peer or after raw_tcp_io_timeout_s without
+  /// progress.
+  void round_trip(uint64_t request_bytes, uint64_t reply_bytes,
+                  bool poll = false) {
     if (request_bytes > raw_tcp_max_bytes || reply_bytes > raw_tcp_max_bytes)
       throw std::invalid_argument("raw tcp: request or reply too large");
     if (out_.size() < request_bytes + 16)
       out_.resize(request_bytes + 16, 3);
     if (in_.size() < reply_bytes)
       in_.resize(reply_bytes);
-    uint64_t header[2] = {request_bytes, reply_bytes};
+    uint64_t header[2] = {request_bytes,
+                          reply_bytes | (poll ? raw_tcp_poll_flag : 0)};
     std::memcpy(out_.data(), header, sizeof header);
     if (!detail::send_all(fd_, out_.data(), request_bytes + 16))
       throw detail::tcp_error("send");
-    if (!detail::recv_all(fd_, in_.data(), reply_bytes))
+    if (!(poll ? detail::recv_all_polling(fd_, in_.data(), reply_bytes)
+               : detail::recv_all(fd_, in_.data(), reply_bytes)))
       throw std::runtime_error("raw tcp: the server hung up or timed out");
   }
 
