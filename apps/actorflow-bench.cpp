@@ -828,23 +828,23 @@ void run_step_remote(context& ctx, remote_cluster& cluster,
            + fixed(ours_us / caf_us, 2) + "x caf_rtt_remote, "
            + fixed(ours_us / polled_us, 2) + "x raw_tcp_rtt_polling";
   ctx.out->add(f);
-  ctx.out->add(figure{.name = "raw_tcp_rtt_polling",
-                      .value = polled_us,
-                      .unit = "us/rtt",
-                      .baseline = "raw_tcp_rtt_64B",
-                      .baseline_value = raw_us,
-                      .note = "the raw round trip with both ends polling "
-                              "their socket (yielding) instead of blocking "
-                              "in recv: no wake-up of a blocked thread"});
-  ctx.out->add(figure{.name = "caf_rtt_remote",
-                      .value = caf_us,
-                      .unit = "us/rtt",
-                      .baseline = "raw_tcp_rtt_64B",
-                      .baseline_value = raw_us,
-                      .note = "a 48-byte string from a thread of the worker "
-                              "process to an echo actor in another process "
-                              "and back, over CAF with actorflow's "
-                              "configuration: no engine work at all"});
+  // Another round trip against the raw blocking one.
+  auto rtt_figure = [&](std::string name, double us, std::string note) {
+    ctx.out->add(figure{.name = std::move(name),
+                        .value = us,
+                        .unit = "us/rtt",
+                        .baseline = "raw_tcp_rtt_64B",
+                        .baseline_value = raw_us,
+                        .note = std::move(note)});
+  };
+  rtt_figure("raw_tcp_rtt_polling", polled_us,
+             "the raw round trip with both ends polling their socket "
+             "(yielding) instead of blocking in recv: no wake-up of a "
+             "blocked thread");
+  rtt_figure("caf_rtt_remote", caf_us,
+             "a 48-byte string from a thread of the worker process to an "
+             "echo actor in another process and back, over CAF with "
+             "actorflow's configuration: no engine work at all");
   ctx.out->add(figure{.name = "step_remote_small_rate",
                       .value = ours.per_second,
                       .unit = "steps/s",

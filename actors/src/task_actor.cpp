@@ -635,25 +635,39 @@ void clear_containers(task_self self, std::vector<std::string> containers) {
 // A remote task went away: its steps fail now (not at their deadline)
 // with Unavailable, and plans that use it are dropped so that the next run
 // registers again (with a restarted task, if there is one).
+// Fails with Unavailable (message `why(part)`) every running step with a
+// part for which `lost(step, p)` holds, naming the first such part.
+template <class Lost, class Why>
+void fail_steps_on(task_self self, Lost lost, Why why) {
+  auto& st = self->state;
+  std::vector<std::pair<int64_t, size_t>> failed;
+  for (auto& [id, step] : st.steps)
+    for (size_t p = 0; p < step.parts.size(); ++p)
+      if (lost(step, p)) {
+        failed.emplace_back(id, p);
+        break;
+      }
+  for (auto [id, p] : failed) {
+    run_graph_response resp;
+    resp.result = {error_code::unavailable, why(st.steps[id].parts[p])};
+    on_step_reply(self, id, p, std::move(resp));
+  }
+}
+
 void lost_task(task_self self, const std::string& task,
                const std::string& reason) {
   auto& st = self->state;
   auto on_task = [&](const std::string& device) {
     return device.rfind(task + "/", 0) == 0;
   };
-  std::vector<std::pair<int64_t, size_t>> failed;
-  for (auto& [id, step] : st.steps)
-    for (size_t p = 0; p < step.parts.size(); ++p)
-      if (on_task(step.parts[p].device)) {
-        failed.emplace_back(id, p);
-        break;
-      }
-  for (auto [id, p] : failed) {
-    run_graph_response resp;
-    resp.result = {error_code::unavailable,
-                   "Lost task " + task + " (" + reason + ")"};
-    on_step_reply(self, id, p, std::move(resp));
-  }
+  fail_steps_on(
+    self,
+    [&](const master_step& step, size_t p) {
+      return on_task(step.parts[p].device);
+    },
+    [&](const plan_part&) {
+      return "Lost task " + task + " (" + reason + ")";
+    });
   for (auto& [handle, sess] : st.sessions)
     for (auto i = sess.plans.begin(); i != sess.plans.end();) {
       auto& parts = i->second.parts;
@@ -671,21 +685,15 @@ void lost_task(task_self self, const std::string& task,
 // tensor channel ended: its steps fail as a CAF request to it would have.
 void lost_executor(task_self self, const caf::actor_addr& exec,
                    const std::string& reason) {
-  std::vector<std::pair<int64_t, size_t>> failed;
-  for (auto& [id, step] : self->state.steps)
-    for (size_t p = 0; p < step.parts.size(); ++p)
-      if (!step.replied[p] && step.parts[p].route
-          && step.parts[p].executor.address() == exec) {
-        failed.emplace_back(id, p);
-        break;
-      }
-  for (auto [id, p] : failed) {
-    run_graph_response resp;
-    resp.result = {error_code::unavailable,
-                   "Lost connection (" + self->state.steps[id].parts[p].device
-                     + "): " + reason};
-    on_step_reply(self, id, p, std::move(resp));
-  }
+  fail_steps_on(
+    self,
+    [&](const master_step& step, size_t p) {
+      return !step.replied[p] && step.parts[p].route
+             && step.parts[p].executor.address() == exec;
+    },
+    [&](const plan_part& part) {
+      return "Lost connection (" + part.device + "): " + reason;
+    });
 }
 
 task_actor::behavior_type task(task_self self, task_options opts) {

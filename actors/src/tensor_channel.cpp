@@ -461,6 +461,12 @@ private:
     int64_t step = 0;
     std::string key;
     caf::message message;
+    frame() = default;
+    frame(frame&&) = default;
+    frame& operator=(frame&&) = default;
+    // A copy's `data` would point into the original's body.
+    frame(const frame&) = delete;
+    frame& operator=(const frame&) = delete;
     size_t size() const {
       return head.size() + data_len;
     }
@@ -740,26 +746,36 @@ bool send(const route& r, int64_t step, const std::string& key,
          && r.to->send(r.inbox, step, key, value, fallback, write_now);
 }
 
+namespace {
+
+// `msg` (whose elements from `body_at` on are the frame's body) over the
+// channel, else to `dest` over CAF; true when it went on the channel.
+bool send_or_fallback(const route& r, int64_t step, std::string_view kind,
+                      caf::message msg, size_t body_at,
+                      const caf::actor& dest) {
+  if (r.to != nullptr
+      && r.to->send_message(r.inbox, step, kind, msg, body_at, dest))
+    return true;
+  caf::anon_send(dest, std::move(msg));
+  return false;
+}
+
+} // namespace
+
 bool send_run_graph(const route& r, run_graph_request req,
                     const caf::actor& exec) {
   auto step = req.step_id;
-  auto msg = caf::make_message(run_graph_atom_v, std::move(req));
-  if (r.to != nullptr
-      && r.to->send_message(r.inbox, step, run_graph_kind, msg, 1, exec))
-    return true;
-  caf::anon_send(exec, std::move(msg));
-  return false;
+  return send_or_fallback(r, step, run_graph_kind,
+                          caf::make_message(run_graph_atom_v, std::move(req)),
+                          1, exec);
 }
 
 bool send_step_reply(const route& r, int64_t step, int64_t part,
                      run_graph_response resp, const caf::actor& master) {
-  auto msg = caf::make_message(step_reply_atom_v, step, part,
-                               std::move(resp));
-  if (r.to != nullptr
-      && r.to->send_message(r.inbox, step, step_reply_kind, msg, 2, master))
-    return true;
-  caf::anon_send(master, std::move(msg));
-  return false;
+  return send_or_fallback(r, step, step_reply_kind,
+                          caf::make_message(step_reply_atom_v, step, part,
+                                            std::move(resp)),
+                          2, master);
 }
 
 uint64_t fallbacks() {
