@@ -9,8 +9,13 @@
 // encoding) and the element data. With flag `message` the frame is a
 // message instead: the key names its kind ("run_graph", "step_reply"),
 // the head is its body as CAF's binary serializer writes it, and there is
-// no element data. A peer that breaks this gets its connection closed;
-// nothing else changes.
+// no element data. With flag `in_ring` the element data is in the
+// connection's ring of shared memory (shared_ring.hpp) and the frame ends
+// with its position there (u64) instead. A link offers a ring right after
+// its hello with a frame of flag `ring_offer` (key: the ring's path,
+// step: its token, data length: its capacity, nothing else) and the
+// reader answers one byte, 'Y' if it mapped the ring, 'N' if not. A peer
+// that breaks this gets its connection closed; nothing else changes.
 
 #include "tensor_channel.hpp"
 
@@ -46,6 +51,7 @@
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/graph/wire.hpp"
 #include "runtime.hpp"
+#include "shared_ring.hpp"
 
 namespace actorflow::tensor_channel {
 
@@ -56,6 +62,14 @@ constexpr uint32_t frame_magic = 0x46544641; // "AFTF"
 constexpr size_t prefix_size = 40;
 constexpr uint32_t flag_encoded = 1;
 constexpr uint32_t flag_message = 2;
+constexpr uint32_t flag_ring_offer = 4;
+constexpr uint32_t flag_in_ring = 8;
+// Where the prefix keeps the flags.
+constexpr size_t flags_offset = 28;
+constexpr uint32_t max_ring_path = 64;
+// Data below this goes through the socket: a copy of it there costs
+// about what a copy into the ring does.
+constexpr uint64_t ring_min_data = 16 << 10;
 constexpr std::string_view run_graph_kind = "run_graph";
 constexpr std::string_view step_reply_kind = "step_reply";
 constexpr uint32_t max_key = 1 << 16;
@@ -70,6 +84,7 @@ constexpr int connect_timeout_ms = 5000;
 
 std::atomic<uint64_t> n_fallbacks{0};
 std::atomic<uint64_t> n_messages{0};
+std::atomic<uint64_t> n_ring_frames{0};
 
 void close_fd(int fd) {
   if (fd >= 0)
@@ -210,21 +225,32 @@ caf::message parse_message(std::string_view kind, int64_t step,
 // The rest of a frame whose prefix is `bytes`, off the wire; false ends
 // the connection (EOF, error, or a peer that does not speak the
 // protocol).
-bool read_frame(int fd, const char (&bytes)[prefix_size]) {
+bool read_frame(int fd, const char (&bytes)[prefix_size], ring_reader& ring) {
   frame_prefix p;
   if (!parse_prefix(bytes, p))
     return false;
   auto [magic, key_len, inbox, step, head_len, flags, data_len] = p;
   bool encoded = flags == flag_encoded;
   bool message = flags == flag_message;
+  bool offer = flags == flag_ring_offer;
+  bool in_ring = flags == flag_in_ring;
+  bool plain = flags == 0 || in_ring;
   if (magic != frame_magic || key_len > max_key
-      || (flags != 0 && !encoded && !message)
+      || (!plain && !encoded && !message && !offer)
       || ((encoded || message) && (head_len > max_encoded || data_len != 0))
-      || (flags == 0 && (head_len > max_header || data_len > max_data)))
+      || (plain && (head_len > max_header || data_len > max_data))
+      || (offer && (key_len > max_ring_path || head_len != 0)))
     return false;
   std::string key(key_len, '\0');
   if (!read_all(fd, key.data(), key.size()))
     return false;
+  if (offer) {
+    // Only the first offer of a connection can be taken.
+    char answer = !ring && ring.open(key, data_len, static_cast<uint64_t>(step))
+                    ? 'Y'
+                    : 'N';
+    return ::send(fd, &answer, 1, MSG_NOSIGNAL) == 1;
+  }
   if (message) {
     // Not zero-filled first: a request's feeds may be megabytes.
     std::unique_ptr<char[]> body{new char[head_len]};
@@ -249,8 +275,18 @@ bool read_frame(int fd, const char (&bytes)[prefix_size]) {
     if (!tensor_from_header(head, value, header_size, data_len).ok()
         || header_size != head.size() || value.byte_size() != data_len)
       return false;
-    if (!read_all(fd, value.raw(), data_len)
-        || !check_received_data(value).ok())
+    if (in_ring) {
+      char where[8];
+      uint64_t pos = 0;
+      byte_reader r{std::string_view{where, sizeof(where)}};
+      if (!read_all(fd, where, sizeof(where)) || !r.u64(pos)
+          || !ring.take(pos, data_len, value.raw()))
+        return false;
+      n_ring_frames.fetch_add(1, std::memory_order_relaxed);
+    } else if (!read_all(fd, value.raw(), data_len)) {
+      return false;
+    }
+    if (!check_received_data(value).ok())
       return false;
   }
   deliver(fd, inbox,
@@ -295,6 +331,7 @@ void serve(int fd) {
       // keep a burst from polling for long.
       int64_t gap_ns = 0;
       char prefix[prefix_size];
+      ring_reader ring;
       for (;;) {
         auto idle_since = clock::now();
         if (spin.count() > 0 && gap_ns < spin.count())
@@ -306,7 +343,7 @@ void serve(int fd) {
                      .count();
         gap_ns += (std::clamp<int64_t>(gap, 0, 4 * spin.count()) - gap_ns)
                   / 8;
-        if (!read_frame(fd, prefix))
+        if (!read_frame(fd, prefix, ring))
           break;
       }
     }
@@ -456,6 +493,9 @@ private:
     size_t data_len = 0;
     size_t done = 0;
     std::vector<char> body; // a message's body, which `data` points into
+    // Element data that may go through the ring (a plain tensor frame).
+    bool ring_candidate = false;
+    bool in_ring = false; // it did: `data` is its position, in `body`
     // For the CAF fallback: a tensor's step and key, or the whole message.
     caf::actor fallback;
     int64_t step = 0;
@@ -488,12 +528,18 @@ private:
     std::unique_lock<std::mutex> guard{mtx_};
     if (state_ == state::down)
       return false;
-    if (write_now && state_ == state::up && !busy_ && queue_.empty()) {
+    // Data that fits in the ring costs this thread a copy there and a
+    // short frame, less than waking the link's thread.
+    bool ring_now = f.ring_candidate && ring_;
+    if ((write_now || ring_now) && state_ == state::up && !busy_
+        && queue_.empty()) {
       // Nothing ahead of it: write what the socket takes now, from this
       // thread, and leave the rest to the link's.
       busy_ = true;
       guard.unlock();
-      bool broken = !write_some(f);
+      if (ring_now)
+        move_to_ring(f);
+      bool broken = (write_now || f.in_ring) && !write_some(f);
       guard.lock();
       busy_ = false;
       if (broken) {
@@ -522,6 +568,7 @@ private:
     } else {
       f.data = static_cast<const char*>(value.raw());
       f.data_len = value.byte_size();
+      f.ring_candidate = f.data_len >= ring_min_data;
     }
     byte_writer w{f.head};
     w.reserve(prefix_size + key.size() + header.size());
@@ -536,8 +583,30 @@ private:
     return f;
   }
 
+  // Puts f's element data in the ring if it is a candidate that fits now:
+  // the frame then carries the data's position instead. Only the writer
+  // of the frame's first byte calls it, so frames take the ring in the
+  // order they go on the wire.
+  void move_to_ring(frame& f) {
+    if (!f.ring_candidate || f.done != 0)
+      return;
+    f.ring_candidate = false;
+    auto pos = ring_.put(f.data, f.data_len);
+    if (!pos)
+      return;
+    for (size_t i = 0; i < 4; ++i)
+      f.head[flags_offset + i] = static_cast<char>(flag_in_ring >> (8 * i));
+    f.body.resize(8);
+    for (size_t i = 0; i < 8; ++i)
+      f.body[i] = static_cast<char>(*pos >> (8 * i));
+    f.data = f.body.data();
+    f.data_len = f.body.size();
+    f.in_ring = true;
+  }
+
   // Writes what the socket takes without waiting; false if it broke.
   bool write_some(frame& f) {
+    move_to_ring(f);
     while (f.done < f.size()) {
       iovec iov[2];
       int n = 0;
@@ -618,7 +687,34 @@ private:
       return false;
     frame greeting;
     greeting.head.assign(hello, sizeof(hello));
-    return write_all(greeting);
+    return write_all(greeting) && offer_ring();
+  }
+
+  // Offers the peer a ring of shared memory for frames' data and waits
+  // for its answer (on the link's thread, before any frame goes); false
+  // if the connection broke. A peer on another host, or in another PID
+  // namespace, cannot open it and says so: data then goes through the
+  // socket.
+  bool offer_ring() {
+    auto capacity = uint64_t(env_number("ACTORFLOW_CHANNEL_RING_MIB", 0,
+                                        4096, 4))
+                    << 20;
+    if (capacity == 0 || !ring_.create(capacity))
+      return true;
+    frame offer;
+    byte_writer w{offer.head};
+    write_prefix(w, 0, static_cast<int64_t>(ring_.token()),
+                 ring_.path().size(), 0, flag_ring_offer, capacity);
+    w.raw(ring_.path().data(), ring_.path().size());
+    char answer = 0;
+    pollfd p{fd_, POLLIN, 0};
+    bool answered = write_all(offer)
+                    && ::poll(&p, 1, connect_timeout_ms) == 1
+                    && ::recv(fd_, &answer, 1, 0) == 1;
+    ring_.close_file();
+    if (answer != 'Y')
+      ring_.reset();
+    return answered;
   }
 
   // The link is down: every queued frame (and `extra`) goes over CAF.
@@ -687,6 +783,8 @@ private:
   state state_ = state::connecting;
   bool busy_ = false;
   std::deque<frame> queue_;
+  // Set up before the link is up; then used by the writer holding busy_.
+  ring_writer ring_;
 };
 
 // -- API ----------------------------------------------------------------------
@@ -784,6 +882,10 @@ uint64_t fallbacks() {
 
 uint64_t messages_received() {
   return n_messages.load(std::memory_order_relaxed);
+}
+
+uint64_t ring_frames_received() {
+  return n_ring_frames.load(std::memory_order_relaxed);
 }
 
 } // namespace actorflow::tensor_channel

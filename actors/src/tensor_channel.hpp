@@ -9,6 +9,8 @@
 // (docs/DESIGN.md, "Tensor channel"). A step's later `run_graph` requests
 // to an executor in another process, and its answers, go the same way:
 // CAF's path costs a hop through each side's network thread both ways.
+// Between processes of one host a tensor's bytes go through a ring of
+// shared memory instead of the socket (shared_ring.hpp).
 
 #include <cstdint>
 #include <memory>
@@ -89,5 +91,9 @@ uint64_t fallbacks();
 /// Requests and answers (send_run_graph, send_step_reply) this process
 /// has read off the channel (tests).
 uint64_t messages_received();
+
+/// Tensor frames this process has read whose data came through a ring of
+/// shared memory (tests).
+uint64_t ring_frames_received();
 
 } // namespace actorflow::tensor_channel

@@ -6,7 +6,10 @@
 // frames to CAF; and executors of two tasks with addresses use it (two
 // actor systems in one process stand for two processes: between them CAF
 // serializes nothing, so a value over one chunk arrives only by the
-// channel). A step's request and its answer travel as messages.
+// channel). A step's request and its answer travel as messages. A large
+// value's bytes go through a ring of shared memory when the reader could
+// map it, and a ring frame that does not match the ring loses its
+// connection.
 
 #include <catch2/catch.hpp>
 
@@ -32,6 +35,7 @@
 #include "actorflow/graph/partition.hpp"
 #include "actorflow/graph/placer.hpp"
 #include "actorflow/graph/subgraph.hpp"
+#include "shared_ring.hpp"
 #include "tensor_channel.hpp"
 
 using namespace actorflow;
@@ -175,6 +179,34 @@ uint64_t inbox_id(const std::string& address) {
 const std::string hello = "AFTCHAN1";
 constexpr uint32_t magic = 0x46544641;
 constexpr uint32_t flag_message = 2;
+constexpr uint32_t flag_ring_offer = 4;
+constexpr uint32_t flag_in_ring = 8;
+
+// A float matrix of `rows` x 1024 whose elements depend on `seed`.
+tensor floats_of(int64_t rows, float seed) {
+  std::vector<float> v(static_cast<size_t>(rows) * 1024);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = seed + static_cast<float>(i % 977);
+  return tensor::from_vector<float>(v, {rows, 1024});
+}
+
+// The one-byte answer to a ring offer on a raw connection.
+char answer_of(int fd) {
+  timeval tv{};
+  tv.tv_sec = 10;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  char c = 0;
+  REQUIRE(::recv(fd, &c, 1, 0) == 1);
+  return c;
+}
+
+// A ring position as a frame carries it.
+std::string position(uint64_t pos) {
+  std::string out;
+  byte_writer w{out};
+  w.u64(pos);
+  return out;
+}
 
 // A request as a master sends a later step's: feeds and the trace flag.
 run_graph_request request_of(int64_t step) {
@@ -605,4 +637,150 @@ TEST_CASE("tensor_channel: a host that cannot be bound gives no inbox",
   CHECK(tensor_channel::open_inbox("192.0.2.1",
                                    caf::actor_cast<caf::actor>(self))
           .empty());
+}
+
+TEST_CASE("tensor_channel: large values go through the ring, more of them "
+          "than it holds",
+          "[tensor_channel]") {
+  system_holder s;
+  caf::scoped_actor self{*s.sys};
+  loopback channel{self};
+  auto& me = channel.me;
+  // Below 16 KiB a value goes through the socket.
+  auto before = tensor_channel::ring_frames_received();
+  auto small = floats_of(2, 1.0f);
+  REQUIRE(tensor_channel::send(channel.route, 1, "small", small, me, true));
+  CHECK(receive_one(self).value == small);
+  CHECK(tensor_channel::ring_frames_received() == before);
+  // 24 MiB through a ring of 4 MiB, views included, sent back to back by
+  // both ways of writing: what does not fit goes through the socket.
+  auto whole = floats_of(1024, 3.0f);
+  std::vector<tensor> values;
+  for (int i = 0; i < 24; ++i)
+    values.push_back(i % 3 == 2 ? whole.slice(256 * (i % 4), 256 * (i % 4) + 256)
+                                : floats_of(256, static_cast<float>(i)));
+  for (size_t i = 0; i < values.size(); ++i)
+    REQUIRE(tensor_channel::send(channel.route, 10 + static_cast<int64_t>(i),
+                                 "k", values[i], me, i % 2 == 0));
+  for (size_t i = 0; i < values.size(); ++i) {
+    INFO("value " << i);
+    auto r = receive_one(self);
+    CHECK(r.step == 10 + static_cast<int64_t>(i));
+    CHECK(r.value == values[i]);
+  }
+  auto through_ring = tensor_channel::ring_frames_received() - before;
+  CHECK(through_ring >= 1);
+  CHECK(through_ring <= values.size());
+}
+
+TEST_CASE("tensor_channel: with ACTORFLOW_CHANNEL_RING_MIB=0 a link offers "
+          "no ring",
+          "[tensor_channel]") {
+  system_holder s;
+  caf::scoped_actor self{*s.sys};
+  auto address = inbox_for(self);
+  REQUIRE_FALSE(address.empty());
+  // "localhost" names another link to the same listener: a new one, made
+  // while the variable is set.
+  ::setenv("ACTORFLOW_CHANNEL_RING_MIB", "0", 1);
+  auto route = tensor_channel::route_to(
+    "localhost:" + std::to_string(port_of(address)) + "/"
+    + std::to_string(inbox_id(address)));
+  REQUIRE(route);
+  auto before = tensor_channel::ring_frames_received();
+  auto value = floats_of(256, 5.0f);
+  REQUIRE(tensor_channel::send(route, 1, "k", value,
+                               caf::actor_cast<caf::actor>(self), true));
+  CHECK(receive_one(self).value == value);
+  ::unsetenv("ACTORFLOW_CHANNEL_RING_MIB");
+  CHECK(tensor_channel::ring_frames_received() == before);
+  tensor_channel::close_inbox(address);
+}
+
+TEST_CASE("tensor_channel: a ring offer is answered, and a ring frame that "
+          "does not match the ring loses its connection",
+          "[tensor_channel]") {
+  system_holder s;
+  caf::scoped_actor self{*s.sys};
+  auto address = inbox_for(self);
+  REQUIRE_FALSE(address.empty());
+  auto port = port_of(address);
+  auto inbox = inbox_id(address);
+  constexpr uint64_t capacity = 64 << 10;
+  auto value = floats_of(8, 2.0f); // 32 KiB
+  auto head = tensor_header_bytes(value);
+  auto offer = [&](const tensor_channel::ring_writer& w) {
+    return frame(magic, 0, static_cast<int64_t>(w.token()), w.path(), "",
+                 flag_ring_offer, w.capacity(), "");
+  };
+  auto in_ring = [&](int64_t step, uint64_t pos) {
+    return frame(magic, inbox, step, "k", head, flag_in_ring,
+                 value.byte_size(), position(pos));
+  };
+  SECTION("a ring the reader can map: its frames arrive, a replay does not") {
+    tensor_channel::ring_writer w;
+    REQUIRE(w.create(capacity));
+    int fd = connect_raw(port);
+    write_raw(fd, hello + offer(w));
+    CHECK(answer_of(fd) == 'Y');
+    // A second offer on the connection is refused; the first ring stays.
+    tensor_channel::ring_writer second;
+    REQUIRE(second.create(capacity));
+    write_raw(fd, offer(second));
+    CHECK(answer_of(fd) == 'N');
+    auto before = tensor_channel::ring_frames_received();
+    auto pos = w.put(value.raw(), value.byte_size());
+    REQUIRE(pos);
+    write_raw(fd, in_ring(3, *pos));
+    auto r = receive_one(self);
+    CHECK(r.step == 3);
+    CHECK(r.value == value);
+    CHECK(tensor_channel::ring_frames_received() == before + 1);
+    write_raw(fd, in_ring(4, *pos));
+    CHECK(closed_by_peer(fd));
+    ::close(fd);
+  }
+  SECTION("no ring, or one the reader could not map: a ring frame ends the "
+          "connection") {
+    int fd = connect_raw(port);
+    write_raw(fd, hello);
+    SECTION("not offered") {}
+    SECTION("a path outside /proc/<pid>/fd") {
+      tensor_channel::ring_writer w;
+      REQUIRE(w.create(capacity));
+      write_raw(fd, frame(magic, 0, static_cast<int64_t>(w.token()),
+                          "/dev/zero", "", flag_ring_offer, capacity, ""));
+      CHECK(answer_of(fd) == 'N');
+    }
+    SECTION("the wrong token") {
+      tensor_channel::ring_writer w;
+      REQUIRE(w.create(capacity));
+      write_raw(fd, frame(magic, 0, static_cast<int64_t>(w.token() ^ 1),
+                          w.path(), "", flag_ring_offer, capacity, ""));
+      CHECK(answer_of(fd) == 'N');
+    }
+    // Still a connection: a frame through the socket arrives.
+    write_raw(fd, frame(magic, inbox, 5, "k", head, 0, value.byte_size(),
+                        std::string(static_cast<const char*>(value.raw()),
+                                    value.byte_size())));
+    CHECK(receive_one(self).value == value);
+    write_raw(fd, in_ring(6, 0));
+    CHECK(closed_by_peer(fd));
+    ::close(fd);
+  }
+  SECTION("an offer with element data or a path too long") {
+    int fd = connect_raw(port);
+    SECTION("data") {
+      write_raw(fd, hello + frame(magic, 0, 1, "/proc/1/fd/1", "x",
+                                  flag_ring_offer, capacity, ""));
+    }
+    SECTION("path") {
+      write_raw(fd, hello + frame(magic, 0, 1, std::string(100, '1'), "",
+                                  flag_ring_offer, capacity, ""));
+    }
+    CHECK(closed_by_peer(fd));
+    ::close(fd);
+  }
+  expect_nothing(self, "a ring frame that does not match was delivered");
+  tensor_channel::close_inbox(address);
 }
