@@ -406,7 +406,17 @@ void start_step(task_self self, step_promise rp, step_plan& plan,
           id, now + std::chrono::milliseconds(timeout_ms), now))
       self->delayed_send(self, *delay, check_deadlines_atom_v);
   }
-  for (size_t p = 0; p < plan.parts.size(); ++p) {
+  // Parts asked over the channel first: their requests travel to another
+  // process, whose first tensors this step's part here may be waiting
+  // for, while a part of this process starts as soon as it is asked.
+  std::vector<size_t> order;
+  order.reserve(plan.parts.size());
+  for (int by_channel = 1; by_channel >= 0; --by_channel)
+    for (size_t p = 0; p < plan.parts.size(); ++p)
+      if ((plan.parts[p].has_peers && plan.parts[p].route)
+          == (by_channel == 1))
+        order.push_back(p);
+  for (auto p : order) {
     auto& part = plan.parts[p];
     run_graph_request rg;
     rg.step_id = id;

@@ -219,18 +219,29 @@ private:
 
   // m's `k` block products on m's device: block j of a (split along
   // `axis`) times b_of(j), each a MatMul with m's attributes and control
-  // inputs. Returns their names.
+  // inputs. Returns their names. Row blocks of a are a Split's views; a
+  // column block, which a Split would copy, is read in place by its
+  // MatMul (attributes `_a_col_begin`, `_a_col_count`).
   template <class F>
   std::vector<std::string> block_products(const node_def& m, int k, int axis,
                                           F b_of) {
     auto base = m.name + "/_pipelined/";
-    auto as = split(m.inputs[0], axis, k, m.device, m.attr<dtype>("T"),
-                    base + "split_a");
+    std::string as;
+    if (axis == 0)
+      as = split(m.inputs[0], axis, k, m.device, m.attr<dtype>("T"),
+                 base + "split_a");
+    auto width = shape_of(m.inputs[0]).dim(1) / k;
     std::vector<std::string> names;
     for (int j = 0; j < k; ++j) {
       node_def piece = m;
       piece.name = fresh(base + "matmul_" + std::to_string(j));
-      piece.inputs = {input_name(as, j), b_of(j)};
+      if (axis == 0) {
+        piece.inputs = {input_name(as, j), b_of(j)};
+      } else {
+        piece.inputs = {m.inputs[0], b_of(j)};
+        piece.attrs["_a_col_begin"] = width * j;
+        piece.attrs["_a_col_count"] = width;
+      }
       for (auto& in : m.inputs)
         if (!in.empty() && in[0] == '^')
           piece.inputs.push_back(in);

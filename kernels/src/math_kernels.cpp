@@ -274,8 +274,31 @@ status matmul_kernel(kernel_context& ctx) {
   if (b.shape().rank() != 2)
     return invalid_argument("In[1] is not a matrix. Instead it has shape "
                             + b.shape().to_string());
-  auto m = a.shape().dim(ta ? 1 : 0);
-  auto k = a.shape().dim(ta ? 0 : 1);
+  // actorflow's own: columns [_a_col_begin, +_a_col_count) of a stand for
+  // a (a pipelined MatMul's block, graph/matmul_pipelining.hpp), read in
+  // place where a Split would copy them.
+  int64_t col_begin = -1;
+  int64_t col_count = -1;
+  if (auto st = read_attr(ctx, "_a_col_begin", col_begin); !st.ok())
+    return st;
+  if (auto st = read_attr(ctx, "_a_col_count", col_count); !st.ok())
+    return st;
+  auto a_rows = a.shape().dim(0);
+  auto a_cols = a.shape().dim(1);
+  auto a_stride = a_cols;
+  if (col_begin >= 0 || col_count >= 0) {
+    if (col_begin < 0 || col_count < 0 || col_begin + col_count > a_cols)
+      return invalid_argument(
+        "columns [" + std::to_string(col_begin) + ", "
+        + std::to_string(col_begin + col_count) + ") of In[0] of node '"
+        + ctx.node.name + "' are not within its shape "
+        + a.shape().to_string());
+    a_cols = col_count;
+  } else {
+    col_begin = 0;
+  }
+  auto m = ta ? a_cols : a_rows;
+  auto k = ta ? a_rows : a_cols;
   auto kb = b.shape().dim(tb ? 1 : 0);
   auto n = b.shape().dim(tb ? 0 : 1);
   if (k != kb)
@@ -291,8 +314,10 @@ status matmul_kernel(kernel_context& ctx) {
     auto out = k > 0 ? tensor::uninitialized(a.type(), tensor_shape{m, n})
                      : tensor{a.type(), tensor_shape{m, n}};
     if (m > 0 && n > 0 && k > 0) {
-      Eigen::Map<const matrix> am(data_as<C, T>(a), a.shape().dim(0),
-                                  a.shape().dim(1));
+      // Eigen's GEMM reads through the outer stride either way.
+      Eigen::Map<const matrix, 0, Eigen::OuterStride<>> am(
+        data_as<C, T>(a) + col_begin, a_rows, a_cols,
+        Eigen::OuterStride<>(a_stride));
       Eigen::Map<const matrix> bm(data_as<C, T>(b), b.shape().dim(0),
                                   b.shape().dim(1));
       Eigen::Map<matrix> om(data_as<C, T>(out), m, n);

@@ -66,21 +66,18 @@ TEST_CASE("matmul_pipelining: a large operand from another task is split "
   auto g = first_layer(784, 256); // 784 KiB
   CHECK(pipeline_cut_matmuls(g) == 1);
   CHECK(inputs_first(g));
-  // The weights are split by rows on the ps, x by columns on the worker.
+  // The weights are split by rows on the ps (views); x's column blocks
+  // are not cut out (a Split would copy them): each product reads its
+  // columns of x in place.
   auto splits = of_op(g, "Split");
-  REQUIRE(splits.size() == 2);
-  const node_def* on_ps = splits[0]->device == ps ? splits[0] : splits[1];
-  const node_def* on_worker = on_ps == splits[0] ? splits[1] : splits[0];
+  REQUIRE(splits.size() == 1);
+  const node_def* on_ps = splits[0];
   CHECK(on_ps->device == ps);
-  CHECK(on_worker->device == worker);
   CHECK(on_ps->inputs.at(1) == "w/read");
   CHECK(const_value(g, on_ps->inputs.at(0)) == 0);
-  CHECK(on_worker->inputs.at(1) == "x");
-  CHECK(const_value(g, on_worker->inputs.at(0)) == 1);
   CHECK(on_ps->attr<int64_t>("num_split") == 4);
-  CHECK(on_worker->attr<int64_t>("num_split") == 4);
   // h keeps its name and its consumer: it is now the sum of 4 products,
-  // block j of x times block j of w, on the worker.
+  // columns [196j, 196j + 196) of x times block j of w, on the worker.
   auto* h = find(g, "h");
   REQUIRE(h);
   CHECK(h->op == "AddN");
@@ -93,8 +90,9 @@ TEST_CASE("matmul_pipelining: a large operand from another task is split "
     CHECK(piece->op == "MatMul");
     CHECK(piece->device == worker);
     CHECK(piece->inputs
-          == std::vector<std::string>{input_name(on_worker->name, j),
-                                      input_name(on_ps->name, j)});
+          == std::vector<std::string>{"x", input_name(on_ps->name, j)});
+    CHECK(piece->attr<int64_t>("_a_col_begin") == 196 * j);
+    CHECK(piece->attr<int64_t>("_a_col_count") == 196);
   }
   CHECK(find(g, "h/relu")->inputs == std::vector<std::string>{"h"});
 }
@@ -204,7 +202,7 @@ TEST_CASE("matmul_pipelining: a gradient for a training op on another task "
   CHECK(group->device == ps);
   REQUIRE(group->inputs.size() == 4);
   std::set<int64_t> firsts;
-  std::set<std::string> worker_split_users;
+  std::set<int64_t> columns;
   for (auto& in : group->inputs) {
     REQUIRE(in[0] == '^');
     auto* block = find(g, in.substr(1));
@@ -222,12 +220,18 @@ TEST_CASE("matmul_pipelining: a gradient for a training op on another task "
     CHECK(piece->device == worker);
     CHECK(piece->attr<bool>("transpose_a"));
     CHECK(piece->inputs.at(1) == "dh");
-    worker_split_users.insert(parse_input(piece->inputs.at(0)).node);
+    // Rows of dw are columns of x, read in place as by the forward's
+    // products.
+    CHECK(piece->inputs.at(0) == "x");
+    CHECK(piece->attr<int64_t>("_a_col_count") == 196);
+    columns.insert(piece->attr<int64_t>("_a_col_begin"));
+    CHECK(piece->attr<int64_t>("_a_col_begin")
+          == block->attr<int64_t>("_row_begin"));
   }
   CHECK(firsts == std::set<int64_t>{0, 196, 392, 588});
-  // x's column split serves the forward and the backward products alike.
-  CHECK(worker_split_users.size() == 1);
-  CHECK(of_op(g, "Split").size() == 2);
+  CHECK(columns == firsts);
+  // Only the ps's weights are split (into row views).
+  CHECK(of_op(g, "Split").size() == 1);
 }
 
 TEST_CASE("matmul_pipelining: any other consumer on another task gets the "

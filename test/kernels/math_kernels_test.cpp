@@ -330,6 +330,35 @@ TEST_CASE("MatMul agrees with a naive product on odd sizes",
     }
 }
 
+TEST_CASE("MatMul reads only the columns of a that _a_col_begin and "
+          "_a_col_count name",
+          "[math][matmul]") {
+  // a is 2x5; its columns 1..3 are the 2x3 matrix {1 2 3; 4 5 6}.
+  auto a = make<float>({9, 1, 2, 3, 9, 9, 4, 5, 6, 9}, {2, 5});
+  auto b = make<float>({7, 8, 9, 10, 11, 12}, {3, 2});
+  auto cols = make_node("MatMul", {{"_a_col_begin", int64_t{1}},
+                                   {"_a_col_count", int64_t{3}}});
+  CHECK(run(cols, {a, b}).out() == make<float>({58, 64, 139, 154}, {2, 2}));
+  // With transpose_a those columns become the product's rows: columns
+  // 1..2 of a 3x4 matrix, transposed, times a 3x2 one.
+  auto at = make<float>({0, 1, 4, 0, 0, 2, 5, 0, 0, 3, 6, 0}, {3, 4});
+  auto ta = make_node("MatMul", {{"transpose_a", true},
+                                 {"_a_col_begin", int64_t{1}},
+                                 {"_a_col_count", int64_t{2}}});
+  CHECK(run(ta, {at, b}).out() == make<float>({58, 64, 139, 154}, {2, 2}));
+  // A range outside a, or half a range, is an error naming the node.
+  for (auto [begin, count] : std::vector<std::pair<int64_t, int64_t>>{
+         {3, 3}, {-1, 2}, {0, -1}, {6, 0}}) {
+    auto bad = make_node("MatMul", {{"_a_col_begin", begin},
+                                    {"_a_col_count", count}});
+    auto r = run(bad, {a, b});
+    CHECK(r.st.code() == error_code::invalid_argument);
+    CHECK_THAT(r.st.message(), Catch::Contains("not within its shape [2,5]"));
+  }
+  auto half = make_node("MatMul", {{"_a_col_begin", int64_t{1}}});
+  CHECK(run(half, {a, b}).st.code() == error_code::invalid_argument);
+}
+
 TEST_CASE("MatMul with an inner dimension of zero gives zeros",
           "[math][matmul]") {
   auto r = run("MatMul", {tensor{dtype::float32, tensor_shape{2, 0}},

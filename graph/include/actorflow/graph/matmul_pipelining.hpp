@@ -29,7 +29,11 @@ struct matmul_pipelining_options {
 ///   producer's device (views, no copy), `a` into the matching column
 ///   blocks (rows when transpose_a) on m's, and m becomes
 ///   `AddN(MatMul(a_j, b_j)...)`: each block's product starts when its
-///   block arrives. A ps's weights feeding a worker's first layer.
+///   block arrives. A ps's weights feeding a worker's first layer. Row
+///   blocks of `a` come from a Split (views); a column block is not cut
+///   out at all: its MatMul reads those columns of `a` in place
+///   (attributes `_a_col_begin`, `_a_col_count`, which the MatMul kernel
+///   honours), where a Split would copy them.
 /// - a result: `m = MatMul(a, b)` [R, N] consumed on another task. `a` is
 ///   split so that `MatMul(a_j, b)` are m's row blocks, each sent as soon
 ///   as it is computed, and a ConcatV2 on each consuming device joins
@@ -42,7 +46,7 @@ struct matmul_pipelining_options {
 ///   own task consumes it.
 ///
 /// The blocks' sum may round differently from one product in the last
-/// bits. Splits of one tensor along one axis are shared. Returns the
+/// bits. Splits of one tensor into rows are shared. Returns the
 /// number of MatMuls rewritten; never fails (a node that does not qualify
 /// is left as it is).
 int pipeline_cut_matmuls(graph_def& placed,
