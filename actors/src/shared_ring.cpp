@@ -11,6 +11,8 @@
 
 #include <atomic>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <random>
 
 #include <fcntl.h>
@@ -129,14 +131,51 @@ std::optional<uint64_t> ring_writer::put(const void* data, uint64_t len) {
 
 // -- reader -------------------------------------------------------------------
 
-ring_reader::~ring_reader() {
-  if (base_ != nullptr)
-    ::munmap(base_, header_size + capacity_);
-}
+// The reader's mapping, shared with its leases. Leases may end in any
+// order; their room goes back in the order it was taken.
+struct ring_reader::mapping {
+  mapping(char* base, uint64_t capacity) : base(base), capacity(capacity) {
+    // nop
+  }
+  ~mapping() {
+    ::munmap(base, header_size + capacity);
+  }
+  mapping(const mapping&) = delete;
+  mapping& operator=(const mapping&) = delete;
+
+  // Frees the room of lease `seq` and of the leases after it that ended
+  // before it, once every lease before it has ended.
+  void end_lease(uint64_t seq) {
+    std::lock_guard<std::mutex> guard{mtx};
+    leases[seq - first_seq].ended = true;
+    bool freed = false;
+    while (!leases.empty() && leases.front().ended) {
+      released = leases.front().end;
+      leases.pop_front();
+      ++first_seq;
+      freed = true;
+    }
+    if (freed)
+      published(base).store(released, std::memory_order_release);
+  }
+
+  struct lease_state {
+    uint64_t end;
+    bool ended;
+  };
+
+  char* base;
+  uint64_t capacity;
+  std::mutex mtx;
+  uint64_t next = 0;              // where the bytes not yet taken start
+  std::deque<lease_state> leases; // taken and not freed, in order
+  uint64_t first_seq = 0;         // the number of leases.front()
+  uint64_t released = 0;          // the room is free up to here
+};
 
 bool ring_reader::open(const std::string& path, uint64_t capacity,
                        uint64_t token) {
-  if (base_ != nullptr || capacity == 0 || capacity % 4096 != 0
+  if (map_ != nullptr || capacity == 0 || capacity % 4096 != 0
       || capacity > (uint64_t{1} << 32) || !is_proc_fd_path(path))
     return false;
   // What the /proc link resolves to is checked below: a regular file of
@@ -153,29 +192,39 @@ bool ring_reader::open(const std::string& path, uint64_t capacity,
   ::close(fd);
   if (!ok)
     return false;
+  auto m = std::make_shared<mapping>(static_cast<char*>(p), capacity);
   uint64_t found = 0;
   std::memcpy(&found, p, sizeof(found));
-  if (found != token) {
-    ::munmap(p, header_size + capacity);
+  if (found != token)
     return false;
-  }
-  base_ = static_cast<char*>(p);
-  capacity_ = capacity;
-  next_ = 0;
+  map_ = std::move(m);
   return true;
 }
 
-bool ring_reader::take(uint64_t pos, uint64_t len, void* out) {
+std::optional<ring_lease> ring_reader::take(uint64_t pos, uint64_t len) {
+  if (map_ == nullptr)
+    return std::nullopt;
+  auto& m = *map_;
+  auto capacity = m.capacity;
+  std::unique_lock<std::mutex> guard{m.mtx};
   // The writer starts each frame's bytes on a cache line at or after the
-  // previous frame's end, wrapping only when they would not fit.
-  if (base_ == nullptr || len == 0 || len > capacity_ || pos < next_
-      || pos % alignment != 0 || pos != place(pos, len, capacity_)
-      || pos - next_ >= capacity_ || pos + len - next_ > capacity_)
-    return false;
-  std::memcpy(out, base_ + header_size + pos % capacity_, len);
-  next_ = pos + len;
-  published(base_).store(next_, std::memory_order_release);
-  return true;
+  // previous frame's end, wrapping only when they would not fit, and
+  // never over the room that leases still hold.
+  if (len == 0 || len > capacity || pos < m.next || pos % alignment != 0
+      || pos != place(pos, len, capacity) || pos - m.next >= capacity
+      || pos + len - m.released > capacity)
+    return std::nullopt;
+  m.next = pos + len;
+  auto seq = m.first_seq + m.leases.size();
+  m.leases.push_back({pos + len, false});
+  guard.unlock();
+  ring_lease lease;
+  lease.data = m.base + header_size + pos % capacity;
+  lease.owner = std::shared_ptr<void>(lease.data,
+                                      [map = map_, seq](void*) {
+                                        map->end_lease(seq);
+                                      });
+  return lease;
 }
 
 } // namespace actorflow::tensor_channel

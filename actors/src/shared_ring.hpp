@@ -13,10 +13,12 @@
 // in the same host and PID namespace can open it, any other cannot and
 // says so. The writer puts each frame's bytes after the previous ones,
 // wrapping to the start when they would not fit whole before the end;
-// the reader takes them in the same order and publishes how far it has
-// read, which frees the room.
+// the reader takes them in the same order, in place: each comes with a
+// lease, and the room of the leases that ended, up to the first that has
+// not, goes back to the writer.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -74,13 +76,21 @@ private:
   std::string path_;
 };
 
-/// The reading end of a ring. Not thread-safe: one reader.
+/// Bytes taken from a ring, in place: they stay as they are until
+/// `owner` (and every copy of it) has ended, which frees their room. The
+/// ring stays mapped while any lease lives, its reader gone or not.
+struct ring_lease {
+  void* data = nullptr;
+  std::shared_ptr<void> owner;
+};
+
+/// The reading end of a ring. take() from one thread; leases may end on
+/// any.
 class ring_reader {
 public:
   ring_reader() = default;
   ring_reader(const ring_reader&) = delete;
   ring_reader& operator=(const ring_reader&) = delete;
-  ~ring_reader();
 
   /// Maps the ring a writer offered: `path` must be "/proc/<pid>/fd/<fd>"
   /// naming a memfd of exactly `capacity` bytes of ring that cannot
@@ -88,18 +98,18 @@ public:
   bool open(const std::string& path, uint64_t capacity, uint64_t token);
 
   explicit operator bool() const noexcept {
-    return base_ != nullptr;
+    return map_ != nullptr;
   }
 
-  /// Copies the `len` bytes at `pos` to `out` and frees their room for
-  /// the writer. False, copying nothing, when they are not the next bytes
-  /// a writer could have put there (the peer broke the protocol).
-  bool take(uint64_t pos, uint64_t len, void* out);
+  /// The `len` bytes at `pos`, in place, under a lease. Nothing when they
+  /// are not the next bytes a writer could have put there without
+  /// overwriting a lease's (the peer broke the protocol). Never blocks
+  /// beyond a short lock that ending leases take too.
+  std::optional<ring_lease> take(uint64_t pos, uint64_t len);
 
 private:
-  char* base_ = nullptr;
-  uint64_t capacity_ = 0;
-  uint64_t next_ = 0; // where the bytes not yet taken start
+  struct mapping;
+  std::shared_ptr<mapping> map_;
 };
 
 } // namespace actorflow::tensor_channel

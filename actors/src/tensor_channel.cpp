@@ -279,9 +279,18 @@ bool read_frame(int fd, const char (&bytes)[prefix_size], ring_reader& ring) {
       char where[8];
       uint64_t pos = 0;
       byte_reader r{std::string_view{where, sizeof(where)}};
-      if (!read_all(fd, where, sizeof(where)) || !r.u64(pos)
-          || !ring.take(pos, data_len, value.raw()))
+      if (!read_all(fd, where, sizeof(where)) || !r.u64(pos))
         return false;
+      auto lease = ring.take(pos, data_len);
+      if (!lease)
+        return false;
+      // In place: the tensor holds the lease (tensor::borrow). Bools are
+      // copied, so that the peer cannot change a byte once it is checked.
+      if (value.type() == dtype::bool_)
+        std::memcpy(value.raw(), lease->data, data_len);
+      else
+        value = tensor::borrow(value.type(), value.shape(), lease->data,
+                               std::move(lease->owner));
       n_ring_frames.fetch_add(1, std::memory_order_relaxed);
     } else if (!read_all(fd, value.raw(), data_len)) {
       return false;

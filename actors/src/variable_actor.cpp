@@ -277,7 +277,8 @@ variable(variable_actor::stateful_pointer<variable_state> self,
                                  + x.shape().to_string()),
                 tensor{}};
       std::lock_guard<std::mutex> guard{st.cell->mtx};
-      st.value() = std::move(x);
+      // The value stays: not in a ring's room (tensor::borrow).
+      st.value() = x.borrowed() ? x.deep_copy() : std::move(x);
       return {status{}, st.value()};
     },
     [self](assign_add_atom, const tensor& x) -> caf::result<status, tensor> {

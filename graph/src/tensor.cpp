@@ -276,7 +276,14 @@ struct tensor::buffer {
       std::memset(data, 0, n_bytes);
     }
   }
+  // Elements of a non-string dtype that `owner` keeps (tensor::borrow).
+  buffer(dtype t, int64_t n, void* external, std::shared_ptr<void> keeper)
+    : type(t), count(n), data(external), owner(std::move(keeper)) {
+    // nop
+  }
   ~buffer() {
+    if (owner)
+      return;
     if (type == dtype::string) {
       auto strs = static_cast<std::string*>(data);
       for (int64_t i = 0; i < count; ++i)
@@ -290,6 +297,7 @@ struct tensor::buffer {
   int64_t count;
   size_t rounded = 0;
   void* data = nullptr;
+  std::shared_ptr<void> owner;
 };
 
 tensor::tensor(dtype type, tensor_shape shape)
@@ -313,6 +321,28 @@ tensor tensor::uninitialized(dtype type, tensor_shape shape) {
   result.num_elements_ = result.shape_.num_elements();
   result.buf_ = std::make_shared<buffer>(type, result.num_elements_, false);
   return result;
+}
+
+tensor tensor::borrow(dtype type, tensor_shape shape, void* data,
+                      std::shared_ptr<void> owner) {
+  if (type == dtype::string || type == dtype::invalid
+      || !shape.fully_defined() || owner == nullptr)
+    throw op_error(error_code::invalid_argument,
+                   "a borrowed buffer needs an owner, a numeric dtype and a "
+                   "fully defined shape, got "
+                     + std::string{actorflow::to_string(type)} + " "
+                     + shape.to_string());
+  tensor result;
+  result.type_ = type;
+  result.shape_ = std::move(shape);
+  result.num_elements_ = result.shape_.num_elements();
+  result.buf_ = std::make_shared<buffer>(type, result.num_elements_, data,
+                                         std::move(owner));
+  return result;
+}
+
+bool tensor::borrowed() const noexcept {
+  return buf_ != nullptr && buf_->owner != nullptr;
 }
 
 size_t tensor::byte_size() const noexcept {

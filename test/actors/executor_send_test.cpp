@@ -155,6 +155,8 @@ struct two_tasks {
     REQUIRE(worker_reply.result.ok());
     REQUIRE(worker_reply.outputs.size() == 1);
     CHECK(worker_reply.outputs.front().second == value);
+    // A fetch may be kept for long: never in the ring's room.
+    CHECK_FALSE(worker_reply.outputs.front().second.borrowed());
   }
 
   system_holder a; // the worker's process
@@ -194,6 +196,8 @@ TEST_CASE("executor: a small value for a fetch-only partition in another "
     REQUIRE(worker_reply.result.ok());
     REQUIRE(worker_reply.outputs.size() == 1);
     CHECK(worker_reply.outputs.front().second == value);
+    // A fetch may be kept for long: never in the ring's room.
+    CHECK_FALSE(worker_reply.outputs.front().second.borrowed());
   }
 }
 
@@ -234,13 +238,15 @@ TEST_CASE("executor: with addresses, a value over one chunk goes to another "
     two_tasks t{fetch_from_ps(value), true};
     CHECK(t.ps_inbox.rfind("127.0.0.1:", 0) == 0);
     CHECK(t.worker_inbox.rfind("127.0.0.1:", 0) == 0);
+    auto ring_before = tensor_channel::ring_frames_received();
     for (int64_t id : {1, 2}) {
       INFO("step " << id);
       t.start(id, id == 1);
       // Between these two actor systems CAF serializes nothing, so whole
-      // bytes at the worker came through the channel's socket.
+      // bytes at the worker came through the channel (its ring).
       t.expect_sent(value);
     }
+    CHECK(tensor_channel::ring_frames_received() == ring_before + 2);
   }
   SECTION("a value for a fetch-only partition rides in the reply up to "
           "256 KiB, over the channel above") {

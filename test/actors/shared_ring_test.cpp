@@ -1,7 +1,8 @@
 // The tensor channel's ring of shared memory (actors/src/shared_ring.hpp):
-// bytes come out as they went in, the writer never overwrites bytes the
-// reader has not taken, and the reader opens only a sealed ring with the
-// writer's token and takes only the positions a writer could have used.
+// bytes come out as they went in, the writer never overwrites bytes whose
+// lease has not ended (room comes back in order, whatever order leases
+// end in), and the reader opens only a sealed ring with the writer's
+// token and takes only the positions a writer could have used.
 
 #include <catch2/catch.hpp>
 
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,15 @@ int fake_ring(uint64_t token, bool sealed) {
   return fd;
 }
 
+// Takes the `len` bytes at `pos` and copies them out, ending the lease.
+bool take_copy(ring_reader& reader, uint64_t pos, uint64_t len, void* out) {
+  auto lease = reader.take(pos, len);
+  if (!lease)
+    return false;
+  std::memcpy(out, lease->data, len);
+  return true;
+}
+
 std::string proc_path(int fd) {
   return "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(fd);
 }
@@ -69,7 +80,7 @@ TEST_CASE("shared_ring: bytes come out in order and intact, wrapping "
     REQUIRE(pos);
     CHECK(*pos % capacity + in.size() <= capacity); // never split
     std::vector<char> out(in.size());
-    REQUIRE(ring.reader.take(*pos, out.size(), out.data()));
+    REQUIRE(take_copy(ring.reader, *pos, out.size(), out.data()));
     CHECK(out == in);
   }
 }
@@ -87,7 +98,7 @@ TEST_CASE("shared_ring: the writer waits for the reader's room",
   // Full: nothing more goes in, and what is there is untouched.
   CHECK_FALSE(ring.writer.put(block.data(), 1));
   std::vector<char> out(block.size());
-  REQUIRE(ring.reader.take(at[0], out.size(), out.data()));
+  REQUIRE(take_copy(ring.reader, at[0], out.size(), out.data()));
   CHECK(out == block);
   // Taking the first frame frees exactly its room.
   auto other = bytes_of(capacity / 4, 'z');
@@ -96,10 +107,10 @@ TEST_CASE("shared_ring: the writer waits for the reader's room",
   CHECK(*pos == capacity);
   CHECK_FALSE(ring.writer.put(other.data(), 1));
   for (size_t i = 1; i < 4; ++i) {
-    REQUIRE(ring.reader.take(at[i], out.size(), out.data()));
+    REQUIRE(take_copy(ring.reader, at[i], out.size(), out.data()));
     CHECK(out == block);
   }
-  REQUIRE(ring.reader.take(*pos, out.size(), out.data()));
+  REQUIRE(take_copy(ring.reader, *pos, out.size(), out.data()));
   CHECK(out == other);
   CHECK_FALSE(ring.writer.put(block.data(), capacity + 1));
   CHECK_FALSE(ring.writer.put(block.data(), 0));
@@ -113,19 +124,19 @@ TEST_CASE("shared_ring: the reader takes only positions a writer could "
   auto pos = ring.writer.put(in.data(), in.size());
   REQUIRE(pos);
   std::vector<char> out(capacity + 64, '\0');
-  CHECK_FALSE(ring.reader.take(*pos + 8, in.size(), out.data())); // unaligned
-  CHECK_FALSE(ring.reader.take(*pos, 0, out.data()));
-  CHECK_FALSE(ring.reader.take(*pos, capacity + 1, out.data()));
+  CHECK_FALSE(take_copy(ring.reader, *pos + 8, in.size(), out.data())); // unaligned
+  CHECK_FALSE(take_copy(ring.reader, *pos, 0, out.data()));
+  CHECK_FALSE(take_copy(ring.reader, *pos, capacity + 1, out.data()));
   // Across the end of the ring, or further ahead than the ring holds.
-  CHECK_FALSE(ring.reader.take(capacity - 64, 128, out.data()));
-  CHECK_FALSE(ring.reader.take(capacity, 64, out.data()));
-  REQUIRE(ring.reader.take(*pos, in.size(), out.data()));
+  CHECK_FALSE(take_copy(ring.reader, capacity - 64, 128, out.data()));
+  CHECK_FALSE(take_copy(ring.reader, capacity, 64, out.data()));
+  REQUIRE(take_copy(ring.reader, *pos, in.size(), out.data()));
   // Again, or before what was taken.
-  CHECK_FALSE(ring.reader.take(*pos, in.size(), out.data()));
+  CHECK_FALSE(take_copy(ring.reader, *pos, in.size(), out.data()));
   auto next = ring.writer.put(in.data(), in.size());
   REQUIRE(next);
   CHECK(*next == 1024);
-  REQUIRE(ring.reader.take(*next, in.size(), out.data()));
+  REQUIRE(take_copy(ring.reader, *next, in.size(), out.data()));
   CHECK(std::memcmp(out.data(), in.data(), in.size()) == 0);
 }
 
@@ -163,4 +174,43 @@ TEST_CASE("shared_ring: a reader opens only a sealed ring of the size "
   CHECK_FALSE(late.open(writer.path(), capacity, writer.token()));
   CHECK_FALSE(writer.create(capacity + 1));
   CHECK_FALSE(writer);
+}
+
+TEST_CASE("shared_ring: room comes back in order, whatever order leases "
+          "end in, and the ring outlives its reader",
+          "[shared_ring]") {
+  std::optional<ring_lease> first;
+  std::optional<ring_lease> second;
+  {
+    ring_pair ring;
+    auto block = bytes_of(capacity / 2, 'm');
+    auto p0 = ring.writer.put(block.data(), block.size());
+    auto p1 = ring.writer.put(block.data(), block.size());
+    REQUIRE(p0);
+    REQUIRE(p1);
+    first = ring.reader.take(*p0, block.size());
+    second = ring.reader.take(*p1, block.size());
+    REQUIRE(first);
+    REQUIRE(second);
+    // In place: the bytes are the ring's, not a copy.
+    CHECK(std::memcmp(first->data, block.data(), block.size()) == 0);
+    CHECK(static_cast<char*>(second->data)
+          == static_cast<char*>(first->data) + block.size());
+    // The later lease ends first: its room stays held behind the other.
+    second.reset();
+    CHECK_FALSE(ring.writer.put(block.data(), 64));
+    // Bytes a writer could only have put over the first lease's room.
+    CHECK_FALSE(ring.reader.take(capacity, 64));
+    first->owner.reset();
+    auto again = ring.writer.put(block.data(), block.size());
+    REQUIRE(again);
+    CHECK(*again == capacity);
+    auto held = ring.reader.take(*again, block.size());
+    REQUIRE(held);
+    first = std::move(held);
+  }
+  // Reader and writer gone from the pair: the lease still reads its bytes.
+  CHECK(static_cast<const char*>(first->data)[1]
+        == bytes_of(2, 'm')[1]);
+  first.reset();
 }

@@ -3,6 +3,8 @@
 // block must look new, and memory must stay bounded however many tensors
 // pass through, even when each is allocated on one thread and freed on
 // another (what a queue between a receiving and a sending thread does).
+// A borrowed buffer (tensor::borrow) is someone else's memory, kept alive
+// by its owner.
 
 #include <catch2/catch.hpp>
 
@@ -10,6 +12,7 @@
 #include <deque>
 #include <algorithm>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -101,4 +104,38 @@ TEST_CASE("tensor buffers: 2 GiB of 1 MiB tensors allocated on one thread "
   INFO("resident before " << before << " MiB, peak " << peak << " MiB");
   // Live: at most ~17 MiB in the queue; cached: at most 32 MiB.
   CHECK(peak - before < 96.0);
+}
+
+TEST_CASE("tensor buffers: a borrowed buffer is read in place and its "
+          "owner lives while any tensor shares it",
+          "[tensor][borrow]") {
+  alignas(64) float data[6] = {1, 2, 3, 4, 5, 6};
+  auto owner = std::make_shared<int>(0);
+  std::weak_ptr<int> alive = owner;
+  {
+    auto t = tensor::borrow(dtype::float32, tensor_shape{3, 2}, data, owner);
+    owner.reset();
+    CHECK(t.borrowed());
+    CHECK(t.raw() == data);
+    CHECK(t == tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {3, 2}));
+    // A slice and a reshape share it; a deep copy does not.
+    auto rows = t.slice(1, 3);
+    CHECK(rows.borrowed());
+    auto copy = t.deep_copy();
+    CHECK_FALSE(copy.borrowed());
+    CHECK(copy == t);
+    t = tensor{};
+    CHECK_FALSE(alive.expired());
+    CHECK(rows.flat<float>()[0] == 3);
+  }
+  CHECK(alive.expired());
+  CHECK_FALSE(tensor::vec<float>({1}).borrowed());
+  CHECK_FALSE(tensor{}.borrowed());
+  auto keeper = std::make_shared<int>(0);
+  CHECK_THROWS_AS(tensor::borrow(dtype::string, tensor_shape{1}, data, keeper),
+                  op_error);
+  CHECK_THROWS_AS(tensor::borrow(dtype::float32, tensor_shape{-1}, data, keeper),
+                  op_error);
+  CHECK_THROWS_AS(tensor::borrow(dtype::float32, tensor_shape{1}, data, nullptr),
+                  op_error);
 }

@@ -119,6 +119,19 @@ public:
   /// unspecified: for a caller about to overwrite all of them (decoding,
   /// receiving). Strings are still empty.
   static tensor uninitialized(dtype type, tensor_shape shape);
+  /// A tensor over `data`, which it does not own (a received tensor in a
+  /// ring of shared memory): `owner` lives while any tensor shares this
+  /// buffer, and what it frees on its end is up to it. `data` must hold
+  /// the elements of a non-string dtype, 64-byte aligned. Throws
+  /// op_error (InvalidArgument) for a string dtype, a shape that is not
+  /// fully defined or no owner.
+  static tensor borrow(dtype type, tensor_shape shape, void* data,
+                       std::shared_ptr<void> owner);
+  /// True if the buffer is borrowed (see borrow): whoever keeps such a
+  /// tensor for long (a variable's value, a queue's element, a fetched
+  /// result) keeps a deep_copy instead, so that its owner's room is not
+  /// held.
+  bool borrowed() const noexcept;
 
   template <class T>
   static tensor scalar(T value) {
