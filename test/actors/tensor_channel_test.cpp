@@ -176,6 +176,21 @@ uint64_t inbox_id(const std::string& address) {
   return std::stoull(address.substr(address.rfind('/') + 1));
 }
 
+// An inbox for `self` and what a raw connection to it needs.
+struct raw_inbox {
+  explicit raw_inbox(caf::scoped_actor& self) : address(inbox_for(self)) {
+    REQUIRE_FALSE(address.empty());
+    port = port_of(address);
+    id = inbox_id(address);
+  }
+  ~raw_inbox() {
+    tensor_channel::close_inbox(address);
+  }
+  std::string address;
+  uint16_t port = 0;
+  uint64_t id = 0;
+};
+
 const std::string hello = "AFTCHAN1";
 constexpr uint32_t magic = 0x46544641;
 constexpr uint32_t flag_message = 2;
@@ -458,10 +473,9 @@ TEST_CASE("tensor_channel: a peer that breaks the protocol loses its "
           "[tensor_channel]") {
   system_holder s;
   caf::scoped_actor self{*s.sys};
-  auto address = inbox_for(self);
-  REQUIRE_FALSE(address.empty());
-  auto port = port_of(address);
-  auto inbox = inbox_id(address);
+  raw_inbox raw{self};
+  auto port = raw.port;
+  auto inbox = raw.id;
   auto floats = tensor::vec<float>({1.0f, 2.0f});
   auto head = tensor_header_bytes(floats);
   std::string data(static_cast<const char*>(floats.raw()),
@@ -527,11 +541,10 @@ TEST_CASE("tensor_channel: a peer that breaks the protocol loses its "
   CHECK(r.step == 9);
   CHECK(r.value == floats);
   ::close(fd);
-  auto route = tensor_channel::route_to(address);
+  auto route = tensor_channel::route_to(raw.address);
   REQUIRE(tensor_channel::send(route, 10, "k", floats,
                                caf::actor_cast<caf::actor>(self), true));
   CHECK(receive_one(self).step == 10);
-  tensor_channel::close_inbox(address);
 }
 
 TEST_CASE("tensor_channel: a step's request and its answer arrive as "
@@ -678,14 +691,13 @@ TEST_CASE("tensor_channel: with ACTORFLOW_CHANNEL_RING_MIB=0 a link offers "
           "[tensor_channel]") {
   system_holder s;
   caf::scoped_actor self{*s.sys};
-  auto address = inbox_for(self);
-  REQUIRE_FALSE(address.empty());
+  raw_inbox raw{self};
   // "localhost" names another link to the same listener: a new one, made
   // while the variable is set.
   ::setenv("ACTORFLOW_CHANNEL_RING_MIB", "0", 1);
-  auto route = tensor_channel::route_to(
-    "localhost:" + std::to_string(port_of(address)) + "/"
-    + std::to_string(inbox_id(address)));
+  auto route = tensor_channel::route_to("localhost:"
+                                        + std::to_string(raw.port) + "/"
+                                        + std::to_string(raw.id));
   REQUIRE(route);
   auto before = tensor_channel::ring_frames_received();
   auto value = floats_of(256, 5.0f);
@@ -694,7 +706,6 @@ TEST_CASE("tensor_channel: with ACTORFLOW_CHANNEL_RING_MIB=0 a link offers "
   CHECK(receive_one(self).value == value);
   ::unsetenv("ACTORFLOW_CHANNEL_RING_MIB");
   CHECK(tensor_channel::ring_frames_received() == before);
-  tensor_channel::close_inbox(address);
 }
 
 TEST_CASE("tensor_channel: a ring offer is answered, and a ring frame that "
@@ -702,10 +713,7 @@ TEST_CASE("tensor_channel: a ring offer is answered, and a ring frame that "
           "[tensor_channel]") {
   system_holder s;
   caf::scoped_actor self{*s.sys};
-  auto address = inbox_for(self);
-  REQUIRE_FALSE(address.empty());
-  auto port = port_of(address);
-  auto inbox = inbox_id(address);
+  raw_inbox raw{self};
   constexpr uint64_t capacity = 64 << 10;
   auto value = floats_of(8, 2.0f); // 32 KiB
   auto head = tensor_header_bytes(value);
@@ -714,13 +722,13 @@ TEST_CASE("tensor_channel: a ring offer is answered, and a ring frame that "
                  flag_ring_offer, w.capacity(), "");
   };
   auto in_ring = [&](int64_t step, uint64_t pos) {
-    return frame(magic, inbox, step, "k", head, flag_in_ring,
+    return frame(magic, raw.id, step, "k", head, flag_in_ring,
                  value.byte_size(), position(pos));
   };
   SECTION("a ring the reader can map: its frames arrive, a replay does not") {
     tensor_channel::ring_writer w;
     REQUIRE(w.create(capacity));
-    int fd = connect_raw(port);
+    int fd = connect_raw(raw.port);
     write_raw(fd, hello + offer(w));
     CHECK(answer_of(fd) == 'Y');
     // A second offer on the connection is refused; the first ring stays.
@@ -742,7 +750,7 @@ TEST_CASE("tensor_channel: a ring offer is answered, and a ring frame that "
   }
   SECTION("no ring, or one the reader could not map: a ring frame ends the "
           "connection") {
-    int fd = connect_raw(port);
+    int fd = connect_raw(raw.port);
     write_raw(fd, hello);
     SECTION("not offered") {}
     SECTION("a path outside /proc/<pid>/fd") {
@@ -760,7 +768,7 @@ TEST_CASE("tensor_channel: a ring offer is answered, and a ring frame that "
       CHECK(answer_of(fd) == 'N');
     }
     // Still a connection: a frame through the socket arrives.
-    write_raw(fd, frame(magic, inbox, 5, "k", head, 0, value.byte_size(),
+    write_raw(fd, frame(magic, raw.id, 5, "k", head, 0, value.byte_size(),
                         std::string(static_cast<const char*>(value.raw()),
                                     value.byte_size())));
     CHECK(receive_one(self).value == value);
@@ -769,7 +777,7 @@ TEST_CASE("tensor_channel: a ring offer is answered, and a ring frame that "
     ::close(fd);
   }
   SECTION("an offer with element data or a path too long") {
-    int fd = connect_raw(port);
+    int fd = connect_raw(raw.port);
     SECTION("data") {
       write_raw(fd, hello + frame(magic, 0, 1, "/proc/1/fd/1", "x",
                                   flag_ring_offer, capacity, ""));
@@ -782,7 +790,6 @@ TEST_CASE("tensor_channel: a ring offer is answered, and a ring frame that "
     ::close(fd);
   }
   expect_nothing(self, "a ring frame that does not match was delivered");
-  tensor_channel::close_inbox(address);
 }
 
 TEST_CASE("tensor_channel: a value received in the ring holds its room "
