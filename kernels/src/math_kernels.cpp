@@ -314,23 +314,30 @@ status matmul_kernel(kernel_context& ctx) {
     auto out = k > 0 ? tensor::uninitialized(a.type(), tensor_shape{m, n})
                      : tensor{a.type(), tensor_shape{m, n}};
     if (m > 0 && n > 0 && k > 0) {
-      // Eigen's GEMM reads through the outer stride either way.
-      Eigen::Map<const matrix, 0, Eigen::OuterStride<>> am(
-        data_as<C, T>(a) + col_begin, a_rows, a_cols,
-        Eigen::OuterStride<>(a_stride));
       Eigen::Map<const matrix> bm(data_as<C, T>(b), b.shape().dim(0),
                                   b.shape().dim(1));
       Eigen::Map<matrix> om(data_as<C, T>(out), m, n);
       // Transposed maps are views: Eigen's GEMM packs straight from the
       // input buffers.
-      if (ta && tb)
-        om.noalias() = am.transpose() * bm.transpose();
-      else if (ta)
-        om.noalias() = am.transpose() * bm;
-      else if (tb)
-        om.noalias() = am * bm.transpose();
+      auto product = [&](const auto& am) {
+        if (ta && tb)
+          om.noalias() = am.transpose() * bm.transpose();
+        else if (ta)
+          om.noalias() = am.transpose() * bm;
+        else if (tb)
+          om.noalias() = am * bm.transpose();
+        else
+          om.noalias() = am * bm;
+      };
+      // A column range reads a through its row stride; a whole a keeps
+      // the plain map (the stride's map measured the same, but the
+      // common path stays as it was).
+      if (a_cols != a_stride)
+        product(Eigen::Map<const matrix, 0, Eigen::OuterStride<>>(
+          data_as<C, T>(a) + col_begin, a_rows, a_cols,
+          Eigen::OuterStride<>(a_stride)));
       else
-        om.noalias() = am * bm;
+        product(Eigen::Map<const matrix>(data_as<C, T>(a), a_rows, a_cols));
     }
     ctx.outputs.push_back(std::move(out));
     return {};
