@@ -617,10 +617,7 @@ void compute_unchecked(executor_self self, step_state& step, int i,
   if (op == "_Retval") {
     auto index = plan.def.attr_or<int64_t>("index", -1);
     // A fetched value may be kept for long: not in a ring's room.
-    auto value = inputs.at(0);
-    if (value.borrowed())
-      value = value.deep_copy();
-    step.response.outputs.emplace_back(index, std::move(value));
+    step.response.outputs.emplace_back(index, inputs.at(0).owned());
     complete_node(self, step, i, {});
     return;
   }

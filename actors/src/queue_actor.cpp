@@ -53,8 +53,7 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts) {
       };
       // An element may wait in the queue for long: not in a ring's room.
       for (auto& v : values)
-        if (v.borrowed())
-          v = v.deep_copy();
+        v = v.owned();
       queue_core::attempt_id id = 0;
       switch (static_cast<queue_op>(op)) {
         case queue_op::enqueue:

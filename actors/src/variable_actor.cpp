@@ -278,7 +278,7 @@ variable(variable_actor::stateful_pointer<variable_state> self,
                 tensor{}};
       std::lock_guard<std::mutex> guard{st.cell->mtx};
       // The value stays: not in a ring's room (tensor::borrow).
-      st.value() = x.borrowed() ? x.deep_copy() : std::move(x);
+      st.value() = x.owned();
       return {status{}, st.value()};
     },
     [self](assign_add_atom, const tensor& x) -> caf::result<status, tensor> {

@@ -118,18 +118,21 @@ TEST_CASE("tensor buffers: a borrowed buffer is read in place and its "
     CHECK(t.borrowed());
     CHECK(t.raw() == data);
     CHECK(t == tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {3, 2}));
-    // A slice and a reshape share it; a deep copy does not.
+    // A slice shares it; owned() is a copy.
     auto rows = t.slice(1, 3);
     CHECK(rows.borrowed());
-    auto copy = t.deep_copy();
+    auto copy = t.owned();
     CHECK_FALSE(copy.borrowed());
+    CHECK(copy.raw() != data);
     CHECK(copy == t);
     t = tensor{};
     CHECK_FALSE(alive.expired());
     CHECK(rows.flat<float>()[0] == 3);
   }
   CHECK(alive.expired());
-  CHECK_FALSE(tensor::vec<float>({1}).borrowed());
+  auto plain = tensor::vec<float>({1});
+  CHECK_FALSE(plain.borrowed());
+  CHECK(plain.owned().raw() == plain.raw()); // not copied
   CHECK_FALSE(tensor{}.borrowed());
   auto keeper = std::make_shared<int>(0);
   CHECK_THROWS_AS(tensor::borrow(dtype::string, tensor_shape{1}, data, keeper),

@@ -129,9 +129,12 @@ public:
                        std::shared_ptr<void> owner);
   /// True if the buffer is borrowed (see borrow): whoever keeps such a
   /// tensor for long (a variable's value, a queue's element, a fetched
-  /// result) keeps a deep_copy instead, so that its owner's room is not
-  /// held.
+  /// result) keeps owned() instead, so that its owner's room is not held.
   bool borrowed() const noexcept;
+  /// This tensor, or a deep copy of it when its buffer is borrowed.
+  tensor owned() const {
+    return borrowed() ? deep_copy() : *this;
+  }
 
   template <class T>
   static tensor scalar(T value) {
