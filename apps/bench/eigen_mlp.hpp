@@ -11,6 +11,13 @@
 // arithmetic does not depend on the values, and the bench must not need
 // the dataset for its baseline. Each batch is gathered row by row from a
 // pool of examples by shuffled index, as the trainer's batcher does.
+//
+// Every buffer is sized once: freshly allocated per step, the 784x256
+// gradient (800 KB) came from mmap and page-faulted on every step in a
+// process whose glibc had not yet raised its mmap threshold, and the loop
+// ran at ~70 000 examples/s with `--only train` against ~122 000 after the
+// bench's other groups (the kernels' large buffers come from actorflow's
+// own cache, so the engine does not depend on this).
 
 #include <Eigen/Core>
 
@@ -54,7 +61,12 @@ public:
       l.vw = matrix::Zero(in, out);
       l.mb = row::Zero(out);
       l.vb = row::Zero(out);
+      l.gw = matrix(in, out);
+      l.gb = row(out);
       layers_.push_back(std::move(l));
+      pre_.emplace_back(batch_, out);
+      delta_.emplace_back(batch_, out);
+      acts_.emplace_back(batch_, in);
     }
     pool_x_ = matrix(pool_size, inputs);
     std::uniform_real_distribution<float> pixel{0.0f, 1.0f};
@@ -79,18 +91,17 @@ public:
     next_batch();
     // Forward: z = a W + b, a' = relu(z); the last layer stays linear.
     size_t n = layers_.size();
-    acts_.resize(n + 1);
-    pre_.resize(n);
     acts_[0] = x_;
     for (size_t i = 0; i < n; ++i) {
       auto& l = layers_[i];
       pre_[i].noalias() = acts_[i] * l.w;
       pre_[i].rowwise() += l.b;
-      acts_[i + 1] = i + 1 < n ? matrix(pre_[i].cwiseMax(0.0f)) : pre_[i];
+      if (i + 1 < n)
+        acts_[i + 1] = pre_[i].cwiseMax(0.0f);
     }
     // Softmax cross-entropy with the labels, and its gradient.
-    matrix& logits = acts_[n];
-    matrix grad(batch_, classes);
+    const matrix& logits = pre_[n - 1];
+    matrix& grad = delta_[n - 1];
     double loss = 0;
     for (int64_t r = 0; r < batch_; ++r) {
       auto z = logits.row(r);
@@ -103,20 +114,19 @@ public:
       grad(r, y) -= 1.0f;
     }
     grad /= static_cast<float>(batch_);
-    // Backward and Adam, last layer first.
+    // Backward and Adam, last layer first; a layer's input gradient uses
+    // its weights before their update.
     ++t_;
     for (size_t i = n; i-- > 0;) {
       auto& l = layers_[i];
-      gw_.noalias() = acts_[i].transpose() * grad;
-      gb_ = grad.colwise().sum();
+      l.gw.noalias() = acts_[i].transpose() * delta_[i];
+      l.gb = delta_[i].colwise().sum();
       if (i > 0) {
-        matrix back;
-        back.noalias() = grad * l.w.transpose();
-        grad = back.cwiseProduct(
-          (pre_[i - 1].array() > 0.0f).cast<float>().matrix());
+        delta_[i - 1].noalias() = delta_[i] * l.w.transpose();
+        delta_[i - 1].array() *= (pre_[i - 1].array() > 0.0f).cast<float>();
       }
-      adam(l.w, l.mw, l.vw, gw_);
-      adam(l.b, l.mb, l.vb, gb_);
+      adam(l.w, l.mw, l.vw, l.gw);
+      adam(l.b, l.mb, l.vb, l.gb);
     }
     return static_cast<float>(loss / static_cast<double>(batch_));
   }
@@ -127,6 +137,9 @@ private:
     row b;
     matrix mw, vw;
     row mb, vb;
+    /// This step's gradients.
+    matrix gw;
+    row gb;
   };
 
   void next_batch() {
@@ -165,10 +178,12 @@ private:
   int64_t cursor_ = 0;
   matrix x_;
   std::vector<int> y_;
+  /// Per layer: its input (acts_[0] is the batch), its pre-activation
+  /// (the last one is the logits) and the loss's gradient with respect to
+  /// that pre-activation.
   std::vector<matrix> acts_;
   std::vector<matrix> pre_;
-  matrix gw_;
-  row gb_;
+  std::vector<matrix> delta_;
   int64_t t_ = 0;
 };
 
