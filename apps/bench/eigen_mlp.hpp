@@ -78,7 +78,6 @@ public:
       y = label(rng_);
     order_.resize(static_cast<size_t>(pool_size));
     std::iota(order_.begin(), order_.end(), int64_t{0});
-    x_ = matrix(batch_, inputs);
     y_.resize(static_cast<size_t>(batch_));
   }
 
@@ -91,7 +90,6 @@ public:
     next_batch();
     // Forward: z = a W + b, a' = relu(z); the last layer stays linear.
     size_t n = layers_.size();
-    acts_[0] = x_;
     for (size_t i = 0; i < n; ++i) {
       auto& l = layers_[i];
       pre_[i].noalias() = acts_[i] * l.w;
@@ -148,7 +146,7 @@ private:
       if (cursor_ == 0)
         std::shuffle(order_.begin(), order_.end(), rng_);
       auto k = order_[static_cast<size_t>(cursor_)];
-      x_.row(r) = pool_x_.row(k);
+      acts_[0].row(r) = pool_x_.row(k);
       y_[static_cast<size_t>(r)] = pool_y_[static_cast<size_t>(k)];
       cursor_ = (cursor_ + 1) % pool;
     }
@@ -176,11 +174,10 @@ private:
   std::vector<int> pool_y_;
   std::vector<int64_t> order_;
   int64_t cursor_ = 0;
-  matrix x_;
   std::vector<int> y_;
-  /// Per layer: its input (acts_[0] is the batch), its pre-activation
-  /// (the last one is the logits) and the loss's gradient with respect to
-  /// that pre-activation.
+  /// Per layer: its input (acts_[0] is the batch, gathered in place), its
+  /// pre-activation (the last one is the logits) and the loss's gradient
+  /// with respect to that pre-activation.
   std::vector<matrix> acts_;
   std::vector<matrix> pre_;
   std::vector<matrix> delta_;
