@@ -125,6 +125,12 @@ TEST_CASE("tensor buffers: a borrowed buffer is read in place and its "
     CHECK_FALSE(copy.borrowed());
     CHECK(copy.raw() != data);
     CHECK(copy == t);
+    // Also when the borrowed tensor itself is handed over.
+    auto handed = rows;
+    auto moved = std::move(handed).owned();
+    CHECK_FALSE(moved.borrowed());
+    CHECK(moved.raw() != rows.raw());
+    CHECK(moved == rows);
     t = tensor{};
     CHECK_FALSE(alive.expired());
     CHECK(rows.flat<float>()[0] == 3);
@@ -133,6 +139,8 @@ TEST_CASE("tensor buffers: a borrowed buffer is read in place and its "
   auto plain = tensor::vec<float>({1});
   CHECK_FALSE(plain.borrowed());
   CHECK(plain.owned().raw() == plain.raw()); // not copied
+  auto plain_data = plain.raw();
+  CHECK(std::move(plain).owned().raw() == plain_data); // moved
   CHECK_FALSE(tensor{}.borrowed());
   auto keeper = std::make_shared<int>(0);
   CHECK_THROWS_AS(tensor::borrow(dtype::string, tensor_shape{1}, data, keeper),

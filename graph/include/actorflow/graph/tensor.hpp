@@ -131,9 +131,13 @@ public:
   /// tensor for long (a variable's value, a queue's element, a fetched
   /// result) keeps owned() instead, so that its owner's room is not held.
   bool borrowed() const noexcept;
-  /// This tensor, or a deep copy of it when its buffer is borrowed.
-  tensor owned() const {
+  /// This tensor, or a deep copy of it when its buffer is borrowed. On
+  /// an rvalue a tensor that is not borrowed moves (no copy of its shape).
+  tensor owned() const& {
     return borrowed() ? deep_copy() : *this;
+  }
+  tensor owned() && {
+    return borrowed() ? deep_copy() : std::move(*this);
   }
 
   template <class T>
