@@ -332,7 +332,7 @@ TEST_CASE("tensor_channel: a reader polls only while frames keep coming",
   CHECK(receive_one(self).step == 99);
 }
 
-TEST_CASE("tensor_channel: a closed inbox gets nothing; the connection "
+TEST_CASE("tensor_channel: a closed inbox gets nothing, the connection "
           "stays up for the others",
           "[tensor_channel]") {
   system_holder s;

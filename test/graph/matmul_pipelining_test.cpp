@@ -235,7 +235,7 @@ TEST_CASE("matmul_pipelining: a gradient for a training op on another task "
 }
 
 TEST_CASE("matmul_pipelining: any other consumer on another task gets the "
-          "blocks joined there; the result stays where its task uses it",
+          "blocks joined there, the result stays where its task uses it",
           "[matmul_pipelining]") {
   SECTION("an ordinary op") {
     auto g = gradient_to_ps(make("dw/copy", "Identity", {""}, ps), 0);

@@ -294,7 +294,7 @@ TEST_CASE("train: a cluster started by hand, TF's flags and TF_CONFIG",
   CHECK(ps_status.success());
 }
 
-TEST_CASE("train: a ps killed with SIGKILL and started again; training "
+TEST_CASE("train: a ps killed with SIGKILL and started again, training "
           "resumes from the last checkpoint",
           "[train][recovery]") {
   // Asynchronous, and synchronous (the accumulators and the token queue

@@ -61,8 +61,8 @@ TEST_CASE("accumulator: take averages the fresh gradients and advances the "
   CHECK(acc.num_accumulated() == 1);
 }
 
-TEST_CASE("accumulator: a take waits for enough gradients; takes are served "
-          "in order; cancel keeps the sum",
+TEST_CASE("accumulator: a take waits for enough gradients, takes are served "
+          "in order, cancel keeps the sum",
           "[accumulator]") {
   accumulator_core acc{opts()};
   outcome first;
@@ -88,7 +88,7 @@ TEST_CASE("accumulator: a take waits for enough gradients; takes are served "
   CHECK(acc.num_accumulated() == 1);
 }
 
-TEST_CASE("accumulator: bad input changes nothing; SUM; set_global_step",
+TEST_CASE("accumulator: bad input changes nothing, SUM, set_global_step",
           "[accumulator]") {
   accumulator_core acc{opts()};
   auto shape = acc.apply(tensor::vec<float>({1, 2, 3}), 0);

@@ -314,7 +314,7 @@ TEST_CASE("dequeue_many slices batches in order (67, 68)", "[queue]") {
         == std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8});
 }
 
-TEST_CASE("a FIFO queue keeps enqueue_many's rows as views of the batch; "
+TEST_CASE("a FIFO queue keeps enqueue_many's rows as views of the batch, "
           "a RandomShuffleQueue copies them",
           "[queue]") {
   auto batch = tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {3, 2});

@@ -214,7 +214,7 @@ TEST_CASE("TextLineReader skips header lines of each file and keeps their "
   CHECK(reader->num_work_units_completed() == 2);
 }
 
-TEST_CASE("TextLineReader keeps blank lines and strips one \\r",
+TEST_CASE("TextLineReader keeps blank lines and strips one carriage return",
           "[reader_core][text]") {
   temp_dir dir;
   auto a = (dir / "a.txt");

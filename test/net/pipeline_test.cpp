@@ -106,7 +106,7 @@ TEST_CASE("pipeline: batch with allow_smaller_final_batch reads every "
 }
 
 TEST_CASE("pipeline: shuffle_batch with two threads mixes and loses "
-          "nothing; dequeue_many drops no element but fails the short "
+          "nothing, dequeue_many drops no element but fails the short "
           "batch",
           "[pipeline][engine]") {
   csv_files csv;
@@ -139,7 +139,7 @@ TEST_CASE("pipeline: shuffle_batch with two threads mixes and loses "
 }
 
 TEST_CASE("pipeline: request_stop unblocks runners waiting on a full "
-          "queue; join returns within the grace period",
+          "queue, join returns within the grace period",
           "[pipeline][engine]") {
   csv_files csv;
   graph g;

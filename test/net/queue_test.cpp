@@ -102,7 +102,7 @@ TEST_CASE("queue: a step with a shorter deadline than one already waiting "
   CHECK(slow_done - start >= std::chrono::milliseconds(3900));
 }
 
-TEST_CASE("queue: close, then dequeue drains and fails OutOfRange; enqueue "
+TEST_CASE("queue: close, then dequeue drains and fails OutOfRange, enqueue "
           "fails Cancelled",
           "[queue][engine]") {
   graph g;
@@ -282,7 +282,7 @@ TEST_CASE("queue: CSV lines decoded in a session feed a queue",
   CHECK(sess.run(q.size()).scalar_value<int32_t>() == 0);
 }
 
-TEST_CASE("queue: a container reset fails a blocked dequeue at once; the "
+TEST_CASE("queue: a container reset fails a blocked dequeue at once, the "
           "queue is new afterwards",
           "[queue][reset]") {
   auto srv = server::create_local_server();
@@ -319,7 +319,7 @@ TEST_CASE("queue: a container reset fails a blocked dequeue at once; the "
   CHECK(after.run(dequeue[0]).scalar_value<float>() == 3.0f);
 }
 
-TEST_CASE("queue: a hundred blocked dequeues leave the server responsive; "
+TEST_CASE("queue: a hundred blocked dequeues leave the server responsive, "
           "each element goes to exactly one of them, close fails the rest",
           "[queue][engine]") {
   auto srv = server::create_local_server();

@@ -93,7 +93,7 @@ TEST_CASE("reader: TextLineReader reads every line of every file, keyed "
   CHECK(sess.run(produced).scalar_value<int64_t>() == 0);
 }
 
-TEST_CASE("reader: read_up_to stops at the end of a file; fixed-length "
+TEST_CASE("reader: read_up_to stops at the end of a file, fixed-length "
           "records with header and footer",
           "[reader][engine]") {
   temp_dir dir;
@@ -117,7 +117,7 @@ TEST_CASE("reader: read_up_to stops at the end of a file; fixed-length "
         == error_code::out_of_range);
 }
 
-TEST_CASE("reader: WholeFileReader gives one record per file; a missing "
+TEST_CASE("reader: WholeFileReader gives one record per file, a missing "
           "file is NotFound naming it",
           "[reader][engine]") {
   temp_dir dir;

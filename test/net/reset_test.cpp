@@ -91,7 +91,7 @@ TEST_CASE("reset: no containers clears the default one (case 54)",
   CHECK(fresh.run(v2).scalar_value<float>() == 3.0f);
 }
 
-TEST_CASE("reset: two servers, a variable on each; the container of one "
+TEST_CASE("reset: two servers, a variable on each - the container of one "
           "job is cleared everywhere it exists (case 55)",
           "[reset]") {
   // Two single-task clusters in one process: resetting one master's
