@@ -658,6 +658,9 @@ int run_worker(const options& opts, const task_config& cfg) {
   auto window_start = start;
   int64_t window_steps = 0;
   double window_loss = 0;
+  // What the console shows (monitoring::report_training), every step.
+  monitoring::training_progress progress;
+  progress.task = cfg.task_name();
   // A run restored past --train_steps only evaluates.
   while (global < train_steps && !sess->should_stop()) {
     auto [x, y] = batches.next();
@@ -667,6 +670,10 @@ int run_worker(const options& opts, const task_config& cfg) {
     ++window_steps;
     window_loss += static_cast<double>(out[1].scalar_value<float>());
     global = out[2].scalar_value<int64_t>();
+    progress.global_step = global;
+    progress.local_step = local_step;
+    progress.loss = static_cast<double>(out[1].scalar_value<float>());
+    monitoring::report_training(progress);
     if (local_step % opts.log_every == 0) {
       auto now = steady::now();
       auto secs = std::chrono::duration<double>(now - window_start).count();
@@ -678,6 +685,7 @@ int run_worker(const options& opts, const task_config& cfg) {
           + std::to_string(global) + ") loss "
           + fixed(window_loss / static_cast<double>(window_steps), 4)
           + " examples/s " + fixed(rate, 0));
+      progress.examples_per_sec = rate;
       window_start = now;
       window_steps = 0;
       window_loss = 0;
@@ -688,6 +696,8 @@ int run_worker(const options& opts, const task_config& cfg) {
       say(who + ": step " + std::to_string(local_step) + " (global "
           + std::to_string(global) + ") test accuracy "
           + fixed(accuracy, 4));
+      progress.accuracy = accuracy;
+      monitoring::report_training(progress);
       // Evaluating is not training: leave it out of examples/s.
       window_start = steady::now();
     }
@@ -708,6 +718,8 @@ int run_worker(const options& opts, const task_config& cfg) {
     session eval{srv->target(), config, &g};
     auto accuracy = evaluate(eval, m, *test_set, opts.eval_batch_size);
     say("test accuracy: " + fixed(accuracy, 4));
+    progress.accuracy = accuracy;
+    monitoring::report_training(progress);
     eval.close();
   }
   srv->stop();

@@ -52,12 +52,14 @@ struct task_config {
   }
 };
 
-inline task_config resolve(const cluster_flags& flags) {
+/// The cluster alone (the console's view), and the job and task that
+/// TF_CONFIG names, if it does, in `job`/`task` with their sources.
+inline cluster_spec resolve_cluster(const cluster_flags& flags,
+                                    std::optional<std::string>& job,
+                                    std::optional<std::string>& task,
+                                    std::string& job_source,
+                                    std::string& task_source) {
   task_config cfg;
-  auto job = flags.job;
-  auto task = flags.task;
-  auto job_source = flags.job_flag;
-  auto task_source = flags.task_flag;
   if (flags.cluster_json && (flags.ps_hosts || flags.worker_hosts))
     throw usage_error("--cluster cannot be combined with --ps_hosts or "
                       "--worker_hosts");
@@ -114,6 +116,16 @@ inline task_config resolve(const cluster_flags& flags) {
                       "TF_CONFIG environment variable"
                       + flags.other_sources + ")");
   }
+  return cfg.cluster;
+}
+
+inline task_config resolve(const cluster_flags& flags) {
+  task_config cfg;
+  auto job = flags.job;
+  auto task = flags.task;
+  auto job_source = flags.job_flag;
+  auto task_source = flags.task_flag;
+  cfg.cluster = resolve_cluster(flags, job, task, job_source, task_source);
   if (!job || job->empty())
     throw usage_error("missing " + flags.job_flag + " (which job of the "
                       "cluster this task belongs to)");

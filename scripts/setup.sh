@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 packages=(g++ cmake ninja-build ccache pkg-config
           libcaf-dev libeigen3-dev libboost-serialization-dev catch2
-          nlohmann-json3-dev zlib1g-dev dataset-fashion-mnist)
+          nlohmann-json3-dev zlib1g-dev dataset-fashion-mnist
+          libncurses-dev tmux)
 scripts/install_packages.sh "${packages[@]}"
 
 build_dir=${ACTORFLOW_BUILD_DIR:-build}

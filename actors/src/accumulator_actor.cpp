@@ -4,6 +4,7 @@
 
 #include <unordered_map>
 
+#include "instrumented.hpp"
 #include "runtime.hpp"
 
 namespace actorflow {
@@ -97,8 +98,11 @@ accumulator_actor::behavior_type accumulator(accumulator_self self,
 } // namespace
 
 accumulator_actor spawn_accumulator(caf::actor_system& sys,
-                                    accumulator_options opts) {
-  return sys.spawn(accumulator, std::move(opts));
+                                    accumulator_options opts,
+                                    monitoring::identity who) {
+  who.kind = monitoring::actor_kind::accumulator;
+  return spawn_instrumented(sys, std::move(who), accumulator,
+                            std::move(opts));
 }
 
 accumulator_options accumulator_options_of(const node_def& node,

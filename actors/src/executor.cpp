@@ -20,6 +20,7 @@
 
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/kernels/kernel.hpp"
+#include "instrumented.hpp"
 #include "runtime.hpp"
 #include "tensor_channel.hpp"
 
@@ -1408,8 +1409,11 @@ executor_actor spawn_executor(caf::actor_system& sys, task_actor task,
                           graph_def partition, std::string device,
                           std::string default_container,
                           std::shared_ptr<task_counters> counters,
-                          rng_map rngs, std::string session) {
-  return sys.spawn(executor, std::move(task), std::move(partition),
+                          rng_map rngs, std::string session,
+                          monitoring::identity who) {
+  who.kind = monitoring::actor_kind::executor;
+  return spawn_instrumented(sys, std::move(who), executor, std::move(task),
+                            std::move(partition),
                    std::move(device), std::move(default_container),
                    std::move(counters), std::move(rngs), std::move(session));
 }

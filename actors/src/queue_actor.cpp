@@ -4,6 +4,7 @@
 
 #include <unordered_map>
 
+#include "instrumented.hpp"
 #include "runtime.hpp"
 
 namespace actorflow {
@@ -12,6 +13,8 @@ namespace {
 
 struct queue_state {
   std::unique_ptr<queue_core> core;
+  /// Its monitoring record (nullptr with monitoring off).
+  monitoring::actor_record* record = nullptr;
   /// Pending attempts by the step that made them, for cancellation.
   std::unordered_map<int64_t, std::vector<queue_core::attempt_id>> by_step;
 };
@@ -31,6 +34,21 @@ using queue_promise = caf::typed_response_promise<status, std::vector<tensor>>;
 
 queue_actor::behavior_type queue(queue_self self, queue_options opts) {
   self->state.core = std::make_unique<queue_core>(std::move(opts));
+  self->state.record = record_of(self);
+  if (auto* rec = self->state.record)
+    rec->gauges[1].store(self->state.core->options().capacity,
+                         std::memory_order_relaxed);
+  // After every operation: the monitor's size, closed and waiting.
+  auto observed = [self] {
+    auto* rec = self->state.record;
+    if (rec == nullptr)
+      return;
+    auto& core = *self->state.core;
+    constexpr auto relaxed = std::memory_order_relaxed;
+    rec->gauges[0].store(core.size(), relaxed);
+    rec->gauges[2].store(core.is_closed() ? 1 : 0, relaxed);
+    rec->gauges[3].store(static_cast<int64_t>(core.pending()), relaxed);
+  };
   // A queue that goes (container reset, task stop) first cancels what
   // waits on it, so every requester gets its answer.
   self->set_exit_handler([self](caf::exit_msg& em) {
@@ -39,7 +57,7 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts) {
     self->quit(em.reason);
   });
   return {
-    [self](queue_op_atom, int32_t op, std::vector<tensor>& values, int64_t n,
+    [self, observed](queue_op_atom, int32_t op, std::vector<tensor>& values, int64_t n,
            int64_t step, bool cancel_pending) -> queue_promise {
       auto rp = self->make_response_promise<status, std::vector<tensor>>();
       auto& core = *self->state.core;
@@ -53,7 +71,7 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts) {
       };
       // An element may wait in the queue for long: not in a ring's room.
       for (auto& v : values)
-        v = v.owned();
+        v = std::move(v).owned();
       queue_core::attempt_id id = 0;
       switch (static_cast<queue_op>(op)) {
         case queue_op::enqueue:
@@ -76,26 +94,31 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts) {
           break;
         case queue_op::size:
           done({}, {tensor::scalar(core.size())});
+          observed();
           return rp;
         case queue_op::is_closed:
           done({}, {tensor::scalar(core.is_closed())});
+          observed();
           return rp;
         case queue_op::put_back:
           core.put_back(std::move(values), n != 0);
           done({}, {});
+          observed();
           return rp;
         default:
           done(invalid_argument("unknown queue operation "
                                 + std::to_string(op)),
                {});
+          observed();
           return rp;
       }
       *id_cell = id;
       if (rp.pending())
         self->state.by_step[step].push_back(id);
+      observed();
       return rp;
     },
-    [self](cancel_step_atom, int64_t step) {
+    [self, observed](cancel_step_atom, int64_t step) {
       auto i = self->state.by_step.find(step);
       if (i == self->state.by_step.end())
         return;
@@ -103,14 +126,17 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts) {
       self->state.by_step.erase(i);
       for (auto id : ids)
         self->state.core->cancel(id);
+      observed();
     },
   };
 }
 
 } // namespace
 
-queue_actor spawn_queue(caf::actor_system& sys, queue_options opts) {
-  return sys.spawn(queue, std::move(opts));
+queue_actor spawn_queue(caf::actor_system& sys, queue_options opts,
+                        monitoring::identity who) {
+  who.kind = monitoring::actor_kind::queue;
+  return spawn_instrumented(sys, std::move(who), queue, std::move(opts));
 }
 
 queue_options queue_options_of(const node_def& node, std::string name) {

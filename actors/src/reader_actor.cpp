@@ -8,6 +8,7 @@
 #include <deque>
 
 #include "actorflow/kernels/reader_core.hpp"
+#include "instrumented.hpp"
 #include "runtime.hpp"
 
 namespace actorflow {
@@ -160,8 +161,11 @@ reader_actor::behavior_type reader(reader_self self,
 } // namespace
 
 reader_actor spawn_reader(caf::actor_system& sys,
-                          std::shared_ptr<reader_core> core) {
-  return sys.spawn<caf::detached>(reader, std::move(core));
+                          std::shared_ptr<reader_core> core,
+                          monitoring::identity who) {
+  who.kind = monitoring::actor_kind::reader;
+  return spawn_instrumented<caf::detached>(sys, std::move(who), reader,
+                                           std::move(core));
 }
 
 } // namespace actorflow

@@ -3,6 +3,7 @@
 // Private to actors/: the actors a task actor spawns.
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -12,6 +13,7 @@
 #include <caf/all.hpp>
 
 #include "actorflow/actors/messages.hpp"
+#include "actorflow/actors/monitoring.hpp"
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/graph/graph_def.hpp"
 #include "actorflow/kernels/accumulator_core.hpp"
@@ -52,7 +54,8 @@ bool is_random_op(const std::string& op);
 /// (assign_add | assign_sub, tensor) -> (status, tensor);
 /// (is_init) -> bool.
 variable_actor spawn_variable(caf::actor_system& sys, std::string name,
-                              dtype type, tensor_shape shape);
+                              dtype type, tensor_shape shape,
+                              monitoring::identity who = {});
 
 /// Where a variable actor keeps its value. The actor is the only writer
 /// and holds `mtx` while it changes the value (in place, when nothing
@@ -71,7 +74,8 @@ std::shared_ptr<variable_cell> variable_cell_of(const variable_actor& var);
 
 /// A queue with TensorFlow's semantics (kernels/queue_core.hpp) as an
 /// actor: waiting operations are pending requests inside it.
-queue_actor spawn_queue(caf::actor_system& sys, queue_options opts);
+queue_actor spawn_queue(caf::actor_system& sys, queue_options opts,
+                        monitoring::identity who = {});
 
 class reader_core;
 
@@ -79,12 +83,14 @@ class reader_core;
 /// on a thread of its own and pulls file names from the queue each read
 /// names.
 reader_actor spawn_reader(caf::actor_system& sys,
-                          std::shared_ptr<reader_core> core);
+                          std::shared_ptr<reader_core> core,
+                          monitoring::identity who = {});
 
 /// A ConditionalAccumulator (kernels/accumulator_core.hpp) as an actor:
 /// waiting takes are pending requests inside it.
 accumulator_actor spawn_accumulator(caf::actor_system& sys,
-                                    accumulator_options opts);
+                                    accumulator_options opts,
+                                    monitoring::identity who = {});
 
 /// The accumulator options a ConditionalAccumulator node describes.
 accumulator_options accumulator_options_of(const node_def& node,
@@ -101,7 +107,22 @@ executor_actor spawn_executor(caf::actor_system& sys, task_actor task,
                           graph_def partition, std::string device,
                           std::string default_container,
                           std::shared_ptr<task_counters> counters,
-                          rng_map rngs, std::string session);
+                          rng_map rngs, std::string session,
+                          monitoring::identity who = {});
+
+/// What a task's monitor actor shows: its task, the address it serves on
+/// and the cluster ("/job:J/replica:0/task:T" -> "host:port").
+struct monitor_options {
+  std::string task;
+  std::string address;
+  std::map<std::string, std::string> cluster;
+};
+
+/// Spawns a task's monitor actor (monitor_actor in type_ids.hpp).
+monitor_actor spawn_monitor(caf::actor_system& sys, monitor_options opts);
+
+/// The document a monitor actor answers `mon_snap` with.
+std::string monitor_snapshot_json(const monitor_options& opts);
 
 /// Microseconds since the epoch (step stats).
 int64_t now_micros();

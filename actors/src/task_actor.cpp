@@ -23,6 +23,7 @@
 #include "actorflow/graph/placer.hpp"
 #include "actorflow/graph/subgraph.hpp"
 #include "actorflow/kernels/reader_core.hpp"
+#include "instrumented.hpp"
 #include "runtime.hpp"
 #include "tensor_channel.hpp"
 
@@ -86,6 +87,8 @@ struct master_step {
   /// the step times out).
   std::vector<bool> replied;
   int64_t timeout_ms = 0;
+  /// When the master started it (monitoring::step_record).
+  int64_t start_ns = 0;
 };
 
 using peer_callback = std::function<void(status, task_actor)>;
@@ -128,6 +131,10 @@ struct task_state {
   /// Deadlines of the steps in `steps` that have one.
   deadline_table<int64_t> step_deadlines;
   std::shared_ptr<task_counters> counters = std::make_shared<task_counters>();
+  /// The task's monitor, spawned when first asked for (get_monitor).
+  monitor_actor monitor;
+  /// Where this master records its steps (the monitor reads it).
+  std::shared_ptr<monitoring::step_record> step_record;
   uint64_t next_session = 0;
   int64_t step_base = 0;
   int64_t next_step = 0;
@@ -288,6 +295,10 @@ void connect_peer(task_self self, const std::string& task,
           return;
         }
         self->state.peers[task] = peer;
+        monitoring::registry::instance().peer_changed(
+          self->state.task_prefix,
+          {task, self->state.opts.cluster[task], true,
+           monitoring::wall_us(), ""});
         // Forget the handle when the peer goes away, so the next step
         // reconnects (a restarted task gets a fresh connection).
         self->monitor(peer);
@@ -324,6 +335,16 @@ std::vector<std::string> cluster_devices(const task_state& st) {
 void start_step(task_self self, step_promise rp, step_plan& plan,
                 run_step_request& req, int64_t timeout_ms);
 
+// A step ended: its duration and status go to the monitor's record.
+void record_step(task_state& st, const master_step& step,
+                 const status& result) {
+  if (!st.step_record)
+    return;
+  st.step_record->finished((monitoring::steady_ns() - step.start_ns) / 1000,
+                           static_cast<int>(result.code()),
+                           result.message());
+}
+
 void on_step_reply(task_self self, int64_t id, size_t part,
                    run_graph_response resp) {
   auto& st = self->state;
@@ -337,6 +358,7 @@ void on_step_reply(task_self self, int64_t id, size_t part,
     for (auto& p : step.parts)
       self->send(p.executor, abort_step_atom_v, id,
                  status{error_code::aborted, "step aborted"});
+    record_step(st, step, resp.result);
     deliver_error(step.rp, resp.result);
     st.step_deadlines.erase(id);
     st.steps.erase(i);
@@ -376,6 +398,7 @@ void on_step_reply(task_self self, int64_t id, size_t part,
       out.stats.dev_stats.push_back(
         {step.parts[p].device, std::move(step.responses[p].node_stats)});
   }
+  record_step(st, step, {});
   step.rp.deliver(std::move(out));
   st.step_deadlines.erase(id);
   st.steps.erase(i);
@@ -395,6 +418,7 @@ void start_step(task_self self, step_promise rp, step_plan& plan,
   step.responses.resize(plan.parts.size());
   step.replied.resize(plan.parts.size());
   step.timeout_ms = timeout_ms;
+  step.start_ns = monitoring::steady_ns();
   if (plan.parts.empty()) {
     on_step_reply(self, id, 0, {});
     return;
@@ -712,6 +736,8 @@ task_actor::behavior_type task(task_self self, task_options opts) {
   st.task_prefix = "/job:" + st.opts.job
                    + "/replica:0/task:" + std::to_string(st.opts.task);
   st.device = st.task_prefix + "/device:CPU:0";
+  if (monitoring::enabled())
+    st.step_record = monitoring::registry::instance().steps(st.task_prefix);
   if (auto own = st.opts.cluster.find(st.task_prefix);
       own != st.opts.cluster.end() && !own->second.empty()
       && caf::get_or(self->system().config(), "actorflow.tensor-channel",
@@ -736,6 +762,9 @@ task_actor::behavior_type task(task_self self, task_options opts) {
       if (i->second.address() == dm.source) {
         auto task = i->first;
         st.peers.erase(i);
+        monitoring::registry::instance().peer_changed(
+          st.task_prefix,
+          {task, "", false, monitoring::wall_us(), caf::to_string(dm.reason)});
         lost_task(self, task, caf::to_string(dm.reason));
         return;
       }
@@ -760,6 +789,8 @@ task_actor::behavior_type task(task_self self, task_options opts) {
       self->send_exit(r.handle, em.reason);
     for (auto& [key, a] : self->state.accumulators)
       self->send_exit(a.handle, em.reason);
+    if (self->state.monitor)
+      self->send_exit(self->state.monitor, em.reason);
     self->quit(em.reason);
   });
   auto count = [self] {
@@ -914,7 +945,10 @@ task_actor::behavior_type task(task_self self, task_options opts) {
       auto exec = spawn_executor(self->system(),
                                  caf::actor_cast<task_actor>(self),
                                  std::move(g), device, st.opts.job,
-                                 st.counters, std::move(rngs), session);
+                                 st.counters, std::move(rngs), session,
+                                 {monitoring::actor_kind::executor,
+                                  session + " " + device, "",
+                                  st.task_prefix});
       self->monitor(exec);
       st.executors.push_back(exec);
       std::string inbox;
@@ -944,7 +978,9 @@ task_actor::behavior_type task(task_self self, task_options opts) {
         byte_reader r{shape_bytes};
         decode(r, shape);
         auto var = spawn_variable(self->system(), name,
-                                  static_cast<dtype>(type), shape);
+                                  static_cast<dtype>(type), shape,
+                                  {monitoring::actor_kind::variable, name,
+                                   container, st.task_prefix});
         i = st.variables.emplace(key, var).first;
       }
       return {status{}, i->second};
@@ -968,7 +1004,9 @@ task_actor::behavior_type task(task_self self, task_options opts) {
           return {err, queue_actor{}};
         return {status{}, i->second.handle};
       }
-      auto handle = spawn_queue(self->system(), opts);
+      auto handle = spawn_queue(self->system(), opts,
+                                {monitoring::actor_kind::queue, name,
+                                 container, st.task_prefix});
       st.queues.emplace(key, task_state::queue_entry{std::move(opts), handle});
       return {status{}, handle};
     },
@@ -996,7 +1034,9 @@ task_actor::behavior_type task(task_self self, task_options opts) {
       std::unique_ptr<reader_core> core;
       if (auto err = reader_core::make(def, core); !err.ok())
         return {err, reader_actor{}};
-      auto handle = spawn_reader(self->system(), std::move(core));
+      auto handle = spawn_reader(self->system(), std::move(core),
+                                 {monitoring::actor_kind::reader, name,
+                                  container, st.task_prefix});
       st.readers.emplace(key, task_state::reader_entry{def, handle});
       return {status{}, handle};
     },
@@ -1028,10 +1068,25 @@ task_actor::behavior_type task(task_self self, task_options opts) {
                   accumulator_actor{}};
         return {status{}, i->second.handle};
       }
-      auto handle = spawn_accumulator(self->system(), opts);
+      auto handle = spawn_accumulator(self->system(), opts,
+                                      {monitoring::actor_kind::accumulator,
+                                       name, container, st.task_prefix});
       st.accumulators.emplace(
         key, task_state::accumulator_entry{std::move(opts), handle});
       return {status{}, handle};
+    },
+    [self](get_monitor_atom) {
+      auto& st = self->state;
+      if (!st.monitor) {
+        monitor_options opts;
+        opts.task = st.task_prefix;
+        if (auto own = st.opts.cluster.find(st.task_prefix);
+            own != st.opts.cluster.end())
+          opts.address = own->second;
+        opts.cluster = st.opts.cluster;
+        st.monitor = spawn_monitor(self->system(), std::move(opts));
+      }
+      return st.monitor;
     },
     [self, count](get_stats_atom) {
       count();
@@ -1110,7 +1165,11 @@ task_actor::behavior_type task(task_self self, task_options opts) {
 } // namespace
 
 caf::actor spawn_task(caf::actor_system& sys, task_options opts) {
-  return caf::actor_cast<caf::actor>(sys.spawn(task, std::move(opts)));
+  auto prefix = "/job:" + opts.job + "/replica:0/task:"
+                + std::to_string(opts.task);
+  return caf::actor_cast<caf::actor>(spawn_instrumented(
+    sys, {monitoring::actor_kind::task, prefix, "", prefix}, task,
+    std::move(opts)));
 }
 
 } // namespace actorflow

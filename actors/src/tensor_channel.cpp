@@ -47,6 +47,7 @@
 #include <caf/binary_serializer.hpp>
 #include <caf/send.hpp>
 
+#include "actorflow/actors/monitoring.hpp"
 #include "actorflow/actors/run_actors.hpp"
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/graph/wire.hpp"
@@ -122,8 +123,17 @@ bool read_all(int fd, void* data, size_t n) {
   return true;
 }
 
+// The counters of one incoming connection (link_stats).
+struct incoming_stat {
+  std::string peer;
+  int64_t since_us = monitoring::wall_us();
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> frames{0};
+};
+
 struct registry {
   std::mutex mtx;
+  std::vector<std::shared_ptr<incoming_stat>> incoming_stats;
   // The listener's port by the host it is bound to; 0: binding failed.
   std::map<std::string, uint16_t> ports;
   std::unordered_map<uint64_t, caf::weak_actor_ptr> inboxes;
@@ -326,7 +336,30 @@ std::chrono::nanoseconds channel_spin() {
   return spin;
 }
 
+// The address of a connected socket's peer, "host:port".
+std::string peer_of(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    return "?";
+  char host[NI_MAXHOST];
+  char port[NI_MAXSERV];
+  if (::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host,
+                    sizeof(host), port, sizeof(port),
+                    NI_NUMERICHOST | NI_NUMERICSERV)
+      != 0)
+    return "?";
+  return std::string{host} + ":" + port;
+}
+
 void serve(int fd) {
+  auto stat = std::make_shared<incoming_stat>();
+  stat->peer = peer_of(fd);
+  {
+    auto& r = reg();
+    std::lock_guard<std::mutex> guard{r.mtx};
+    r.incoming_stats.push_back(stat);
+  }
   char greeting[sizeof(hello)];
   try {
     if (read_all(fd, greeting, sizeof(greeting))
@@ -352,8 +385,16 @@ void serve(int fd) {
                      .count();
         gap_ns += (std::clamp<int64_t>(gap, 0, 4 * spin.count()) - gap_ns)
                   / 8;
+        frame_prefix parsed;
+        parse_prefix(prefix, parsed);
         if (!read_frame(fd, prefix, ring))
           break;
+        constexpr auto relaxed = std::memory_order_relaxed;
+        stat->frames.store(stat->frames.load(relaxed) + 1, relaxed);
+        stat->bytes.store(stat->bytes.load(relaxed) + prefix_size
+                            + parsed.key_len + parsed.head_len
+                            + parsed.data_len,
+                          relaxed);
       }
     }
   } catch (const std::exception&) {
@@ -363,6 +404,7 @@ void serve(int fd) {
   auto& r = reg();
   std::lock_guard<std::mutex> guard{r.mtx};
   --r.incoming;
+  std::erase(r.incoming_stats, stat);
 }
 
 void accept_loop(int fd) {
@@ -458,6 +500,12 @@ public:
     return state_ == state::down;
   }
 
+  link_stat stat() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return {host_ + ":" + port_, true, state_ == state::up, bytes_, frames_,
+            since_us_};
+  }
+
   bool send(uint64_t inbox, int64_t step, const std::string& key,
             const tensor& value, const caf::actor& fallback,
             bool write_now) {
@@ -537,6 +585,8 @@ private:
     std::unique_lock<std::mutex> guard{mtx_};
     if (state_ == state::down)
       return false;
+    bytes_ += f.size();
+    ++frames_;
     // Data that fits in the ring costs this thread a copy there and a
     // short frame, less than waking the link's thread.
     bool ring_now = f.ring_candidate && ring_;
@@ -729,6 +779,7 @@ private:
   // The link is down: every queued frame (and `extra`) goes over CAF.
   void fail(std::unique_lock<std::mutex>& guard, frame* extra) {
     state_ = state::down;
+    since_us_ = monitoring::wall_us();
     cv_.notify_all();
     std::deque<frame> left;
     left.swap(queue_);
@@ -758,6 +809,7 @@ private:
       return;
     }
     state_ = state::up;
+    since_us_ = monitoring::wall_us();
     for (;;) {
       cv_.wait(guard, [this] {
         return (!queue_.empty() && !busy_) || state_ == state::down;
@@ -792,6 +844,10 @@ private:
   state state_ = state::connecting;
   bool busy_ = false;
   std::deque<frame> queue_;
+  // Monitoring (link_stats), under mtx_.
+  uint64_t bytes_ = 0;
+  uint64_t frames_ = 0;
+  int64_t since_us_ = monitoring::wall_us();
   // Set up before the link is up; then used by the writer holding busy_.
   ring_writer ring_;
 };
@@ -895,6 +951,25 @@ uint64_t messages_received() {
 
 uint64_t ring_frames_received() {
   return n_ring_frames.load(std::memory_order_relaxed);
+}
+
+std::vector<link_stat> link_stats() {
+  std::vector<std::shared_ptr<link>> links;
+  std::vector<link_stat> out;
+  {
+    auto& r = reg();
+    std::lock_guard<std::mutex> guard{r.mtx};
+    for (auto& [address, l] : r.links)
+      links.push_back(l);
+    for (auto& in : r.incoming_stats)
+      out.push_back({in->peer, false, true,
+                     in->bytes.load(std::memory_order_relaxed),
+                     in->frames.load(std::memory_order_relaxed),
+                     in->since_us});
+  }
+  for (auto& l : links)
+    out.push_back(l->stat());
+  return out;
 }
 
 } // namespace actorflow::tensor_channel

@@ -98,4 +98,21 @@ uint64_t messages_received();
 /// shared memory (tests).
 uint64_t ring_frames_received();
 
+/// One connection of this process's channel, for monitoring: an outgoing
+/// link to a peer's listener ("host:port") or an incoming connection
+/// (the peer's address), with the frames and bytes (prefix, head and data,
+/// wherever the data went) it carried so far.
+struct link_stat {
+  std::string peer;
+  bool outgoing = false;
+  bool up = false;
+  uint64_t bytes = 0;
+  uint64_t frames = 0;
+  int64_t since_us = 0;
+};
+
+/// Every outgoing link and every open incoming connection. Never blocks
+/// beyond the channel's registry lock.
+std::vector<link_stat> link_stats();
+
 } // namespace actorflow::tensor_channel

@@ -7,6 +7,7 @@
 #include <Eigen/Core>
 
 #include "actorflow/actors/type_ids.hpp"
+#include "instrumented.hpp"
 #include "runtime.hpp"
 
 namespace actorflow {
@@ -18,6 +19,8 @@ struct variable_state {
   dtype type = dtype::invalid;
   tensor_shape shape;
   std::shared_ptr<variable_cell> cell;
+  /// Its monitoring record (nullptr with monitoring off).
+  monitoring::actor_record* record = nullptr;
   /// Only this actor writes it, holding cell->mtx (see variable_cell).
   tensor& value() {
     return cell->value;
@@ -258,6 +261,22 @@ variable(variable_actor::stateful_pointer<variable_state> self,
   self->state.name = std::move(name);
   self->state.type = type;
   self->state.shape = std::move(shape);
+  if (auto* rec = record_of(self)) {
+    self->state.record = rec;
+    rec->set_detail(std::string{to_string(type)} + " "
+                    + self->state.shape.to_string());
+  }
+  // After every write: the monitor's bytes, initialized and updates.
+  auto updated = [self](const status& err) {
+    auto* rec = self->state.record;
+    if (rec == nullptr || !err.ok())
+      return;
+    constexpr auto relaxed = std::memory_order_relaxed;
+    auto& value = self->state.value();
+    rec->gauges[0].store(static_cast<int64_t>(value.byte_size()), relaxed);
+    rec->gauges[1].store(value.valid() ? 1 : 0, relaxed);
+    rec->gauges[2].store(rec->gauges[2].load(relaxed) + 1, relaxed);
+  };
   return {
     [self](read_atom) -> caf::result<status, tensor> {
       auto& st = self->state;
@@ -265,7 +284,7 @@ variable(variable_actor::stateful_pointer<variable_state> self,
         return {uninitialized(st), tensor{}};
       return {status{}, st.value()};
     },
-    [self](assign_atom, tensor& x, bool validate_shape)
+    [self, updated](assign_atom, tensor& x, bool validate_shape)
       -> caf::result<status, tensor> {
       auto& st = self->state;
       if (auto err = check_type(st, x); !err.ok())
@@ -278,18 +297,23 @@ variable(variable_actor::stateful_pointer<variable_state> self,
                 tensor{}};
       std::lock_guard<std::mutex> guard{st.cell->mtx};
       // The value stays: not in a ring's room (tensor::borrow).
-      st.value() = x.owned();
+      st.value() = std::move(x).owned();
+      updated(status{});
       return {status{}, st.value()};
     },
-    [self](assign_add_atom, const tensor& x) -> caf::result<status, tensor> {
+    [self, updated](assign_add_atom,
+                    const tensor& x) -> caf::result<status, tensor> {
       auto err = add_into(self->state, x, 1);
+      updated(err);
       return {err, err.ok() ? self->state.value() : tensor{}};
     },
-    [self](assign_sub_atom, const tensor& x) -> caf::result<status, tensor> {
+    [self, updated](assign_sub_atom,
+                    const tensor& x) -> caf::result<status, tensor> {
       auto err = add_into(self->state, x, -1);
+      updated(err);
       return {err, err.ok() ? self->state.value() : tensor{}};
     },
-    [self](count_up_to_atom, int64_t limit) -> caf::result<status, tensor> {
+    [self, updated](count_up_to_atom, int64_t limit) -> caf::result<status, tensor> {
       auto& st = self->state;
       if (!st.value().valid())
         return {uninitialized(st), tensor{}};
@@ -308,14 +332,17 @@ variable(variable_actor::stateful_pointer<variable_state> self,
         err = invalid_argument("CountUpTo needs an int32 or int64 variable, "
                                + st.name + " holds "
                                + std::string{to_string(st.type)});
+      updated(err);
       return {err, before};
     },
-    [self](apply_atom, int32_t kind, const std::vector<tensor>& args,
-           int64_t row_begin) -> caf::result<status, tensor> {
-      tensor updated;
+    [self, updated](apply_atom, int32_t kind,
+                    const std::vector<tensor>& args,
+                    int64_t row_begin) -> caf::result<status, tensor> {
+      tensor result;
       auto err = apply(self->state, static_cast<apply_kind>(kind), args,
-                       row_begin, updated);
-      return {err, std::move(updated)};
+                       row_begin, result);
+      updated(err);
+      return {err, std::move(result)};
     },
     [self](is_initialized_atom) {
       return self->state.value().valid();
@@ -326,10 +353,15 @@ variable(variable_actor::stateful_pointer<variable_state> self,
 } // namespace
 
 variable_actor spawn_variable(caf::actor_system& sys, std::string name,
-                              dtype type, tensor_shape shape) {
+                              dtype type, tensor_shape shape,
+                              monitoring::identity who) {
   auto cell = std::make_shared<variable_cell>();
-  auto var = sys.spawn(variable, std::move(name), type, std::move(shape),
-                       cell);
+  who.kind = monitoring::actor_kind::variable;
+  if (who.name.empty())
+    who.name = name;
+  auto var = spawn_instrumented(sys, std::move(who), variable,
+                                std::move(name), type, std::move(shape),
+                                cell);
   auto& r = registry();
   std::lock_guard<std::mutex> guard{r.mtx};
   if (r.cells.size() >= r.next_sweep) {

@@ -4,6 +4,7 @@
 /// and run sessions.
 
 #include "actorflow/actors/messages.hpp"
+#include "actorflow/actors/monitoring.hpp"
 #include "actorflow/graph/device_name.hpp"
 #include "actorflow/graph/device_setter.hpp"
 #include "actorflow/graph/gradients.hpp"

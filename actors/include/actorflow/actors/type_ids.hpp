@@ -330,6 +330,23 @@ inline constexpr get_accumulator_atom get_accumulator_atom_v = get_accumulator_a
 using accumulator_op_atom = caf::atom_constant<caf::atom("accum_op")>;
 inline constexpr accumulator_op_atom accumulator_op_atom_v = accumulator_op_atom{};
 
+// The monitor actor (monitor_actor below, actors/src/monitor_actor.cpp).
+using get_monitor_atom = caf::atom_constant<caf::atom("get_mon")>;
+inline constexpr get_monitor_atom get_monitor_atom_v = get_monitor_atom{};
+using monitor_snapshot_atom = caf::atom_constant<caf::atom("mon_snap")>;
+inline constexpr monitor_snapshot_atom monitor_snapshot_atom_v
+  = monitor_snapshot_atom{};
+using monitor_subscribe_atom = caf::atom_constant<caf::atom("mon_sub")>;
+inline constexpr monitor_subscribe_atom monitor_subscribe_atom_v
+  = monitor_subscribe_atom{};
+using monitor_update_atom = caf::atom_constant<caf::atom("mon_upd")>;
+inline constexpr monitor_update_atom monitor_update_atom_v
+  = monitor_update_atom{};
+using monitor_ping_atom = caf::atom_constant<caf::atom("mon_ping")>;
+inline constexpr monitor_ping_atom monitor_ping_atom_v = monitor_ping_atom{};
+using monitor_tick_atom = caf::atom_constant<caf::atom("mon_tick")>;
+inline constexpr monitor_tick_atom monitor_tick_atom_v = monitor_tick_atom{};
+
 /// Operations a conditional accumulator performs (the `op` of an accum_op
 /// message).
 enum class accumulator_op : int32_t {
@@ -448,6 +465,21 @@ using executor_actor = caf::typed_actor<
   caf::reacts_to<recv_tensor_atom, wire_chunk>,
   caf::reacts_to<abort_step_atom, int64_t, status>>;
 
+/// A task's monitor (read-only: nothing it answers changes the task).
+/// `mon_snap`: the task's actors, steps, peers, process and training
+/// progress as one JSON document (docs/DESIGN.md, "Monitoring").
+/// `mon_sub` (interval in ms, subscriber): from now on the subscriber gets
+/// `(mon_upd, json)` every interval, the first whole, later ones with only
+/// the actors that changed ("delta": true, "removed": ids), until it goes
+/// down; InvalidArgument for an interval outside [50 ms, 60 s],
+/// ResourceExhausted beyond 32 subscribers. `mon_ping` -> the task's clock
+/// in microseconds (round trips). `mon_tick` is the actor's own timer.
+using monitor_actor = caf::typed_actor<
+  caf::replies_to<monitor_snapshot_atom>::with<std::string>,
+  caf::replies_to<monitor_subscribe_atom, int64_t, caf::actor>::with<status>,
+  caf::replies_to<monitor_ping_atom>::with<int64_t>,
+  caf::reacts_to<monitor_tick_atom, uint64_t>>;
+
 /// A task: master service (sessions and steps), worker service (partition
 /// registration: the executor and its tensor channel inbox, "" for none),
 /// resource manager (variables) and its counters. The
@@ -470,6 +502,7 @@ using task_actor = caf::typed_actor<
   caf::replies_to<get_accumulator_atom, std::string, std::string,
                   std::string>::with<status, accumulator_actor>,
   caf::replies_to<get_stats_atom>::with<task_stats>,
+  caf::replies_to<get_monitor_atom>::with<monitor_actor>,
   caf::replies_to<reset_atom, std::vector<std::string>>::with<status>,
   caf::replies_to<cleanup_atom, std::vector<std::string>>::with<status>,
   caf::reacts_to<caf::connect_atom, std::string, int64_t, int>,
@@ -502,5 +535,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(actorflow, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(actorflow, (actorflow::reader_actor))
   CAF_ADD_TYPE_ID(actorflow, (actorflow::accumulator_actor))
   CAF_ADD_TYPE_ID(actorflow, (actorflow::wire_chunk))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::monitor_actor))
 
 CAF_END_TYPE_ID_BLOCK(actorflow)

@@ -1,0 +1,211 @@
+// actorflow-console: watches a running cluster through every task's
+// monitor actor (actors/type_ids.hpp, monitor_actor): a terminal UI, or
+// one JSON snapshot of the whole cluster with --once --json.
+//
+//   actorflow-console --cluster '{"ps": ["127.0.0.1:2222"], ...}'
+//   actorflow-console --ps_hosts h:1 --worker_hosts h:2,h:3
+//   actorflow-console --address 127.0.0.1:2222     (learns the cluster)
+//   actorflow-console --cluster ... --once --json
+//
+// Exit codes: 0 on q, SIGINT or SIGTERM (and after --once), 1 if the
+// cluster cannot be learned from --address, 2 for a bad command line.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "actorflow/actorflow.hpp"
+#include "cluster_flags.hpp"
+#include "console/cluster_watch.hpp"
+#include "console/terminal_ui.hpp"
+
+namespace {
+
+using namespace actorflow;
+using namespace actorflow::apps;
+
+constexpr const char* usage_text = R"(usage: actorflow-console --cluster JSON [--once --json] [options]
+       actorflow-console --ps_hosts H:P,... --worker_hosts H:P,... [...]
+       actorflow-console --address HOST:PORT [...]
+       TF_CONFIG='{"cluster": {...}}' actorflow-console [...]
+
+Watches a running actorflow cluster: its tasks (up or down, round trip),
+the actors on each (mailbox depth, messages/s, busy time), steps, queues,
+variables and training progress, live.
+
+  --cluster JSON      the cluster, job -> list of "host:port"
+  --ps_hosts LIST     comma-separated addresses of job "ps"
+  --worker_hosts LIST comma-separated addresses of job "worker"
+  --address H:P       one task's address; the cluster is learned from it
+  --interval_ms N     how often tasks push updates (default 1000)
+  --once              print one snapshot of the whole cluster and exit
+  --json              JSON instead of the terminal UI: with --once one
+                      document, without it one line per interval until
+                      SIGINT/SIGTERM (for scripts)
+  --timeout_s N       with --once: wait at most N s for every task to
+                      answer or be seen down (default 5)
+  --help              this text
+
+Keys in the terminal UI are shown on screen; ? lists them, q quits.
+)";
+
+struct options {
+  cluster_flags cluster;
+  std::optional<std::string> address;
+  int interval_ms = 1000;
+  bool once = false;
+  bool json_out = false;
+  int timeout_s = 5;
+  bool help = false;
+};
+
+int parse_int(const std::string& flag, const std::string& text, int lo,
+              int hi) {
+  auto v = parse_index(text);
+  if (!v || *v < lo || *v > hi)
+    throw usage_error(flag + ": expected an integer in [" + std::to_string(lo)
+                      + ", " + std::to_string(hi) + "], got '" + text + "'");
+  return static_cast<int>(*v);
+}
+
+options parse_args(int argc, char** argv) {
+  options opts;
+  opts.cluster.other_sources = ", or --address";
+  flag_reader flags{argc, argv};
+  while (flags.next()) {
+    auto& name = flags.name();
+    if (name == "--help") {
+      opts.help = true;
+    } else if (name == "--cluster") {
+      opts.cluster.cluster_json = flags.value();
+    } else if (name == "--ps_hosts") {
+      opts.cluster.ps_hosts = flags.value();
+    } else if (name == "--worker_hosts") {
+      opts.cluster.worker_hosts = flags.value();
+    } else if (name == "--address") {
+      opts.address = flags.value();
+    } else if (name == "--interval_ms") {
+      opts.interval_ms = parse_int(name, flags.value(), 50, 60000);
+    } else if (name == "--timeout_s") {
+      opts.timeout_s = parse_int(name, flags.value(), 1, 3600);
+    } else if (name == "--once") {
+      flags.no_value();
+      opts.once = true;
+    } else if (name == "--json") {
+      flags.no_value();
+      opts.json_out = true;
+    } else {
+      throw usage_error("unknown flag " + name);
+    }
+  }
+  if (opts.address && opts.cluster.any_cluster_flag())
+    throw usage_error("--address cannot be combined with --cluster, "
+                      "--ps_hosts or --worker_hosts");
+  if (opts.once && !opts.json_out)
+    throw usage_error("--once needs --json (the only snapshot format)");
+  return opts;
+}
+
+// The cluster a task at `address` belongs to, from its monitor document.
+cluster_spec learn_cluster(const std::string& address, int timeout_s) {
+  cluster_spec probe{
+    std::map<std::string, std::vector<std::string>>{{"probe", {address}}}};
+  cluster_watch watch{default_system(), probe, std::chrono::seconds(1)};
+  auto until = std::chrono::steady_clock::now()
+               + std::chrono::seconds(timeout_s);
+  while (std::chrono::steady_clock::now() < until) {
+    auto v = watch.view().front();
+    if (v.has_node)
+      return cluster_spec::from_json(v.node["cluster"].dump());
+    if (v.state == "down")
+      throw op_error(error_code::unavailable,
+                     "--address " + address + ": " + v.error);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  throw op_error(error_code::deadline_exceeded,
+                 "--address " + address + ": no answer within "
+                   + std::to_string(timeout_s) + " s");
+}
+
+std::atomic<bool> stop_requested{false};
+
+extern "C" void on_signal(int) {
+  stop_requested = true;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  options opts;
+  cluster_spec cluster;
+  try {
+    opts = parse_args(argc, argv);
+    if (opts.help) {
+      std::cout << usage_text;
+      return 0;
+    }
+    if (!opts.address) {
+      std::optional<std::string> job;
+      std::optional<std::string> task;
+      std::string job_source;
+      std::string task_source;
+      cluster = resolve_cluster(opts.cluster, job, task, job_source,
+                                task_source);
+    }
+  } catch (const usage_error& e) {
+    std::cerr << "actorflow-console: " << e.what() << "\n"
+              << "Try 'actorflow-console --help'.\n";
+    return 2;
+  }
+  if (!opts.json_out && !::isatty(STDOUT_FILENO)) {
+    std::cerr << "actorflow-console: stdout is not a terminal; use --json "
+                 "(with --once for one snapshot)\n";
+    return 2;
+  }
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  try {
+    if (opts.address)
+      cluster = learn_cluster(*opts.address, opts.timeout_s);
+  } catch (const op_error& e) {
+    std::cerr << "actorflow-console: " << e.get_status().message() << "\n";
+    return 1;
+  }
+  cluster_watch watch{default_system(), cluster,
+                      std::chrono::milliseconds(opts.interval_ms)};
+  if (opts.once) {
+    auto until = std::chrono::steady_clock::now()
+                 + std::chrono::seconds(opts.timeout_s);
+    while (!watch.settled() && !stop_requested
+           && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    auto doc = watch.to_json();
+    doc["cluster"] = json::parse(cluster.to_json());
+    std::cout << doc.dump(2) << std::endl;
+    return 0;
+  }
+  if (opts.json_out) {
+    auto next = std::chrono::steady_clock::now();
+    while (!stop_requested) {
+      auto doc = watch.to_json();
+      doc["cluster"] = json::parse(cluster.to_json());
+      std::cout << doc.dump() << std::endl;
+      next += std::chrono::milliseconds(opts.interval_ms);
+      while (!stop_requested && std::chrono::steady_clock::now() < next)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return 0;
+  }
+  terminal_ui ui{watch};
+  ui.run(stop_requested);
+  return 0;
+}

@@ -1,0 +1,345 @@
+#pragma once
+
+// actorflow-console's view of a cluster: one watcher actor per task keeps
+// that task's monitor document (actors/type_ids.hpp, monitor_actor) up to
+// date through a subscription, measures the round trip, and says when the
+// task is down and why. The UI thread reads copies (cluster_watch::view).
+// Every request has a deadline: a dead or stopped task never blocks the
+// console.
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+#include <caf/io/middleman.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "actorflow/actors/type_ids.hpp"
+#include "actorflow/net/cluster_spec.hpp"
+
+namespace actorflow::apps {
+
+using json = nlohmann::json;
+
+/// What the console knows of one task.
+struct task_view {
+  std::string task;    ///< "/job:ps/replica:0/task:0"
+  std::string address; ///< "host:port"
+  /// "connecting" (never reached yet), "up" or "down".
+  std::string state = "connecting";
+  int64_t since_us = 0; ///< when it entered that state
+  double rtt_us = -1;   ///< the last ping's round trip
+  std::string error;    ///< why it is down
+  /// The task's monitor document, deltas merged in; each actor also gets
+  /// "messages_per_s" and "busy_percent" from the last two updates.
+  json node;
+  bool has_node = false;
+  int64_t updates = 0;
+};
+
+inline int64_t console_now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+/// Merges one monitor update into `v` (a whole document or a delta).
+inline void merge_update(task_view& v, json update) {
+  auto now = update.value("now_us", int64_t{0});
+  std::map<uint64_t, json> previous;
+  if (v.has_node)
+    for (auto& a : v.node["actors"])
+      previous[a["id"].get<uint64_t>()] = a;
+  auto last_now = v.has_node ? v.node.value("now_us", int64_t{0}) : 0;
+  double dt = last_now > 0 && now > last_now
+                ? static_cast<double>(now - last_now) / 1e6
+                : 0;
+  std::map<uint64_t, json> actors;
+  bool delta = update.value("delta", false) && v.has_node;
+  if (delta) {
+    // Unchanged actors are not sent: they handled nothing since.
+    actors = previous;
+    for (auto& [id, a] : actors) {
+      a["messages_per_s"] = 0.0;
+      a["busy_percent"] = 0.0;
+    }
+    for (auto& id : update.value("removed", json::array()))
+      actors.erase(id.get<uint64_t>());
+  }
+  for (auto& a : update["actors"]) {
+    auto id = a["id"].get<uint64_t>();
+    double rate = 0;
+    double busy = 0;
+    if (auto p = previous.find(id); p != previous.end() && dt > 0) {
+      rate = static_cast<double>(a["messages"].get<uint64_t>()
+                                 - p->second["messages"].get<uint64_t>())
+             / dt;
+      busy = static_cast<double>(a["busy_us"].get<uint64_t>()
+                                 - p->second["busy_us"].get<uint64_t>())
+             / (dt * 1e4);
+    }
+    a["messages_per_s"] = rate;
+    a["busy_percent"] = busy;
+    actors[id] = std::move(a);
+  }
+  // Rates of what only grows: steps and the channel's bytes.
+  if (v.has_node && dt > 0) {
+    auto before = v.node["steps"].value("total", uint64_t{0});
+    auto after = update["steps"].value("total", uint64_t{0});
+    update["steps"]["per_s"] = static_cast<double>(after - before) / dt;
+    std::map<std::string, uint64_t> old_bytes;
+    for (auto& l : v.node["channel"])
+      old_bytes[l.value("peer", "") + l.value("direction", "")]
+        = l.value("bytes", uint64_t{0});
+    for (auto& l : update["channel"]) {
+      auto key = l.value("peer", "") + l.value("direction", "");
+      auto b = l.value("bytes", uint64_t{0});
+      auto o = old_bytes.find(key);
+      l["bytes_per_s"] = o != old_bytes.end() && b >= o->second
+                           ? static_cast<double>(b - o->second) / dt
+                           : 0.0;
+    }
+  }
+  json list = json::array();
+  for (auto& [id, a] : actors)
+    list.push_back(std::move(a));
+  update["actors"] = std::move(list);
+  update.erase("removed");
+  update["delta"] = false;
+  v.node = std::move(update);
+  v.has_node = true;
+  ++v.updates;
+}
+
+/// Watches every task of a cluster from `sys` (which must have actorflow's
+/// types: actorflow::default_system()). Thread-safe; the destructor stops
+/// the watchers.
+class cluster_watch {
+public:
+  /// Starts watching; updates every `interval`.
+  cluster_watch(caf::actor_system& sys, const cluster_spec& cluster,
+                std::chrono::milliseconds interval)
+    : interval_(interval) {
+    for (auto& name : cluster.task_names()) {
+      auto slash = name.find("/task:");
+      auto job = name.substr(5, name.find('/', 5) - 5);
+      auto index = std::stoi(name.substr(slash + 6));
+      task_view v;
+      v.task = "/job:" + job + "/replica:0/task:" + std::to_string(index);
+      v.address = cluster.task_address(job, index);
+      v.since_us = console_now_us();
+      views_.push_back(v);
+    }
+    for (size_t i = 0; i < views_.size(); ++i)
+      watchers_.push_back(sys.spawn(watcher, this, i));
+  }
+
+  ~cluster_watch() {
+    for (auto& w : watchers_)
+      caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
+  }
+
+  cluster_watch(const cluster_watch&) = delete;
+  cluster_watch& operator=(const cluster_watch&) = delete;
+
+  /// A copy of every task's view, in the cluster's order.
+  std::vector<task_view> view() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return views_;
+  }
+
+  /// True once every task is up with a document, or down.
+  bool settled() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    for (auto& v : views_)
+      if (v.state == "connecting"
+          || (v.state == "up" && (!v.has_node || v.rtt_us < 0)))
+        return false;
+    return true;
+  }
+
+  /// The whole cluster as one JSON document (--json): every task, with
+  /// its monitor document ("node") while it is up.
+  json to_json() const {
+    json tasks = json::array();
+    for (auto& v : view()) {
+      json t{{"task", v.task},       {"address", v.address},
+             {"state", v.state},     {"since_us", v.since_us},
+             {"rtt_us", v.rtt_us},   {"error", v.error},
+             {"updates", v.updates}};
+      // A task that is not up has no current document.
+      if (v.has_node && v.state == "up")
+        t["node"] = v.node;
+      tasks.push_back(std::move(t));
+    }
+    return json{{"now_us", console_now_us()}, {"tasks", std::move(tasks)}};
+  }
+
+private:
+  using try_atom = caf::atom_constant<caf::atom("con_try")>;
+  using tick_atom = caf::atom_constant<caf::atom("con_tick")>;
+
+  struct watcher_state {
+    // Not an aggregate: CAF 0.17 constructs a state from the actor's
+    // pointer when it can, and C++20 would let that initialize `monitor`.
+    watcher_state() = default;
+    caf::actor monitor;
+    int64_t last_update_us = 0;
+    uint64_t generation = 0; ///< of the current connection
+    static inline const char* name = "actorflow.console.watcher";
+  };
+
+  template <class F>
+  void with_view(size_t i, F f) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    f(views_[i]);
+  }
+
+  void set_state(size_t i, const std::string& state,
+                 const std::string& error) {
+    with_view(i, [&](task_view& v) {
+      if (v.state != state)
+        v.since_us = console_now_us();
+      v.state = state;
+      v.error = error;
+    });
+  }
+
+  static caf::behavior
+  watcher(caf::stateful_actor<watcher_state>* self, cluster_watch* w,
+          size_t i) {
+    std::string address;
+    w->with_view(i, [&](task_view& v) { address = v.address; });
+    auto colon = address.rfind(':');
+    auto host = address.substr(0, colon);
+    auto port = static_cast<uint16_t>(std::stoi(address.substr(colon + 1)));
+    auto deadline = std::chrono::seconds(2);
+    // Ends connection `gen` (an older attempt's failure is ignored) and
+    // tries again in a second.
+    auto down = [self, w, i](const std::string& why, uint64_t gen) {
+      auto& st = self->state;
+      if (gen != st.generation)
+        return;
+      if (st.monitor)
+        self->demonitor(st.monitor);
+      st.monitor = nullptr;
+      ++st.generation;
+      w->set_state(i, "down", why);
+      self->delayed_send(self, std::chrono::seconds(1), try_atom::value);
+    };
+    // Measures the round trip to the connected monitor (deadline: the
+    // silence check in the tick decides whether the task is down).
+    auto ping = [self, w, i, deadline] {
+      auto& st = self->state;
+      auto sent = std::chrono::steady_clock::now();
+      auto gen = st.generation;
+      self
+        ->request(caf::actor_cast<monitor_actor>(st.monitor), deadline,
+                  monitor_ping_atom_v)
+        .then(
+          [=](int64_t) {
+            if (self->state.generation != gen)
+              return;
+            auto rtt = std::chrono::duration<double, std::micro>(
+                         std::chrono::steady_clock::now() - sent)
+                         .count();
+            w->with_view(i, [&](task_view& v) { v.rtt_us = rtt; });
+          },
+          [](caf::error&) {
+            // nop
+          });
+    };
+    self->set_down_handler([self, down](caf::down_msg& dm) {
+      if (dm.source == self->state.monitor.address())
+        down("lost: " + caf::to_string(dm.reason), self->state.generation);
+    });
+    self->send(self, try_atom::value);
+    self->send(self, tick_atom::value);
+    return {
+      [=](try_atom) {
+        auto gen = ++self->state.generation;
+        auto mm = self->home_system().middleman().actor_handle();
+        self->request(mm, deadline, caf::connect_atom::value, host, port)
+          .then(
+            [=](const caf::node_id&, caf::strong_actor_ptr& ptr,
+                const std::set<std::string>&) {
+              auto task = caf::actor_cast<task_actor>(ptr);
+              if (!task)
+                return down("no actor published at " + address, gen);
+              self->request(task, deadline, get_monitor_atom_v)
+                .then(
+                  [=](const monitor_actor& mon) {
+                    auto handle = caf::actor_cast<caf::actor>(mon);
+                    self->request(mon, deadline, monitor_subscribe_atom_v,
+                                  int64_t{w->interval_.count()},
+                                  caf::actor_cast<caf::actor>(self))
+                      .then(
+                        [=](const status& st) {
+                          if (!st.ok())
+                            return down(st.to_string(), gen);
+                          if (self->state.generation != gen)
+                            return;
+                          self->state.monitor = handle;
+                          self->state.last_update_us = console_now_us();
+                          self->monitor(handle);
+                          w->set_state(i, "up", "");
+                          ping();
+                        },
+                        [=](caf::error& err) {
+                          down("subscribe: " + to_status(err).message(),
+                               gen);
+                        });
+                  },
+                  [=](caf::error& err) {
+                    down("monitor: " + to_status(err).message(), gen);
+                  });
+            },
+            [=](caf::error& err) {
+              down("cannot connect to " + address + ": "
+                     + self->system().render(err),
+                   gen);
+            });
+      },
+      [=](monitor_update_atom, std::string& text) {
+        if (self->current_sender() != self->state.monitor)
+          return;
+        json update;
+        try {
+          update = json::parse(text);
+        } catch (const json::exception&) {
+          return;
+        }
+        self->state.last_update_us = console_now_us();
+        w->with_view(i, [&](task_view& v) {
+          merge_update(v, std::move(update));
+        });
+      },
+      [=](tick_atom) {
+        self->delayed_send(self, w->interval_, tick_atom::value);
+        auto& st = self->state;
+        if (!st.monitor)
+          return;
+        // A stopped process (SIGSTOP, a cut link) keeps its connection
+        // but sends nothing: three intervals of silence mean down.
+        auto silence = console_now_us() - st.last_update_us;
+        if (silence > 3 * w->interval_.count() * 1000 + 500000)
+          return down("no update for "
+                        + std::to_string(silence / 1000000.0).substr(0, 4)
+                        + " s",
+                      st.generation);
+        ping();
+      },
+    };
+  }
+
+  std::chrono::milliseconds interval_;
+  mutable std::mutex mtx_;
+  std::vector<task_view> views_;
+  std::vector<caf::actor> watchers_;
+};
+
+} // namespace actorflow::apps

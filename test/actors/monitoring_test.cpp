@@ -1,0 +1,244 @@
+// The instrumentation (actors/monitoring.hpp, instrumented.hpp) and the
+// monitor actor: counts, mailbox depths, busy time, bounded records, step
+// percentiles, snapshots and subscriptions.
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "actorflow/actors/monitoring.hpp"
+#include "actorflow/actors/task.hpp"
+#include "actorflow/actors/type_ids.hpp"
+#include "instrumented.hpp"
+
+using namespace actorflow;
+using namespace actorflow::monitoring;
+using json = nlohmann::json;
+
+namespace {
+
+caf::actor_system& test_system() {
+  struct holder {
+    holder() : sys(init(cfg)) {
+      // nop
+    }
+    static caf::actor_system_config& init(caf::actor_system_config& cfg) {
+      add_types_impl(cfg);
+      add_options_impl(cfg);
+      return cfg;
+    }
+    caf::actor_system_config cfg;
+    caf::actor_system sys;
+  };
+  static auto* instance = new holder;
+  return instance->sys;
+}
+
+constexpr auto max_wait = std::chrono::seconds(30);
+
+std::shared_ptr<actor_record> record_for(uint64_t id) {
+  for (auto& rec : registry::instance().live())
+    if (rec->id == id)
+      return rec;
+  return nullptr;
+}
+
+// Holds its thread for `ms` on an int message (a test actor making a
+// backlog on purpose), answers "done" with the count it saw.
+caf::behavior counter(caf::event_based_actor*) {
+  auto seen = std::make_shared<int>(0);
+  return {
+    [seen](int ms) {
+      ++*seen;
+      if (ms > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    },
+    [seen](const std::string&) { return *seen; },
+  };
+}
+
+} // namespace
+
+TEST_CASE("monitoring: an instrumented actor counts messages, busy time and "
+          "its mailbox depth",
+          "[monitoring]") {
+  auto& sys = test_system();
+  auto a = spawn_instrumented(sys, {actor_kind::queue, "q1", "c1", "/job:t"},
+                              counter);
+  auto rec = record_for(a.id());
+  REQUIRE(rec != nullptr);
+  CHECK(rec->who.name == "q1");
+  CHECK(rec->who.container == "c1");
+  CHECK(rec->who.kind == actor_kind::queue);
+  // One slow message, then 50 that wait behind it.
+  caf::anon_send(a, 30);
+  for (int i = 0; i < 50; ++i)
+    caf::anon_send(a, 0);
+  caf::scoped_actor self{sys};
+  int seen = 0;
+  self->request(a, max_wait, std::string{"done"})
+    .receive([&](int n) { seen = n; },
+             [&](caf::error& err) { FAIL(caf::to_string(err)); });
+  CHECK(seen == 51);
+  auto s = rec->read(steady_ns());
+  // The reply is sent from within the last message's handling: allow for
+  // its own count to land a moment later.
+  auto deadline = std::chrono::steady_clock::now() + max_wait;
+  while (s.messages < 52 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    s = rec->read(steady_ns());
+  }
+  CHECK(s.messages == 52);
+  CHECK(s.mailbox == 0);
+  // After the slow one, the others (and the request) were waiting.
+  CHECK(s.mailbox_max >= 40);
+  CHECK(s.busy_ns >= 30'000'000);
+  CHECK(s.busy_max_ns >= 30'000'000);
+  caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("monitoring: an ended actor leaves the live set for a bounded "
+          "list of ended ones with its exit reason",
+          "[monitoring]") {
+  auto& sys = test_system();
+  std::vector<caf::actor> actors;
+  for (int i = 0; i < 100; ++i)
+    actors.push_back(spawn_instrumented(
+      sys, {actor_kind::variable, "v" + std::to_string(i), "", "/job:e"},
+      counter));
+  for (auto& a : actors)
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  auto deadline = std::chrono::steady_clock::now() + max_wait;
+  auto alive = [&] {
+    size_t n = 0;
+    for (auto& a : actors)
+      n += record_for(a.id()) != nullptr ? 1 : 0;
+    return n;
+  };
+  while (alive() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  REQUIRE(alive() == 0);
+  auto ended = registry::instance().ended();
+  CHECK(ended.size() <= registry::max_ended);
+  REQUIRE_FALSE(ended.empty());
+  auto& last = ended.back();
+  CHECK(last.who.task == "/job:e");
+  CHECK(last.reason.find("user_shutdown") != std::string::npos);
+  CHECK(last.ended_us >= last.started_us);
+}
+
+TEST_CASE("monitoring: disabled, a spawn has no record", "[monitoring]") {
+  auto& sys = test_system();
+  set_enabled(false);
+  auto a = spawn_instrumented(sys, {actor_kind::reader, "off", "", ""},
+                              counter);
+  set_enabled(true);
+  CHECK(record_for(a.id()) == nullptr);
+  caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("monitoring: a step record's percentiles, codes and last errors",
+          "[monitoring]") {
+  step_record steps;
+  CHECK(steps.read().total == 0);
+  CHECK(steps.read().p50_us == 0);
+  for (int d = 1; d <= 100; ++d)
+    steps.finished(d, 0, "");
+  for (int i = 0; i < 10; ++i)
+    steps.finished(1000, 14, "Lost task /job:ps/replica:0/task:0 #"
+                               + std::to_string(i));
+  auto s = steps.read();
+  CHECK(s.total == 110);
+  CHECK(s.errors == 10);
+  CHECK(s.by_code.at(0) == 100);
+  CHECK(s.by_code.at(14) == 10);
+  CHECK(s.p50_us >= 50);
+  CHECK(s.p50_us <= 60);
+  CHECK(s.p99_us == 1000);
+  CHECK(s.last_us == 1000);
+  // Only the last 8 errors are kept.
+  REQUIRE(s.last_errors.size() == 8);
+  CHECK(s.last_errors.back().message.find("#9") != std::string::npos);
+  CHECK(s.last_errors.back().code == 14);
+  // The durations kept are the last ring_size.
+  for (size_t i = 0; i < 2 * step_record::ring_size; ++i)
+    steps.finished(7, 0, "");
+  s = steps.read();
+  CHECK(s.p50_us == 7);
+  CHECK(s.p99_us == 7);
+}
+
+TEST_CASE("monitoring: the monitor actor's snapshot and subscription",
+          "[monitoring]") {
+  auto& sys = test_system();
+  task_options opts;
+  opts.job = "mon";
+  opts.task = 0;
+  opts.cluster["/job:mon/replica:0/task:0"] = "127.0.0.1:1";
+  auto task = caf::actor_cast<task_actor>(spawn_task(sys, opts));
+  caf::scoped_actor self{sys};
+  monitor_actor mon;
+  self->request(task, max_wait, get_monitor_atom_v)
+    .receive([&](monitor_actor& m) { mon = m; },
+             [&](caf::error& err) { FAIL(caf::to_string(err)); });
+  REQUIRE(mon);
+  // The same monitor each time.
+  self->request(task, max_wait, get_monitor_atom_v)
+    .receive([&](monitor_actor& m) { CHECK(m == mon); },
+             [&](caf::error& err) { FAIL(caf::to_string(err)); });
+  json doc;
+  self->request(mon, max_wait, monitor_snapshot_atom_v)
+    .receive([&](std::string& text) { doc = json::parse(text); },
+             [&](caf::error& err) { FAIL(caf::to_string(err)); });
+  CHECK(doc["task"] == "/job:mon/replica:0/task:0");
+  CHECK(doc["address"] == "127.0.0.1:1");
+  CHECK(doc["cluster"]["mon"][0] == "127.0.0.1:1");
+  CHECK(doc["delta"] == false);
+  CHECK(doc["process"]["rss_bytes"].get<int64_t>() > 0);
+  bool has_task = false;
+  for (auto& a : doc["actors"]) {
+    // Only this task's actors (and the process's).
+    auto owner = a["task"].get<std::string>();
+    CHECK((owner.empty() || owner == "/job:mon/replica:0/task:0"));
+    has_task |= a["kind"] == "task";
+  }
+  CHECK(has_task);
+  // Bad intervals are InvalidArgument, naming the task; nothing changes.
+  for (int64_t bad : {int64_t{0}, int64_t{10}, int64_t{600000}}) {
+    self->request(mon, max_wait, monitor_subscribe_atom_v, bad,
+                  caf::actor_cast<caf::actor>(self))
+      .receive(
+        [&](status& st) {
+          CHECK(st.code() == error_code::invalid_argument);
+          CHECK(st.message().find("/job:mon/replica:0/task:0")
+                != std::string::npos);
+        },
+        [&](caf::error& err) { FAIL(caf::to_string(err)); });
+  }
+  self->request(mon, max_wait, monitor_subscribe_atom_v, int64_t{50},
+                caf::actor_cast<caf::actor>(self))
+    .receive([&](status& st) { CHECK(st.ok()); },
+             [&](caf::error& err) { FAIL(caf::to_string(err)); });
+  std::vector<json> updates;
+  for (int i = 0; i < 3; ++i)
+    self->receive(
+      [&](monitor_update_atom, std::string& text) {
+        CHECK(self->current_sender() == mon.address());
+        updates.push_back(json::parse(text));
+      },
+      caf::after(max_wait) >> [&] { FAIL("no monitor update"); });
+  REQUIRE(updates.size() == 3);
+  CHECK(updates[0]["delta"] == false);
+  CHECK_FALSE(updates[0]["actors"].empty());
+  for (size_t i = 1; i < updates.size(); ++i) {
+    CHECK(updates[i]["delta"] == true);
+    CHECK(updates[i].contains("removed"));
+    // Only what changed: the task actor handled nothing since.
+    for (auto& a : updates[i]["actors"])
+      CHECK(a["kind"] != "task");
+  }
+  caf::anon_send_exit(task, caf::exit_reason::user_shutdown);
+}

@@ -1,0 +1,213 @@
+// actorflow-console against a real cluster (actorflow-train --local 2):
+// one JSON snapshot lists every task with its actors and plausible
+// counters, and a worker killed with SIGKILL is shown down by name.
+
+#include <signal.h>
+
+#include <filesystem>
+#include <regex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "integration_util.hpp"
+
+using namespace actorflow;
+using namespace actorflow::testing;
+using json = nlohmann::json;
+
+namespace {
+
+const std::string train_path = ACTORFLOW_TRAIN_PATH;
+const std::string console_path = ACTORFLOW_CONSOLE_PATH;
+
+bool have_data() {
+  return std::filesystem::exists(
+    "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz");
+}
+
+/// The launcher's "cluster {...}" line's JSON.
+std::string cluster_of(const std::string& log) {
+  static const std::regex pattern{R"(actorflow-train: cluster (\{[^\n]*\}))"};
+  std::smatch m;
+  return std::regex_search(log, m, pattern) ? m[1].str() : std::string{};
+}
+
+/// The pid of "started /job:J/task:T (pid N)".
+pid_t pid_of(const std::string& log, const std::string& task) {
+  std::regex pattern{"started " + task + R"( \(pid (\d+)\))"};
+  std::smatch m;
+  return std::regex_search(log, m, pattern)
+           ? static_cast<pid_t>(std::stol(m[1].str()))
+           : 0;
+}
+
+const json* task_entry(const json& doc, const std::string& task) {
+  for (auto& t : doc["tasks"])
+    if (t["task"] == task)
+      return &t;
+  return nullptr;
+}
+
+std::vector<json> actors_of_kind(const json& task, const std::string& kind) {
+  std::vector<json> out;
+  for (auto& a : task["node"]["actors"])
+    if (a["kind"] == kind)
+      out.push_back(a);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("console: a JSON snapshot of a training cluster lists every task "
+          "and its actors, and a killed worker is down by name",
+          "[console]") {
+  if (!have_data()) {
+    WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
+    return;
+  }
+  child_process launcher{{train_path, "--local", "2", "--model", "softmax",
+                          "--train_steps", "100000000", "--log_every",
+                          "100"}};
+  auto progress = launcher.wait_for_line("worker/1: worker 1: step ", 60s);
+  INFO("launcher stdout:\n" << launcher.out() << "\nstderr:\n"
+                            << launcher.err());
+  REQUIRE(progress);
+  auto cluster = cluster_of(launcher.err() + launcher.out());
+  REQUIRE_FALSE(cluster.empty());
+
+  auto once = run_process({console_path, "--cluster", cluster, "--once",
+                           "--json"},
+                          20s);
+  INFO("console stdout:\n" << once.out << "\nstderr:\n" << once.err);
+  REQUIRE_FALSE(once.timed_out);
+  REQUIRE(once.status.exited);
+  REQUIRE(once.status.code == 0);
+  auto doc = json::parse(once.out);
+  REQUIRE(doc["tasks"].size() == 3);
+  for (auto& t : doc["tasks"]) {
+    INFO(t["task"]);
+    CHECK(t["state"] == "up");
+    CHECK(t["rtt_us"].get<double>() > 0);
+    REQUIRE(t.contains("node"));
+    auto& node = t["node"];
+    CHECK(node["task"] == t["task"]);
+    CHECK(node["process"]["rss_bytes"].get<int64_t>() > 0);
+    CHECK(node["process"]["threads"].get<int64_t>() > 0);
+    // Every node knows the whole cluster.
+    CHECK(node["cluster"] == doc["cluster"]);
+    auto tasks = actors_of_kind(t, "task");
+    REQUIRE(tasks.size() == 1);
+    CHECK(tasks[0]["name"] == t["task"]);
+    CHECK(tasks[0]["messages"].get<uint64_t>() > 0);
+    CHECK(actors_of_kind(t, "monitor").size() == 1);
+  }
+
+  // The ps holds the model's variables, initialized and updated by the
+  // workers' steps; its executors ran the workers' partitions.
+  auto* ps = task_entry(doc, "/job:ps/replica:0/task:0");
+  REQUIRE(ps != nullptr);
+  auto variables = actors_of_kind(*ps, "variable");
+  REQUIRE(variables.size() >= 3);
+  bool weights = false;
+  for (auto& v : variables) {
+    INFO(v.dump());
+    CHECK(v["gauges"]["initialized"] == 1);
+    CHECK(v["gauges"]["bytes"].get<int64_t>() > 0);
+    CHECK(v["messages"].get<uint64_t>() > 0);
+    CHECK(v["mailbox_max"].get<uint32_t>() >= v["mailbox"].get<uint32_t>());
+    if (v["name"].get<std::string>().find("weights") != std::string::npos
+        && v["detail"].get<std::string>().find("float32 [784,10]")
+             != std::string::npos) {
+      weights = true;
+      CHECK(v["gauges"]["updates"].get<int64_t>() > 10);
+      CHECK(v["busy_us"].get<uint64_t>() > 0);
+    }
+  }
+  CHECK(weights);
+  CHECK_FALSE(actors_of_kind(*ps, "executor").empty());
+
+  // Each worker is a master: its steps, and the trainer's progress.
+  for (auto* name :
+       {"/job:worker/replica:0/task:0", "/job:worker/replica:0/task:1"}) {
+    auto* w = task_entry(doc, name);
+    REQUIRE(w != nullptr);
+    INFO(name);
+    auto& steps = (*w)["node"]["steps"];
+    CHECK(steps["total"].get<uint64_t>() > 0);
+    CHECK(steps["by_code"]["OK"].get<uint64_t>() > 0);
+    CHECK(steps["p50_us"].get<double>() > 0);
+    CHECK(steps["p99_us"].get<double>() >= steps["p50_us"].get<double>());
+    CHECK_FALSE(actors_of_kind(*w, "executor").empty());
+    auto& training = (*w)["node"]["training"];
+    REQUIRE(training.size() == 1);
+    CHECK(training[0]["task"] == name);
+    CHECK(training[0]["global_step"].get<int64_t>() > 0);
+    // The master connected to the ps.
+    bool ps_peer = false;
+    for (auto& p : (*w)["node"]["peers"])
+      ps_peer |= p["peer"] == "/job:ps/replica:0/task:0" && p["up"] == true;
+    CHECK(ps_peer);
+  }
+
+  // A live console (one JSON line per interval) shows a worker killed with
+  // SIGKILL as down, by name, within 5 s; the others stay up.
+  child_process live{{console_path, "--cluster", cluster, "--json",
+                      "--interval_ms", "500"}};
+  REQUIRE(live.wait_for_line(R"("state":"up","task":"/job:worker/replica:0/task:1")",
+                             15s));
+  auto victim = pid_of(launcher.err() + launcher.out(), "/job:worker/task:1");
+  REQUIRE(victim > 0);
+  auto killed_at = std::chrono::steady_clock::now();
+  REQUIRE(::kill(victim, SIGKILL) == 0);
+  auto down = live.wait_for_line(
+    R"("state":"down","task":"/job:worker/replica:0/task:1")", 10s);
+  INFO("live console stdout (tail):\n"
+       << live.out().substr(live.out().size() > 4000
+                              ? live.out().size() - 4000
+                              : 0));
+  REQUIRE(down);
+  CHECK(seconds_since(killed_at) <= 5.0);
+  auto line = json::parse(*down);
+  auto* dead = task_entry(line, "/job:worker/replica:0/task:1");
+  REQUIRE(dead != nullptr);
+  CHECK_FALSE((*dead)["error"].get<std::string>().empty());
+  CHECK_FALSE(dead->contains("node"));
+  CHECK((*task_entry(line, "/job:ps/replica:0/task:0"))["state"] == "up");
+  CHECK((*task_entry(line, "/job:worker/replica:0/task:0"))["state"] == "up");
+  live.send_signal(SIGTERM);
+  auto st = live.wait(10s);
+  REQUIRE(st);
+  CHECK(st->exited);
+  CHECK(st->code == 0);
+}
+
+TEST_CASE("console: bad command lines are usage errors naming the flag",
+          "[console]") {
+  auto no_cluster = run_process({console_path, "--once", "--json"}, 10s,
+                                {.env = {"TF_CONFIG"}});
+  CHECK(no_cluster.status.code == 2);
+  CHECK(no_cluster.err.find("missing --cluster") != std::string::npos);
+  auto bad_interval = run_process(
+    {console_path, "--ps_hosts", "127.0.0.1:1", "--interval_ms", "5"}, 10s);
+  CHECK(bad_interval.status.code == 2);
+  CHECK(bad_interval.err.find("--interval_ms") != std::string::npos);
+  auto unknown = run_process({console_path, "--bogus"}, 10s);
+  CHECK(unknown.status.code == 2);
+  CHECK(unknown.err.find("unknown flag --bogus") != std::string::npos);
+  // A task nobody serves is down, named, with the reason; exit 0.
+  auto port = free_port();
+  auto nobody = run_process({console_path, "--ps_hosts",
+                             "127.0.0.1:" + std::to_string(port), "--once",
+                             "--json"},
+                            20s);
+  INFO(nobody.out << nobody.err);
+  REQUIRE(nobody.status.code == 0);
+  auto doc = json::parse(nobody.out);
+  REQUIRE(doc["tasks"].size() == 1);
+  CHECK(doc["tasks"][0]["task"] == "/job:ps/replica:0/task:0");
+  CHECK(doc["tasks"][0]["state"] == "down");
+  CHECK(doc["tasks"][0]["error"].get<std::string>().find(
+          "127.0.0.1:" + std::to_string(port))
+        != std::string::npos);
+}
