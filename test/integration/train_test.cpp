@@ -171,8 +171,12 @@ TEST_CASE("train: --local stops every task when it is stopped", "[train]") {
   auto progress = launcher.wait_for_line("worker/1: worker 1: step ", 60s);
   INFO("stdout:\n" << launcher.out() << "\nstderr:\n" << launcher.err());
   REQUIRE(progress);
+  // Three tasks, or three per round when a task lost its port to another
+  // process and the launcher started over on other ports: every one of
+  // them must be gone at the end.
   auto pids = started_pids(launcher.err());
-  REQUIRE(pids.size() == 3);
+  REQUIRE(pids.size() >= 3);
+  REQUIRE(pids.size() % 3 == 0);
   launcher.send_signal(sig);
   auto st = launcher.wait(20s);
   REQUIRE(st);
