@@ -188,17 +188,13 @@ int main(int argc, char** argv) {
     while (!watch.settled() && !stop_requested
            && std::chrono::steady_clock::now() < until)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    auto doc = watch.to_json();
-    doc["cluster"] = json::parse(cluster.to_json());
-    std::cout << doc.dump(2) << std::endl;
+    std::cout << watch.to_json().dump(2) << std::endl;
     return 0;
   }
   if (opts.json_out) {
     auto next = std::chrono::steady_clock::now();
     while (!stop_requested) {
-      auto doc = watch.to_json();
-      doc["cluster"] = json::parse(cluster.to_json());
-      std::cout << doc.dump() << std::endl;
+      std::cout << watch.to_json().dump() << std::endl;
       next += std::chrono::milliseconds(opts.interval_ms);
       while (!stop_requested && std::chrono::steady_clock::now() < next)
         std::this_thread::sleep_for(std::chrono::milliseconds(20));

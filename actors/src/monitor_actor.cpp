@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actorflow/actors/monitoring.hpp"
+#include "actorflow/graph/device_name.hpp"
 #include "instrumented.hpp"
 #include "runtime.hpp"
 #include "tensor_channel.hpp"
@@ -20,29 +21,25 @@ namespace {
 using json = nlohmann::json;
 using namespace monitoring;
 
+// "/job:ps/replica:0/task:0" -> address, as {"ps": [addresses by index]}.
 json job_map(const std::map<std::string, std::string>& cluster) {
-  // "/job:ps/replica:0/task:0" -> address, as {"ps": [addresses by index]}.
   json jobs = json::object();
   for (auto& [task, address] : cluster) {
-    auto job_begin = task.find("/job:");
-    auto task_at = task.find("/task:");
-    if (job_begin == std::string::npos || task_at == std::string::npos)
+    device_name d;
+    if (!device_name::parse(task, d).ok() || !d.job || !d.task
+        || *d.task < 0)
       continue;
-    auto job_end = task.find('/', job_begin + 5);
-    auto job = task.substr(job_begin + 5, job_end - job_begin - 5);
-    auto index = std::stoul(task.substr(task_at + 6));
-    auto& list = jobs[job];
+    auto& list = jobs[*d.job];
     if (list.is_null())
       list = json::array();
-    while (list.size() <= index)
+    while (list.size() <= static_cast<size_t>(*d.task))
       list.push_back("");
-    list[index] = address;
+    list[static_cast<size_t>(*d.task)] = address;
   }
   return jobs;
 }
 
-json actor_json(const actor_record& rec, int64_t now_ns) {
-  auto s = rec.read(now_ns);
+json actor_json(const actor_record& rec, const actor_record::sample& s) {
   json a{{"id", rec.id},
          {"kind", to_string(rec.who.kind)},
          {"name", rec.who.name},
@@ -64,8 +61,8 @@ json actor_json(const actor_record& rec, int64_t now_ns) {
   return a;
 }
 
-// An actor belongs to a task's view when it serves that task, or the
-// process (a session's client actor).
+// An actor belongs to a task's view when it serves that task, or no task
+// in particular (spawned without one).
 bool in_view(const std::string& owner, const std::string& task) {
   return owner.empty() || owner == task;
 }
@@ -80,8 +77,8 @@ struct sent_figures {
 };
 using sent_map = std::unordered_map<uint64_t, sent_figures>;
 
-sent_figures figures_of(const actor_record& rec, int64_t now_ns) {
-  auto s = rec.read(now_ns);
+sent_figures figures_of(const actor_record& rec,
+                        const actor_record::sample& s) {
   sent_figures f{s.messages, s.mailbox, s.mailbox_max, {}};
   for (size_t i = 0; i < f.gauges.size(); ++i)
     f.gauges[i] = rec.gauges[i].load(std::memory_order_relaxed);
@@ -93,11 +90,12 @@ sent_figures figures_of(const actor_record& rec, int64_t now_ns) {
 json snapshot(const monitor_options& opts, sent_map* sent) {
   auto& reg = registry::instance();
   auto now_ns = steady_ns();
+  bool delta = sent != nullptr && !sent->empty();
   json doc{{"task", opts.task},
            {"address", opts.address},
            {"cluster", job_map(opts.cluster)},
            {"now_us", wall_us()},
-           {"delta", sent != nullptr && !sent->empty()}};
+           {"delta", delta}};
   auto p = read_process_stats();
   doc["process"] = {{"pid", p.pid},
                     {"rss_bytes", p.rss_bytes},
@@ -107,19 +105,19 @@ json snapshot(const monitor_options& opts, sent_map* sent) {
                     {"started_us", p.started_us}};
   json actors = json::array();
   sent_map now_sent;
-  bool delta = doc["delta"].get<bool>();
   for (auto& rec : reg.live()) {
     if (!in_view(rec->who.task, opts.task))
       continue;
+    auto s = rec->read(now_ns);
     if (sent != nullptr) {
-      auto f = figures_of(*rec, now_ns);
+      auto f = figures_of(*rec, s);
       auto i = sent->find(rec->id);
       bool same = delta && i != sent->end() && i->second == f;
       now_sent[rec->id] = f;
       if (same)
         continue;
     }
-    actors.push_back(actor_json(*rec, now_ns));
+    actors.push_back(actor_json(*rec, s));
   }
   doc["actors"] = std::move(actors);
   if (sent != nullptr) {

@@ -48,8 +48,6 @@ const char* to_string(actor_kind kind) {
       return "reader";
     case actor_kind::accumulator:
       return "accumulator";
-    case actor_kind::client:
-      return "client";
     case actor_kind::monitor:
       return "monitor";
   }
@@ -250,12 +248,6 @@ std::shared_ptr<step_record> registry::steps(const std::string& task) {
   if (!slot)
     slot = std::make_shared<step_record>();
   return slot;
-}
-
-std::map<std::string, std::shared_ptr<step_record>>
-registry::all_steps() const {
-  std::lock_guard<std::mutex> guard{mtx_};
-  return steps_;
 }
 
 void registry::peer_changed(const std::string& task, peer_entry entry) {

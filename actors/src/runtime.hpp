@@ -49,6 +49,9 @@ std::shared_ptr<rng_cell> make_rng(const node_def& node);
 /// True for the ops that draw from a generator.
 bool is_random_op(const std::string& op);
 
+// Each spawn_* below takes the name, container and task the monitor shows
+// the actor under (monitoring::identity); it sets the kind itself.
+
 /// A variable: owns one tensor (container/name on its task). Messages:
 /// (read) -> (status, tensor); (assign, tensor, bool validate_shape),
 /// (assign_add | assign_sub, tensor) -> (status, tensor);

@@ -143,6 +143,11 @@ struct task_state {
 
 using task_self = task_actor::stateful_pointer<task_state>;
 
+// "/job:J/replica:0/task:T", the name of the task `opts` describe.
+std::string task_prefix_of(const task_options& opts) {
+  return "/job:" + opts.job + "/replica:0/task:" + std::to_string(opts.task);
+}
+
 // Two reader nodes describe the same reader: same op and attributes,
 // wherever they sit in their graphs.
 bool same_reader(const node_def& x, const node_def& y) {
@@ -733,8 +738,7 @@ void lost_executor(task_self self, const caf::actor_addr& exec,
 task_actor::behavior_type task(task_self self, task_options opts) {
   auto& st = self->state;
   st.opts = std::move(opts);
-  st.task_prefix = "/job:" + st.opts.job
-                   + "/replica:0/task:" + std::to_string(st.opts.task);
+  st.task_prefix = task_prefix_of(st.opts);
   st.device = st.task_prefix + "/device:CPU:0";
   if (monitoring::enabled())
     st.step_record = monitoring::registry::instance().steps(st.task_prefix);
@@ -946,9 +950,9 @@ task_actor::behavior_type task(task_self self, task_options opts) {
                                  caf::actor_cast<task_actor>(self),
                                  std::move(g), device, st.opts.job,
                                  st.counters, std::move(rngs), session,
-                                 {monitoring::actor_kind::executor,
-                                  session + " " + device, "",
-                                  st.task_prefix});
+                                 {.name = session + " " + device,
+                                  .container = "",
+                                  .task = st.task_prefix});
       self->monitor(exec);
       st.executors.push_back(exec);
       std::string inbox;
@@ -979,8 +983,9 @@ task_actor::behavior_type task(task_self self, task_options opts) {
         decode(r, shape);
         auto var = spawn_variable(self->system(), name,
                                   static_cast<dtype>(type), shape,
-                                  {monitoring::actor_kind::variable, name,
-                                   container, st.task_prefix});
+                                  {.name = name,
+                                   .container = container,
+                                   .task = st.task_prefix});
         i = st.variables.emplace(key, var).first;
       }
       return {status{}, i->second};
@@ -1005,8 +1010,9 @@ task_actor::behavior_type task(task_self self, task_options opts) {
         return {status{}, i->second.handle};
       }
       auto handle = spawn_queue(self->system(), opts,
-                                {monitoring::actor_kind::queue, name,
-                                 container, st.task_prefix});
+                                {.name = name,
+                                 .container = container,
+                                 .task = st.task_prefix});
       st.queues.emplace(key, task_state::queue_entry{std::move(opts), handle});
       return {status{}, handle};
     },
@@ -1035,8 +1041,9 @@ task_actor::behavior_type task(task_self self, task_options opts) {
       if (auto err = reader_core::make(def, core); !err.ok())
         return {err, reader_actor{}};
       auto handle = spawn_reader(self->system(), std::move(core),
-                                 {monitoring::actor_kind::reader, name,
-                                  container, st.task_prefix});
+                                 {.name = name,
+                                  .container = container,
+                                  .task = st.task_prefix});
       st.readers.emplace(key, task_state::reader_entry{def, handle});
       return {status{}, handle};
     },
@@ -1069,8 +1076,9 @@ task_actor::behavior_type task(task_self self, task_options opts) {
         return {status{}, i->second.handle};
       }
       auto handle = spawn_accumulator(self->system(), opts,
-                                      {monitoring::actor_kind::accumulator,
-                                       name, container, st.task_prefix});
+                                      {.name = name,
+                                       .container = container,
+                                       .task = st.task_prefix});
       st.accumulators.emplace(
         key, task_state::accumulator_entry{std::move(opts), handle});
       return {status{}, handle};
@@ -1165,8 +1173,7 @@ task_actor::behavior_type task(task_self self, task_options opts) {
 } // namespace
 
 caf::actor spawn_task(caf::actor_system& sys, task_options opts) {
-  auto prefix = "/job:" + opts.job + "/replica:0/task:"
-                + std::to_string(opts.task);
+  auto prefix = task_prefix_of(opts);
   return caf::actor_cast<caf::actor>(spawn_instrumented(
     sys, {monitoring::actor_kind::task, prefix, "", prefix}, task,
     std::move(opts)));

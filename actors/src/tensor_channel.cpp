@@ -232,13 +232,10 @@ caf::message parse_message(std::string_view kind, int64_t step,
   return {};
 }
 
-// The rest of a frame whose prefix is `bytes`, off the wire; false ends
+// The rest of a frame whose prefix is `p`, off the wire; false ends
 // the connection (EOF, error, or a peer that does not speak the
 // protocol).
-bool read_frame(int fd, const char (&bytes)[prefix_size], ring_reader& ring) {
-  frame_prefix p;
-  if (!parse_prefix(bytes, p))
-    return false;
+bool read_frame(int fd, const frame_prefix& p, ring_reader& ring) {
   auto [magic, key_len, inbox, step, head_len, flags, data_len] = p;
   bool encoded = flags == flag_encoded;
   bool message = flags == flag_message;
@@ -386,8 +383,7 @@ void serve(int fd) {
         gap_ns += (std::clamp<int64_t>(gap, 0, 4 * spin.count()) - gap_ns)
                   / 8;
         frame_prefix parsed;
-        parse_prefix(prefix, parsed);
-        if (!read_frame(fd, prefix, ring))
+        if (!parse_prefix(prefix, parsed) || !read_frame(fd, parsed, ring))
           break;
         constexpr auto relaxed = std::memory_order_relaxed;
         stat->frames.store(stat->frames.load(relaxed) + 1, relaxed);

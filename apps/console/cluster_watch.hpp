@@ -123,17 +123,15 @@ public:
   /// Starts watching; updates every `interval`.
   cluster_watch(caf::actor_system& sys, const cluster_spec& cluster,
                 std::chrono::milliseconds interval)
-    : interval_(interval) {
-    for (auto& name : cluster.task_names()) {
-      auto slash = name.find("/task:");
-      auto job = name.substr(5, name.find('/', 5) - 5);
-      auto index = std::stoi(name.substr(slash + 6));
-      task_view v;
-      v.task = "/job:" + job + "/replica:0/task:" + std::to_string(index);
-      v.address = cluster.task_address(job, index);
-      v.since_us = console_now_us();
-      views_.push_back(v);
-    }
+    : interval_(interval), cluster_(json::parse(cluster.to_json())) {
+    for (auto& job : cluster.jobs())
+      for (auto index : cluster.task_indices(job)) {
+        task_view v;
+        v.task = "/job:" + job + "/replica:0/task:" + std::to_string(index);
+        v.address = cluster.task_address(job, index);
+        v.since_us = console_now_us();
+        views_.push_back(v);
+      }
     for (size_t i = 0; i < views_.size(); ++i)
       watchers_.push_back(sys.spawn(watcher, this, i));
   }
@@ -162,8 +160,8 @@ public:
     return true;
   }
 
-  /// The whole cluster as one JSON document (--json): every task, with
-  /// its monitor document ("node") while it is up.
+  /// The whole cluster as one JSON document (--json): the cluster spec and
+  /// every task, with its monitor document ("node") while it is up.
   json to_json() const {
     json tasks = json::array();
     for (auto& v : view()) {
@@ -176,7 +174,9 @@ public:
         t["node"] = v.node;
       tasks.push_back(std::move(t));
     }
-    return json{{"now_us", console_now_us()}, {"tasks", std::move(tasks)}};
+    return json{{"now_us", console_now_us()},
+                {"cluster", cluster_},
+                {"tasks", std::move(tasks)}};
   }
 
 private:
@@ -337,6 +337,7 @@ private:
   }
 
   std::chrono::milliseconds interval_;
+  json cluster_;
   mutable std::mutex mtx_;
   std::vector<task_view> views_;
   std::vector<caf::actor> watchers_;

@@ -17,6 +17,7 @@
 #define NCURSES_NOMACROS
 #include <ncurses.h>
 
+#include "actorflow/graph/device_name.hpp"
 #include "console/cluster_watch.hpp"
 
 namespace actorflow::apps {
@@ -181,14 +182,12 @@ private:
     return fmt(u == 0 ? "%.0f%s" : "%.1f%s", b, units[u]);
   }
 
+  // "/job:ps/replica:0/task:0" -> "ps/0".
   static std::string short_task(const std::string& task) {
-    // "/job:ps/replica:0/task:0" -> "ps/0"
-    auto j = task.find("/job:");
-    auto t = task.find("/task:");
-    if (j == std::string::npos || t == std::string::npos)
+    device_name d;
+    if (!device_name::parse(task, d).ok() || !d.job || !d.task)
       return task;
-    return task.substr(j + 5, task.find('/', j + 5) - j - 5) + "/"
-           + task.substr(t + 6);
+    return *d.job + "/" + std::to_string(*d.task);
   }
 
   std::vector<row> actor_rows(const std::vector<task_view>& tasks,

@@ -12,30 +12,15 @@
 #include "actorflow/actors/monitoring.hpp"
 #include "actorflow/actors/task.hpp"
 #include "actorflow/actors/type_ids.hpp"
+#include "actors/test_system.hpp"
 #include "instrumented.hpp"
 
 using namespace actorflow;
+using actorflow::testing::test_system;
 using namespace actorflow::monitoring;
 using json = nlohmann::json;
 
 namespace {
-
-caf::actor_system& test_system() {
-  struct holder {
-    holder() : sys(init(cfg)) {
-      // nop
-    }
-    static caf::actor_system_config& init(caf::actor_system_config& cfg) {
-      add_types_impl(cfg);
-      add_options_impl(cfg);
-      return cfg;
-    }
-    caf::actor_system_config cfg;
-    caf::actor_system sys;
-  };
-  static auto* instance = new holder;
-  return instance->sys;
-}
 
 constexpr auto max_wait = std::chrono::seconds(30);
 

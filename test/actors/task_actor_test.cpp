@@ -17,29 +17,12 @@
 #include "actorflow/actors/task.hpp"
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/graph/ops.hpp"
+#include "actors/test_system.hpp"
 
 using namespace actorflow;
+using actorflow::testing::test_system;
 
 namespace {
-
-// One actor system for the whole binary (the actors layer has no
-// default_system; that lives in net/). Never destroyed, as default_system.
-caf::actor_system& test_system() {
-  struct holder {
-    holder() : sys(init(cfg)) {
-      // nop
-    }
-    static caf::actor_system_config& init(caf::actor_system_config& cfg) {
-      add_types_impl(cfg);
-      add_options_impl(cfg);
-      return cfg;
-    }
-    caf::actor_system_config cfg;
-    caf::actor_system sys;
-  };
-  static auto* instance = new holder;
-  return instance->sys;
-}
 
 // A bound on every wait, so a broken actor fails the test instead of
 // hanging it.

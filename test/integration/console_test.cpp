@@ -21,10 +21,6 @@ namespace {
 const std::string train_path = ACTORFLOW_TRAIN_PATH;
 const std::string console_path = ACTORFLOW_CONSOLE_PATH;
 
-bool have_data() {
-  return std::filesystem::exists(
-    "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz");
-}
 
 /// The launcher's "cluster {...}" line's JSON.
 std::string cluster_of(const std::string& log) {
@@ -62,7 +58,7 @@ std::vector<json> actors_of_kind(const json& task, const std::string& kind) {
 TEST_CASE("console: a JSON snapshot of a training cluster lists every task "
           "and its actors, and a killed worker is down by name",
           "[console]") {
-  if (!have_data()) {
+  if (!have_fashion_mnist()) {
     WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
     return;
   }

@@ -37,12 +37,6 @@ namespace {
 const std::string console_path = ACTORFLOW_CONSOLE_PATH;
 const std::string trainer_path = ACTORFLOW_TRAIN_PATH;
 
-constexpr const char* fashion_mnist_dir = "/usr/share/datasets/fashion-mnist";
-
-bool have_fashion_mnist() {
-  return std::filesystem::exists(std::string{fashion_mnist_dir}
-                                 + "/t10k-labels-idx1-ubyte.gz");
-}
 
 /// `name` found on $PATH, or "" (child_process does not search PATH).
 std::string find_program(const std::string& name) {
@@ -72,28 +66,6 @@ std::string sh_quote(const std::string& text) {
 std::string read_text(const std::string& file) {
   std::ifstream in{file};
   return {std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
-}
-
-/// The pids of the launcher's "started /job:J/task:T (pid N)" lines.
-std::vector<pid_t> task_pids(const std::string& err) {
-  static const std::regex pattern{R"(started /job:\w+/task:\d+ \(pid (\d+)\))"};
-  std::vector<pid_t> result;
-  for (std::sregex_iterator i{err.begin(), err.end(), pattern}, end;
-       i != end; ++i)
-    result.push_back(static_cast<pid_t>(std::stol((*i)[1].str())));
-  return result;
-}
-
-/// True while `pid` is a process running `program` (a zombie is gone).
-bool runs(pid_t pid, const std::string& program) {
-  std::ifstream cmdline{"/proc/" + std::to_string(pid) + "/cmdline"};
-  std::string text;
-  std::getline(cmdline, text, '\0');
-  std::ifstream stat{"/proc/" + std::to_string(pid) + "/stat"};
-  std::string stat_text;
-  std::getline(stat, stat_text);
-  return stat_text.find(") Z") == std::string::npos
-         && text.find(program) != std::string::npos;
 }
 
 /// A tmux server of our own (-L: its own socket, -f /dev/null: no user
@@ -293,7 +265,7 @@ TEST_CASE("console: the terminal UI in tmux sorts, filters, shows a detail "
   auto progress = launcher.wait_for_line("worker/1: worker 1: step ", 60s);
   INFO("launcher stderr:\n" << launcher.err());
   REQUIRE(progress);
-  auto pids = task_pids(launcher.err());
+  auto pids = started_pids(launcher.err());
   REQUIRE(pids.size() == 3);
   std::smatch found;
   auto launcher_err = launcher.err();

@@ -5,10 +5,16 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/types.h>
+
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <optional>
+#include <regex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "actorflow/actorflow.hpp"
 
@@ -65,6 +71,41 @@ inline examples::cluster_options captured() {
   opts.capture_stderr = true;
   opts.echo_stdout = false;
   return opts;
+}
+
+/// Where Debian's dataset-fashion-mnist installs the data the trainer reads.
+inline constexpr const char* fashion_mnist_dir
+  = "/usr/share/datasets/fashion-mnist";
+
+/// True when the Fashion-MNIST files are installed (the trainer's tests
+/// skip with a warning otherwise).
+inline bool have_fashion_mnist() {
+  return std::filesystem::exists(std::string{fashion_mnist_dir}
+                                 + "/t10k-labels-idx1-ubyte.gz");
+}
+
+/// The pids of actorflow-train --local's "started /job:J/task:T (pid N)"
+/// lines, in order.
+inline std::vector<pid_t> started_pids(const std::string& err) {
+  static const std::regex pattern{R"(started /job:\w+/task:\d+ \(pid (\d+)\))"};
+  std::vector<pid_t> result;
+  for (std::sregex_iterator i{err.begin(), err.end(), pattern}, end;
+       i != end; ++i)
+    result.push_back(static_cast<pid_t>(std::stol((*i)[1].str())));
+  return result;
+}
+
+/// True while `pid` is a process running `program` (a zombie waiting for
+/// its reaper is gone for our purposes).
+inline bool runs(pid_t pid, const std::string& program) {
+  std::ifstream cmdline{"/proc/" + std::to_string(pid) + "/cmdline"};
+  std::string text;
+  std::getline(cmdline, text, '\0');
+  std::ifstream stat{"/proc/" + std::to_string(pid) + "/stat"};
+  std::string stat_text;
+  std::getline(stat, stat_text);
+  return stat_text.find(") Z") == std::string::npos
+         && text.find(program) != std::string::npos;
 }
 
 /// Seconds since `start`.

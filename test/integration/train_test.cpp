@@ -25,12 +25,7 @@ namespace {
 
 const std::string train_path = ACTORFLOW_TRAIN_PATH;
 
-constexpr const char* data_dir = "/usr/share/datasets/fashion-mnist";
-
-bool have_data() {
-  return std::filesystem::exists(std::string{data_dir}
-                                 + "/t10k-labels-idx1-ubyte.gz");
-}
+constexpr const char* data_dir = fashion_mnist_dir;
 
 /// The value of the last "test accuracy: X" line, or -1.
 double test_accuracy(const std::string& out) {
@@ -42,27 +37,9 @@ double test_accuracy(const std::string& out) {
   return result;
 }
 
-/// The pids of "started /job:J/task:T (pid N)" lines.
-std::vector<pid_t> started_pids(const std::string& err) {
-  static const std::regex pattern{R"(started /job:\w+/task:\d+ \(pid (\d+)\))"};
-  std::vector<pid_t> result;
-  for (std::sregex_iterator i{err.begin(), err.end(), pattern}, end;
-       i != end; ++i)
-    result.push_back(static_cast<pid_t>(std::stol((*i)[1].str())));
-  return result;
-}
-
 /// True if `pid` is (still) an actorflow-train process.
 bool is_trainer(pid_t pid) {
-  std::ifstream cmdline{"/proc/" + std::to_string(pid) + "/cmdline"};
-  std::string text;
-  std::getline(cmdline, text, '\0');
-  std::ifstream stat{"/proc/" + std::to_string(pid) + "/stat"};
-  std::string stat_text;
-  std::getline(stat, stat_text);
-  // A zombie waiting for its reaper is gone for our purposes.
-  auto zombie = stat_text.find(") Z") != std::string::npos;
-  return !zombie && text.find("actorflow-train") != std::string::npos;
+  return runs(pid, "actorflow-train");
 }
 
 std::string parent_pid() {
@@ -81,7 +58,7 @@ examples::process_result run_train(std::vector<std::string> args,
 
 TEST_CASE("train: --local 2 trains softmax regression on Fashion-MNIST",
           "[train]") {
-  if (!have_data()) {
+  if (!have_fashion_mnist()) {
     WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
     return;
   }
@@ -131,7 +108,7 @@ TEST_CASE("train: --local 2 trains softmax regression on Fashion-MNIST",
 
 TEST_CASE("train: --sync averages both workers' gradients per update",
           "[train]") {
-  if (!have_data()) {
+  if (!have_fashion_mnist()) {
     WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
     return;
   }
@@ -157,7 +134,7 @@ TEST_CASE("train: --sync averages both workers' gradients per update",
 }
 
 TEST_CASE("train: --local stops every task when it is stopped", "[train]") {
-  if (!have_data()) {
+  if (!have_fashion_mnist()) {
     WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
     return;
   }
@@ -199,7 +176,7 @@ TEST_CASE("train: --local stops every task when it is stopped", "[train]") {
 
 TEST_CASE("train: the chief saves checkpoints and restores the latest",
           "[train]") {
-  if (!have_data()) {
+  if (!have_fashion_mnist()) {
     WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
     return;
   }
@@ -249,7 +226,7 @@ TEST_CASE("train: the chief saves checkpoints and restores the latest",
 
 TEST_CASE("train: a cluster started by hand, TF's flags and TF_CONFIG",
           "[train]") {
-  if (!have_data()) {
+  if (!have_fashion_mnist()) {
     WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
     return;
   }
@@ -304,7 +281,7 @@ TEST_CASE("train: a ps killed with SIGKILL and started again, training "
   // Asynchronous, and synchronous (the accumulators and the token queue
   // on the ps are lost too: the chief sets them up again).
   const bool sync = GENERATE(false, true);
-  if (!have_data()) {
+  if (!have_fashion_mnist()) {
     WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
     return;
   }

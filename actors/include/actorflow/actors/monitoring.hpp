@@ -1,7 +1,7 @@
 #pragma once
 
 // What a process knows about the actors it runs, for the monitor actor
-// (monitor_actor.hpp) and the console: one record per live actor, written
+// (monitor_actor in type_ids.hpp) and the console: one record per live actor, written
 // by that actor's own thread with relaxed atomics (never a lock on the
 // message path), read by the monitor. Everything here is bounded: a live
 // actor has one record, an ended actor stays in a list of the last 64, a
@@ -26,7 +26,6 @@ enum class actor_kind : uint8_t {
   queue,       ///< a FIFOQueue / PaddingFIFOQueue / RandomShuffleQueue
   reader,      ///< a reader (TextLineReader, ...)
   accumulator, ///< a ConditionalAccumulator
-  client,      ///< a session's client actor
   monitor,     ///< the task's monitor actor
 };
 
@@ -36,7 +35,7 @@ const char* to_string(actor_kind kind);
 /// a partition's device and session), its container ("" for none) and the
 /// task it serves ("/job:ps/replica:0/task:0"; "" for the process).
 struct identity {
-  actor_kind kind = actor_kind::client;
+  actor_kind kind = actor_kind::task;
   std::string name;
   std::string container;
   std::string task;
@@ -198,8 +197,6 @@ public:
 
   /// The step record of master `task` (made on first use).
   std::shared_ptr<step_record> steps(const std::string& task);
-  /// Every task's step record.
-  std::map<std::string, std::shared_ptr<step_record>> all_steps() const;
 
   /// Task `task` connected to `peer` at `address` (up) or lost it.
   void peer_changed(const std::string& task, peer_entry entry);
