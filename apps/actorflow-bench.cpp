@@ -101,6 +101,10 @@ Figures (group: names):
                 step whose messages went over CAF; baseline: raw TCP as
                 above), raw_tcp_rtt_polling (the raw round trip with
                 both ends polling instead of blocking)
+  monitoring:   monitoring_step_local_trivial, monitoring_step_remote_small
+                (the two steps above with every actor instrumented for the
+                console; baseline: the same with monitoring off, measured
+                in alternating slices in this run)
   queue:        queue_enqueue_many, queue_dequeue_many (elements/s of
                 1000x256 float batches through a FIFOQueue on the ps;
                 baseline: raw TCP moving the same bytes), and _MBps lines
@@ -156,8 +160,8 @@ struct options {
 };
 
 const std::vector<std::string> groups = {"step_local", "matmul", "fetch_remote",
-                                         "step_remote", "queue", "rss",
-                                         "train"};
+                                         "step_remote", "queue", "monitoring",
+                                         "rss", "train"};
 
 /// The fetch sizes: powers of 4 from 1 KiB to 64 MiB (the plot's x axis);
 /// 1KiB, 1MiB and 64MiB are the figures.
@@ -177,6 +181,8 @@ std::map<std::string, std::string> figure_groups() {
     {"step_remote_small", "step_remote"},
     {"step_remote_small_rate", "step_remote"},
     {"caf_rtt_remote", "step_remote"},
+    {"monitoring_step_local_trivial", "monitoring"},
+    {"monitoring_step_remote_small", "monitoring"},
     {"raw_tcp_rtt_polling", "step_remote"},
     {"queue_enqueue_many", "queue"},
     {"queue_dequeue_many", "queue"},
@@ -355,6 +361,10 @@ const std::map<std::string, target>& targets() {
      {"ratio >= 0.95", [](const figure& f) { return *f.ratio() >= 0.95; }}},
     {"step_local_trivial",
      {"<= 20 us", [](const figure& f) { return *f.value <= 20.0; }}},
+    {"monitoring_step_local_trivial",
+     {"ratio <= 1.03", [](const figure& f) { return *f.ratio() <= 1.03; }}},
+    {"monitoring_step_remote_small",
+     {"ratio <= 1.03", [](const figure& f) { return *f.ratio() <= 1.03; }}},
     {"train_examples_per_s_1worker",
      {"ratio >= 0.7", [](const figure& f) { return *f.ratio() >= 0.7; }}}};
   return result;
@@ -584,8 +594,10 @@ private:
 /// the worker server first, then the node.
 class remote_cluster {
 public:
-  explicit remote_cluster(const std::string& node)
-    : nodes_(node, {{"ps", 1}, {"worker", 1}}, node_options()) {
+  /// `env`: the ps process's environment changes (spawn_options::env).
+  explicit remote_cluster(const std::string& node,
+                          std::vector<std::string> env = {})
+    : nodes_(node, {{"ps", 1}, {"worker", 1}}, node_options(std::move(env))) {
     srv_.emplace(nodes_.spec(), "worker", 0);
   }
 
@@ -604,10 +616,11 @@ public:
 
   /// Starts one, retrying on fresh ports when another process took the
   /// worker's port between picking it and binding it.
-  static std::unique_ptr<remote_cluster> start(const std::string& node) {
+  static std::unique_ptr<remote_cluster>
+  start(const std::string& node, std::vector<std::string> env = {}) {
     for (int attempt = 1;; ++attempt) {
       try {
-        return std::make_unique<remote_cluster>(node);
+        return std::make_unique<remote_cluster>(node, env);
       } catch (const op_error& e) {
         if (attempt >= 3)
           throw;
@@ -617,8 +630,9 @@ public:
   }
 
 private:
-  static examples::cluster_options node_options() {
+  static examples::cluster_options node_options(std::vector<std::string> env) {
     examples::cluster_options o;
+    o.env = std::move(env);
     o.not_started = {{"worker", 0}};
     o.capture_stderr = true;
     o.echo_stdout = false;
@@ -850,6 +864,76 @@ void run_step_remote(context& ctx, remote_cluster& cluster,
                       .unit = "steps/s",
                       .baseline = "raw_tcp_rtt_64B",
                       .baseline_value = raw.per_second});
+}
+
+// -- monitoring -----------------------------------------------------------------
+
+/// One instrumentation figure: `on` (monitoring on) against `off` in
+/// alternating slices of this run.
+void add_monitoring_figure(context& ctx, const std::string& name,
+                           const rate& on, const rate& off,
+                           const std::string& what) {
+  figure f{.name = name,
+           .value = 1e6 / on.per_second,
+           .unit = "us/step",
+           .baseline = "monitoring_off",
+           .baseline_value = 1e6 / off.per_second};
+  f.note = what + ", every actor instrumented (busy time, mailbox depth, "
+           "counts) against none, " + std::to_string(on.reps) + " and "
+           + std::to_string(off.reps) + " steps in alternating slices; "
+           "lower is better";
+  ctx.out->add(f);
+}
+
+void run_monitoring(context& ctx, const std::string& node) {
+  auto budget = ctx.budget(2.0, 0.6);
+  measure_options mopts{.budget = budget, .min_reps = 10, .warmup = 10};
+  // Whether an actor is instrumented is decided when it is spawned: each
+  // session's task and executors are spawned (by its first run) with the
+  // flag set for it.
+  if (ctx.wanted("monitoring", "monitoring_step_local_trivial")) {
+    graph g;
+    auto as_default = g.as_default();
+    auto c = constant(1.0f, "c");
+    monitoring::set_enabled(false);
+    session off{bounded_config(), &g};
+    off.run(c);
+    monitoring::set_enabled(true);
+    session on{bounded_config(), &g};
+    on.run(c);
+    // In process, compute-bound: the fastest slices.
+    auto [r_on, r_off] = measure_interleaved([&] { on.run(c); },
+                                             [&] { off.run(c); }, mopts);
+    add_monitoring_figure(ctx, "monitoring_step_local_trivial", r_on, r_off,
+                          "step_local_trivial's fetch of one Const");
+  }
+  if (!ctx.wanted("monitoring", "monitoring_step_remote_small"))
+    return;
+  graph g;
+  auto as_default = g.as_default();
+  variable counter;
+  {
+    device_scope on_ps{"/job:ps/task:0"};
+    counter = variable{0.0f, named("step_counter")};
+  }
+  auto increment = counter.assign_add(1.0);
+  // The worker (this process's server) and the ps process, each off or on.
+  monitoring::set_enabled(false);
+  auto off_cluster = remote_cluster::start(node, {"ACTORFLOW_MONITORING=0"});
+  session off{off_cluster->target(), bounded_config(), &g};
+  off.run(counter.initializer());
+  off.run(increment);
+  monitoring::set_enabled(true);
+  auto on_cluster = remote_cluster::start(node, {"ACTORFLOW_MONITORING=1"});
+  session on{on_cluster->target(), bounded_config(), &g};
+  on.run(counter.initializer());
+  on.run(increment);
+  // Round trips between processes: the median slices.
+  auto [r_on, r_off] = measure_interleaved([&] { on.run(increment); },
+                                           [&] { off.run(increment); }, mopts,
+                                           slice_pick::median);
+  add_monitoring_figure(ctx, "monitoring_step_remote_small", r_on, r_off,
+                        "step_remote_small's assign_add on the ps");
 }
 
 // -- queue --------------------------------------------------------------------
@@ -1212,7 +1296,8 @@ int run(int argc, char** argv) {
     throw usage_error("--node " + opts.node + ": not an executable file");
   std::string node;
   bool remote = ctx.wanted("fetch_remote") || ctx.wanted("step_remote")
-                || ctx.wanted("queue") || ctx.wanted("rss");
+                || ctx.wanted("queue") || ctx.wanted("rss")
+                || ctx.wanted("monitoring");
   if (remote)
     node = examples::find_node_binary(opts.node);
   if (ctx.wanted("train") && have_fashion_mnist(opts.data_dir))
@@ -1243,6 +1328,7 @@ int run(int argc, char** argv) {
       run_queue(ctx, *cluster, *tcp);
     });
   }
+  run_group(ctx, "monitoring", [&] { run_monitoring(ctx, node); });
   run_group(ctx, "rss", [&] { run_rss(ctx, node); });
   run_group(ctx, "train", [&] { run_train(ctx); });
   out.print_table();

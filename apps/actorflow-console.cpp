@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -25,6 +26,7 @@
 #include "cluster_flags.hpp"
 #include "console/cluster_watch.hpp"
 #include "console/terminal_ui.hpp"
+#include "console/web_ui.hpp"
 
 namespace {
 
@@ -51,6 +53,10 @@ variables and training progress, live.
                       SIGINT/SIGTERM (for scripts)
   --timeout_s N       with --once: wait at most N s for every task to
                       answer or be seen down (default 5)
+  --http HOST:PORT    serve the web UI there instead of the terminal UI
+                      (port 0: a free one; the console prints its URL)
+  --web_dir DIR       the web UI's files (default: next to the sources or
+                      the installed share/actorflow/console)
   --help              this text
 
 Keys in the terminal UI are shown on screen; ? lists them, q quits.
@@ -63,6 +69,8 @@ struct options {
   bool once = false;
   bool json_out = false;
   int timeout_s = 5;
+  std::optional<std::string> http;
+  std::optional<std::string> web_dir;
   bool help = false;
 };
 
@@ -95,6 +103,15 @@ options parse_args(int argc, char** argv) {
       opts.interval_ms = parse_int(name, flags.value(), 50, 60000);
     } else if (name == "--timeout_s") {
       opts.timeout_s = parse_int(name, flags.value(), 1, 3600);
+    } else if (name == "--http") {
+      opts.http = flags.value();
+      if (opts.http->rfind(':') == std::string::npos)
+        throw usage_error("--http: expected HOST:PORT, got '" + *opts.http
+                          + "'");
+      parse_int(name, opts.http->substr(opts.http->rfind(':') + 1), 0,
+                65535);
+    } else if (name == "--web_dir") {
+      opts.web_dir = flags.value();
     } else if (name == "--once") {
       flags.no_value();
       opts.once = true;
@@ -110,6 +127,8 @@ options parse_args(int argc, char** argv) {
                       "--ps_hosts or --worker_hosts");
   if (opts.once && !opts.json_out)
     throw usage_error("--once needs --json (the only snapshot format)");
+  if (opts.http && opts.json_out)
+    throw usage_error("--http cannot be combined with --json");
   return opts;
 }
 
@@ -132,6 +151,22 @@ cluster_spec learn_cluster(const std::string& address, int timeout_s) {
   throw op_error(error_code::deadline_exceeded,
                  "--address " + address + ": no answer within "
                    + std::to_string(timeout_s) + " s");
+}
+
+// The web UI's files: --web_dir, else the source tree's (a build tree's
+// binary), else the installed ones; "" when none has index.html and uPlot.
+std::filesystem::path web_dir(const std::optional<std::string>& flag) {
+  std::vector<std::filesystem::path> candidates;
+  if (flag)
+    candidates.emplace_back(*flag);
+  else
+    candidates = {ACTORFLOW_CONSOLE_SOURCE_WEB_DIR,
+                  ACTORFLOW_CONSOLE_INSTALLED_WEB_DIR};
+  for (auto& dir : candidates)
+    if (std::filesystem::exists(dir / "index.html")
+        && std::filesystem::exists(dir / "node_modules/uplot/dist"))
+      return dir;
+  return {};
 }
 
 std::atomic<bool> stop_requested{false};
@@ -164,7 +199,7 @@ int main(int argc, char** argv) {
               << "Try 'actorflow-console --help'.\n";
     return 2;
   }
-  if (!opts.json_out && !::isatty(STDOUT_FILENO)) {
+  if (!opts.json_out && !opts.http && !::isatty(STDOUT_FILENO)) {
     std::cerr << "actorflow-console: stdout is not a terminal; use --json "
                  "(with --once for one snapshot)\n";
     return 2;
@@ -199,6 +234,28 @@ int main(int argc, char** argv) {
       while (!stop_requested && std::chrono::steady_clock::now() < next)
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+    return 0;
+  }
+  if (opts.http) {
+    auto dir = web_dir(opts.web_dir);
+    if (dir.empty()) {
+      std::cerr << "actorflow-console: the web UI's files are not there "
+                   "(index.html and node_modules/uplot: run scripts/setup.sh, "
+                   "or give --web_dir)\n";
+      return 1;
+    }
+    auto colon = opts.http->rfind(':');
+    auto host = opts.http->substr(0, colon);
+    web_ui web{watch, dir, std::chrono::milliseconds(opts.interval_ms)};
+    auto port = web.bind(host, std::stoi(opts.http->substr(colon + 1)));
+    if (port <= 0) {
+      std::cerr << "actorflow-console: cannot listen on " << *opts.http
+                << "\n";
+      return 1;
+    }
+    std::cout << "actorflow-console: web UI at http://" << host << ":" << port
+              << "/" << std::endl;
+    web.run(stop_requested);
     return 0;
   }
   terminal_ui ui{watch};

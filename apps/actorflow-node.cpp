@@ -33,6 +33,7 @@
 #include "actorflow/actorflow.hpp"
 
 #include "cluster_flags.hpp"
+#include "metrics_flags.hpp"
 
 namespace {
 
@@ -60,6 +61,10 @@ on stdout.
   --worker_hosts LIST  comma-separated addresses of job "worker"
   --parent-pid PID     exit (as on SIGTERM) when process PID, our parent,
                        dies
+  --metrics_port N     serve Prometheus metrics at http://HOST:N/metrics
+                       (0: a free port; the task prints where); off by
+                       default
+  --metrics_host HOST  the address /metrics binds (default 127.0.0.1)
   --help               this text
 
 Without --cluster and --*_hosts, the cluster and (unless given by flags) the
@@ -71,6 +76,7 @@ address is in use), 2 for a bad command line or configuration.
 
 struct options {
   cluster_flags cluster;
+  metrics_flags metrics;
   std::optional<std::string> parent_pid;
   bool help = false;
 };
@@ -99,6 +105,10 @@ options parse_args(int argc, char** argv) {
     }
     if (name == "--parent-pid")
       return &opts.parent_pid;
+    if (name == "--metrics_port")
+      return &opts.metrics.port;
+    if (name == "--metrics_host")
+      return &opts.metrics.host;
     return nullptr;
   };
   flag_reader flags{argc, argv};
@@ -169,6 +179,13 @@ int run(int argc, char** argv) {
   std::cout << prog << ": serving " << task_name << " at " << host_of(address)
             << ':' << srv->port() << " (cluster: " << cfg.cluster.to_string()
             << ")" << std::endl;
+  try {
+    if (auto line = serve_metrics(*srv, opts.metrics, prog); !line.empty())
+      std::cout << line << std::endl;
+  } catch (const actorflow::op_error& e) {
+    std::cerr << prog << ": " << e.what() << std::endl;
+    return 1;
+  }
 
   // Wait for a stop signal; wake up now and then to notice a server that
   // stopped by itself or a parent that vanished before PDEATHSIG was armed.

@@ -45,6 +45,7 @@
 
 #include "local_cluster.hpp"
 #include "cluster_flags.hpp"
+#include "metrics_flags.hpp"
 #include "train/fashion_mnist.hpp"
 #include "train/local_launcher.hpp"
 #include "train/models.hpp"
@@ -84,6 +85,10 @@ Cluster:
                          loopback ports; their output is shown prefixed
                          with job/task, the exit status is the chief's
   --local_ps N           number of ps tasks with --local (default 1)
+  --metrics_port N       serve Prometheus metrics at http://HOST:N/metrics
+                         (0: a free port, printed; with --local only 0,
+                         for every task); off by default
+  --metrics_host HOST    the address /metrics binds (default 127.0.0.1)
 Without --cluster, --*_hosts and --local, the cluster comes from TF_CONFIG.
 
 Training (workers):
@@ -125,6 +130,7 @@ bad command line.
 
 struct options {
   cluster_flags cluster;
+  metrics_flags metrics;
   std::optional<std::string> parent_pid;
   std::optional<int> local;
   int local_ps = 1;
@@ -234,6 +240,11 @@ options parse_args(int argc, char** argv) {
     } else if (name == "--parent-pid") {
       opts.parent_pid = value;
       forward = false;
+    } else if (name == "--metrics_port") {
+      opts.metrics.port = value;
+      metrics_port(opts.metrics);
+    } else if (name == "--metrics_host") {
+      opts.metrics.host = value;
     } else if (name == "--local") {
       opts.local = static_cast<int>(parse_int(name, value, 1));
       if (*opts.local > 64)
@@ -305,6 +316,12 @@ options parse_args(int argc, char** argv) {
   }
   if (opts.replicas_to_aggregate && !opts.sync)
     throw usage_error("--replicas_to_aggregate needs --sync");
+  if (opts.metrics.host && !opts.metrics.port)
+    throw usage_error("--metrics_host needs --metrics_port");
+  // The tasks of --local share a host: one port cannot serve them all.
+  if (opts.local && opts.metrics.port && metrics_port(opts.metrics) != 0)
+    throw usage_error("--metrics_port with --local: only 0 (each task picks "
+                      "a free port and prints it)");
   return opts;
 }
 
@@ -408,7 +425,8 @@ sigset_t stop_signal_set() {
 
 // -- ps -----------------------------------------------------------------------
 
-int run_ps(const task_config& cfg, std::optional<pid_t> parent,
+int run_ps(const options& opts, const task_config& cfg,
+           std::optional<pid_t> parent,
            const sigset_t& stop_signals) {
   const auto& address = cfg.cluster.task_address(cfg.job, cfg.task);
   std::optional<server> srv;
@@ -421,6 +439,8 @@ int run_ps(const task_config& cfg, std::optional<pid_t> parent,
   }
   say(std::string{prog} + ": serving " + cfg.task_name() + " at "
       + host_of(address) + ":" + std::to_string(srv->port()));
+  if (auto line = serve_metrics(*srv, opts.metrics, prog); !line.empty())
+    say(line);
   int received = 0;
   timespec tick{0, 200'000'000};
   while (received == 0) {
@@ -543,6 +563,8 @@ int run_worker(const options& opts, const task_config& cfg) {
   }
   say(std::string{prog} + ": serving " + cfg.task_name() + " at "
       + host_of(address) + ":" + std::to_string(srv->port()));
+  if (auto line = serve_metrics(*srv, opts.metrics, prog); !line.empty())
+    say(line);
   say(who + ": loaded " + std::to_string(train_set.size())
       + " training images"
       + (test_set ? " and " + std::to_string(test_set->size()) + " test images"
@@ -778,7 +800,7 @@ int run(int argc, char** argv) {
       warn("parent " + *opts.parent_pid + " is gone, not starting");
       return 0;
     }
-    return run_ps(cfg, parent, stop_signals);
+    return run_ps(opts, cfg, parent, stop_signals);
   }
   if (cfg.job != "worker")
     throw usage_error(opts.cluster.job_flag + ": expected ps or worker, got '"

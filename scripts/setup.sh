@@ -7,8 +7,20 @@ cd "$(dirname "$0")/.."
 packages=(g++ cmake ninja-build ccache pkg-config
           libcaf-dev libeigen3-dev libboost-serialization-dev catch2
           nlohmann-json3-dev zlib1g-dev dataset-fashion-mnist
-          libncurses-dev tmux)
+          libncurses-dev tmux libcpp-httplib-dev chromium)
 scripts/install_packages.sh "${packages[@]}"
+
+# From the npm registry, as each package-lock.json pins them: the console
+# web UI's front-end library (uPlot) and, for its browser test,
+# playwright-core (which drives Debian's chromium; it downloads no browser).
+for web in apps/console/web test/integration/web; do
+  # npm writes node_modules/.package-lock.json when it installs: again
+  # only when package-lock.json changed since.
+  if [ ! "$web/node_modules/.package-lock.json" -nt "$web/package-lock.json" ]; then
+    command -v npm > /dev/null || scripts/install_packages.sh nodejs npm
+    npm ci --prefix "$web" --no-audit --no-fund --loglevel=error
+  fi
+done
 
 build_dir=${ACTORFLOW_BUILD_DIR:-build}
 if [ ! -f "$build_dir/build.ninja" ]; then

@@ -26,10 +26,12 @@ public:
   }
 
   caf::invoke_message_result consume(caf::mailbox_element& x) override {
-    auto start = monitoring::steady_ns();
+    auto start = monitoring::ticks();
     auto result = Impl::consume(x);
-    auto end = monitoring::steady_ns();
-    record_->handled(static_cast<uint64_t>(end - start),
+    auto end = monitoring::ticks();
+    // A thread that moved to another core may read a slightly earlier
+    // counter there.
+    record_->handled(end > start ? end - start : 0,
                      static_cast<uint32_t>(this->mailbox().size()), end);
     return result;
   }

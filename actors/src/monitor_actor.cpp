@@ -4,11 +4,14 @@
 // and never sends anything to another actor of the task.
 
 #include <algorithm>
+#include <charconv>
+#include <tuple>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
 #include "actorflow/actors/monitoring.hpp"
+#include "actorflow/actors/task.hpp"
 #include "actorflow/graph/device_name.hpp"
 #include "instrumented.hpp"
 #include "runtime.hpp"
@@ -85,14 +88,16 @@ sent_figures figures_of(const actor_record& rec,
   return f;
 }
 
-/// The task's document; with `sent`, only the actors whose figures differ
-/// from what it holds (then updated) and those that went.
-json snapshot(const monitor_options& opts, sent_map* sent) {
+/// The document of the task `opts` describe; with `sent`, only the actors
+/// whose figures differ from what it holds (then updated) and those that
+/// went.
+json snapshot(const task_options& opts, sent_map* sent) {
   auto& reg = registry::instance();
-  auto now_ns = steady_ns();
   bool delta = sent != nullptr && !sent->empty();
-  json doc{{"task", opts.task},
-           {"address", opts.address},
+  auto task = task_name(opts);
+  auto own = opts.cluster.find(task);
+  json doc{{"task", task},
+           {"address", own != opts.cluster.end() ? own->second : ""},
            {"cluster", job_map(opts.cluster)},
            {"now_us", wall_us()},
            {"delta", delta}};
@@ -106,9 +111,9 @@ json snapshot(const monitor_options& opts, sent_map* sent) {
   json actors = json::array();
   sent_map now_sent;
   for (auto& rec : reg.live()) {
-    if (!in_view(rec->who.task, opts.task))
+    if (!in_view(rec->who.task, task))
       continue;
-    auto s = rec->read(now_ns);
+    auto s = rec->read();
     if (sent != nullptr) {
       auto f = figures_of(*rec, s);
       auto i = sent->find(rec->id);
@@ -131,7 +136,7 @@ json snapshot(const monitor_options& opts, sent_map* sent) {
   }
   json ended = json::array();
   for (auto& e : reg.ended())
-    if (in_view(e.who.task, opts.task))
+    if (in_view(e.who.task, task))
       ended.push_back({{"id", e.id},
                        {"kind", to_string(e.who.kind)},
                        {"name", e.who.name},
@@ -141,7 +146,8 @@ json snapshot(const monitor_options& opts, sent_map* sent) {
                        {"messages", e.messages},
                        {"reason", e.reason}});
   doc["ended"] = std::move(ended);
-  auto steps = reg.steps(opts.task)->read();
+  auto record = reg.steps(task);
+  auto steps = record->read();
   json by_code = json::object();
   for (auto& [code, n] : steps.by_code)
     by_code[std::string{to_string(static_cast<error_code>(code))}] = n;
@@ -154,9 +160,12 @@ json snapshot(const monitor_options& opts, sent_map* sent) {
   doc["steps"] = {{"total", steps.total},     {"errors", steps.errors},
                   {"by_code", by_code},       {"p50_us", steps.p50_us},
                   {"p99_us", steps.p99_us},   {"last_us", steps.last_us},
-                  {"last_errors", errors}};
+                  {"last_errors", errors},    {"buckets", steps.buckets},
+                  {"sum_us", steps.sum_us}};
+  doc["trace"] = {{"requested", record->trace_requested()},
+                  {"at_us", record->trace_at_us()}};
   json peers = json::array();
-  for (auto& e : reg.peers(opts.task))
+  for (auto& e : reg.peers(task))
     peers.push_back({{"peer", e.peer},
                      {"address", e.address},
                      {"up", e.up},
@@ -195,7 +204,8 @@ struct subscriber {
 };
 
 struct monitor_state {
-  monitor_options opts;
+  task_options opts;
+  std::string task; // task_name(opts), for messages
   std::unordered_map<uint64_t, subscriber> subscribers;
   uint64_t next_key = 0;
   static inline const char* name = "actorflow.monitor";
@@ -206,7 +216,8 @@ using monitor_self = monitor_actor::stateful_pointer<monitor_state>;
 constexpr size_t max_subscribers = 32;
 
 monitor_actor::behavior_type monitor(monitor_self self,
-                                     monitor_options opts) {
+                                     task_options opts) {
+  self->state.task = task_name(opts);
   self->state.opts = std::move(opts);
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& subs = self->state.subscribers;
@@ -224,13 +235,13 @@ monitor_actor::behavior_type monitor(monitor_self self,
         return invalid_argument("monitor subscription interval "
                                 + std::to_string(interval_ms)
                                 + " ms is outside [50, 60000] on "
-                                + self->state.opts.task);
+                                + self->state.task);
       if (!who)
         return invalid_argument("monitor subscription without a subscriber");
       auto& subs = self->state.subscribers;
       if (subs.size() >= max_subscribers)
         return {error_code::resource_exhausted,
-                "monitor of " + self->state.opts.task + " has "
+                "monitor of " + self->state.task + " has "
                   + std::to_string(max_subscribers) + " subscribers"};
       auto key = self->state.next_key++;
       auto& sub = subs[key];
@@ -243,6 +254,15 @@ monitor_actor::behavior_type monitor(monitor_self self,
       return {};
     },
     [](monitor_ping_atom) { return wall_us(); },
+    [self](monitor_trace_atom) {
+      registry::instance().steps(self->state.task)->request_trace();
+      return status{};
+    },
+    [self](monitor_get_trace_atom) {
+      auto t = registry::instance().steps(self->state.task)->last_trace();
+      return caf::result<int64_t, std::string>{t.at_us,
+                                               std::move(t.chrome_json)};
+    },
     [self](monitor_tick_atom, uint64_t key) {
       auto i = self->state.subscribers.find(key);
       if (i == self->state.subscribers.end())
@@ -264,14 +284,235 @@ monitor_actor::behavior_type monitor(monitor_self self,
 
 } // namespace
 
-monitor_actor spawn_monitor(caf::actor_system& sys, monitor_options opts) {
-  auto task = opts.task;
-  return spawn_instrumented(sys, {actor_kind::monitor, "monitor", "", task},
+monitor_actor spawn_monitor(caf::actor_system& sys, task_options opts) {
+  return spawn_instrumented(sys,
+                            {.kind = actor_kind::monitor,
+                             .name = "monitor",
+                             .container = "",
+                             .task = task_name(opts)},
                             monitor, std::move(opts));
 }
 
-std::string monitor_snapshot_json(const monitor_options& opts) {
-  return snapshot(opts, nullptr).dump();
+// -- Prometheus ----------------------------------------------------------------
+
+namespace {
+
+/// Prometheus' text format: each family's HELP and TYPE once, then its
+/// samples together.
+class exposition {
+public:
+  using labels = std::vector<std::pair<const char*, std::string>>;
+
+  void family(const char* name, const char* type, const char* help) {
+    out_ += "# HELP ";
+    out_ += name;
+    out_ += ' ';
+    out_ += help;
+    out_ += "\n# TYPE ";
+    out_ += name;
+    out_ += ' ';
+    out_ += type;
+    out_ += '\n';
+  }
+
+  void sample(const std::string& name, const labels& ls, double value) {
+    out_ += name;
+    if (!ls.empty()) {
+      out_ += '{';
+      for (size_t i = 0; i < ls.size(); ++i) {
+        if (i > 0)
+          out_ += ',';
+        out_ += ls[i].first;
+        out_ += "=\"";
+        for (char c : ls[i].second) {
+          if (c == '\\' || c == '"')
+            out_ += '\\';
+          if (c == '\n')
+            out_ += "\\n";
+          else
+            out_ += c;
+        }
+        out_ += '"';
+      }
+      out_ += '}';
+    }
+    char buf[32];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
+    out_ += ' ';
+    out_.append(buf, end);
+    out_ += '\n';
+  }
+
+  std::string take() {
+    return std::move(out_);
+  }
+
+private:
+  std::string out_;
+};
+
+double num(const json& x) {
+  return x.is_number() ? x.get<double>() : 0.0;
+}
+
+} // namespace
+
+std::string metrics_text(const task_options& opts) {
+  auto doc = snapshot(opts, nullptr);
+  auto task = doc["task"].get<std::string>();
+  exposition m;
+  auto actors_of = [&](const char* kind) {
+    std::vector<const json*> out;
+    for (auto& a : doc["actors"])
+      if (kind == nullptr || a["kind"] == kind)
+        out.push_back(&a);
+    return out;
+  };
+  auto actor_labels = [&](const json& a) -> exposition::labels {
+    return {{"task", task},
+            {"kind", a["kind"].get<std::string>()},
+            {"actor", a["name"].get<std::string>()},
+            {"actor_id", std::to_string(a["id"].get<uint64_t>())}};
+  };
+  // Per actor.
+  struct per_actor {
+    const char* name;
+    const char* type;
+    const char* help;
+    const char* field;
+    double scale;
+  };
+  for (auto& f : {per_actor{"actorflow_actor_mailbox_size", "gauge",
+                            "Messages waiting in the actor's mailbox.",
+                            "mailbox", 1},
+                  per_actor{"actorflow_actor_mailbox_max", "gauge",
+                            "The deepest mailbox in the last 1-4 s.",
+                            "mailbox_max", 1},
+                  per_actor{"actorflow_actor_messages_total", "counter",
+                            "Messages the actor handled.", "messages", 1},
+                  per_actor{"actorflow_actor_busy_seconds_total", "counter",
+                            "Time the actor spent handling messages.",
+                            "busy_us", 1e-6}}) {
+    m.family(f.name, f.type, f.help);
+    for (auto* a : actors_of(nullptr))
+      m.sample(f.name, actor_labels(*a), num((*a)[f.field]) * f.scale);
+  }
+  // Queues and variables, by their gauges.
+  struct per_gauge {
+    const char* kind;
+    const char* gauge;
+    const char* name;
+    const char* type;
+    const char* help;
+  };
+  for (auto& f :
+       {per_gauge{"queue", "size", "actorflow_queue_size", "gauge",
+                  "Elements in the queue."},
+        per_gauge{"queue", "capacity", "actorflow_queue_capacity", "gauge",
+                  "The queue's capacity (-1: unbounded)."},
+        per_gauge{"queue", "closed", "actorflow_queue_closed", "gauge",
+                  "1 once the queue is closed."},
+        per_gauge{"queue", "waiting", "actorflow_queue_waiting", "gauge",
+                  "Enqueue and dequeue attempts waiting in the queue."},
+        per_gauge{"variable", "bytes", "actorflow_variable_bytes", "gauge",
+                  "Bytes of the variable's value."},
+        per_gauge{"variable", "initialized", "actorflow_variable_initialized",
+                  "gauge", "1 once the variable holds a value."},
+        per_gauge{"variable", "updates", "actorflow_variable_updates_total",
+                  "counter", "Writes to the variable."}}) {
+    m.family(f.name, f.type, f.help);
+    for (auto* a : actors_of(f.kind))
+      m.sample(f.name,
+               {{"task", task},
+                {f.kind, (*a)["name"].get<std::string>()},
+                {"container", (*a)["container"].get<std::string>()}},
+               num((*a)["gauges"][f.gauge]));
+  }
+  // Steps.
+  auto& steps = doc["steps"];
+  m.family("actorflow_steps_total", "counter",
+           "Steps this master finished, by status code.");
+  for (auto& [code, n] : steps["by_code"].items())
+    m.sample("actorflow_steps_total", {{"task", task}, {"code", code}},
+             num(n));
+  m.family("actorflow_step_seconds", "histogram",
+           "Durations of the steps this master finished.");
+  double cumulative = 0;
+  auto& buckets = steps["buckets"];
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    cumulative += num(buckets[b]);
+    std::string le = "+Inf";
+    if (b < step_record::bucket_bounds_us.size()) {
+      char buf[32];
+      // Fixed notation, as Prometheus' client libraries write "le".
+      auto [end, ec] = std::to_chars(buf, buf + sizeof(buf),
+                                     step_record::bucket_bounds_us[b] / 1e6,
+                                     std::chars_format::fixed);
+      le.assign(buf, end);
+    }
+    m.sample("actorflow_step_seconds_bucket", {{"task", task}, {"le", le}},
+             cumulative);
+  }
+  m.sample("actorflow_step_seconds_sum", {{"task", task}},
+           num(steps["sum_us"]) / 1e6);
+  m.sample("actorflow_step_seconds_count", {{"task", task}}, cumulative);
+  // Connections.
+  m.family("actorflow_peer_up", "gauge",
+           "1 while this master's connection to the peer task is up.");
+  for (auto& p : doc["peers"])
+    m.sample("actorflow_peer_up",
+             {{"task", task},
+              {"peer", p["peer"].get<std::string>()},
+              {"address", p["address"].get<std::string>()}},
+             p["up"].get<bool>() ? 1 : 0);
+  for (auto [name, field, help] :
+       {std::tuple{"actorflow_peer_bytes_total", "bytes",
+                   "Bytes on the tensor channel's connections of this "
+                   "process."},
+        std::tuple{"actorflow_peer_frames_total", "frames",
+                   "Frames on the tensor channel's connections of this "
+                   "process."}}) {
+    m.family(name, "counter", help);
+    for (auto& l : doc["channel"])
+      m.sample(name,
+               {{"task", task},
+                {"peer", l["peer"].get<std::string>()},
+                {"direction", l["direction"].get<std::string>()}},
+               num(l[field]));
+  }
+  // Training.
+  for (auto [name, field, help] :
+       {std::tuple{"actorflow_training_global_step", "global_step",
+                   "The trainer's last global step."},
+        std::tuple{"actorflow_training_loss", "loss",
+                   "The trainer's last loss."},
+        std::tuple{"actorflow_training_examples_per_second",
+                   "examples_per_sec", "The trainer's examples per second."},
+        std::tuple{"actorflow_training_accuracy", "accuracy",
+                   "The trainer's last evaluated accuracy."}}) {
+    m.family(name, "gauge", help);
+    for (auto& t : doc["training"])
+      if (num(t[field]) >= 0)
+        m.sample(name, {{"task", t["task"].get<std::string>()}},
+                 num(t[field]));
+  }
+  // The process, with the names Prometheus' client libraries use.
+  auto& p = doc["process"];
+  for (auto [name, type, field, scale, help] :
+       {std::tuple{"process_resident_memory_bytes", "gauge", "rss_bytes", 1.0,
+                   "Resident memory size in bytes."},
+        std::tuple{"process_cpu_seconds_total", "counter", "cpu_seconds", 1.0,
+                   "Total user and system CPU time spent in seconds."},
+        std::tuple{"process_open_fds", "gauge", "open_fds", 1.0,
+                   "Number of open file descriptors."},
+        std::tuple{"process_threads", "gauge", "threads", 1.0,
+                   "Number of OS threads in the process."},
+        std::tuple{"process_start_time_seconds", "gauge", "started_us", 1e-6,
+                   "Start time of the process since unix epoch in seconds."}}) {
+    m.family(name, type, help);
+    m.sample(name, {}, num(p[field]) * scale);
+  }
+  return m.take();
 }
 
 } // namespace actorflow

@@ -14,6 +14,7 @@
 
 #include "actorflow/actors/messages.hpp"
 #include "actorflow/actors/monitoring.hpp"
+#include "actorflow/actors/task.hpp"
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/graph/graph_def.hpp"
 #include "actorflow/kernels/accumulator_core.hpp"
@@ -113,19 +114,9 @@ executor_actor spawn_executor(caf::actor_system& sys, task_actor task,
                           rng_map rngs, std::string session,
                           monitoring::identity who = {});
 
-/// What a task's monitor actor shows: its task, the address it serves on
-/// and the cluster ("/job:J/replica:0/task:T" -> "host:port").
-struct monitor_options {
-  std::string task;
-  std::string address;
-  std::map<std::string, std::string> cluster;
-};
-
-/// Spawns a task's monitor actor (monitor_actor in type_ids.hpp).
-monitor_actor spawn_monitor(caf::actor_system& sys, monitor_options opts);
-
-/// The document a monitor actor answers `mon_snap` with.
-std::string monitor_snapshot_json(const monitor_options& opts);
+/// Spawns the monitor actor of the task `opts` describe (monitor_actor in
+/// type_ids.hpp).
+monitor_actor spawn_monitor(caf::actor_system& sys, task_options opts);
 
 /// Microseconds since the epoch (step stats).
 int64_t now_micros();

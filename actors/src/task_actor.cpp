@@ -87,8 +87,12 @@ struct master_step {
   /// the step times out).
   std::vector<bool> replied;
   int64_t timeout_ms = 0;
-  /// When the master started it (monitoring::step_record).
-  int64_t start_ns = 0;
+  /// When the master started it (monitoring::ticks).
+  uint64_t start_ticks = 0;
+  /// Traced because the client asked (its response carries the stats)
+  /// and/or because the monitor did (step_record::request_trace).
+  bool trace_for_client = false;
+  bool trace_for_monitor = false;
 };
 
 using peer_callback = std::function<void(status, task_actor)>;
@@ -142,11 +146,6 @@ struct task_state {
 };
 
 using task_self = task_actor::stateful_pointer<task_state>;
-
-// "/job:J/replica:0/task:T", the name of the task `opts` describe.
-std::string task_prefix_of(const task_options& opts) {
-  return "/job:" + opts.job + "/replica:0/task:" + std::to_string(opts.task);
-}
 
 // Two reader nodes describe the same reader: same op and attributes,
 // wherever they sit in their graphs.
@@ -345,7 +344,10 @@ void record_step(task_state& st, const master_step& step,
                  const status& result) {
   if (!st.step_record)
     return;
-  st.step_record->finished((monitoring::steady_ns() - step.start_ns) / 1000,
+  auto ticks = monitoring::ticks() - step.start_ticks;
+  st.step_record->finished(static_cast<int64_t>(static_cast<double>(ticks)
+                                                * monitoring::ns_per_tick()
+                                                / 1000),
                            static_cast<int>(result.code()),
                            result.message());
 }
@@ -364,6 +366,9 @@ void on_step_reply(task_self self, int64_t id, size_t part,
       self->send(p.executor, abort_step_atom_v, id,
                  status{error_code::aborted, "step aborted"});
     record_step(st, step, resp.result);
+    // The monitor still waits for a traced step: the next one.
+    if (step.trace_for_monitor)
+      st.step_record->request_trace();
     deliver_error(step.rp, resp.result);
     st.step_deadlines.erase(id);
     st.steps.erase(i);
@@ -392,7 +397,7 @@ void on_step_reply(task_self self, int64_t id, size_t part,
   run_step_response out;
   out.outputs = std::move(step.outputs);
   if (step.trace) {
-    out.has_stats = true;
+    out.has_stats = step.trace_for_client;
     // Receives first (TF lists RecvTensor per receiving device), then each
     // partition, the master's own device first.
     for (size_t p = 0; p < step.parts.size(); ++p)
@@ -404,6 +409,11 @@ void on_step_reply(task_self self, int64_t id, size_t part,
         {step.parts[p].device, std::move(step.responses[p].node_stats)});
   }
   record_step(st, step, {});
+  if (step.trace_for_monitor)
+    st.step_record->store_trace(
+      run_metadata{true, out.stats}.to_chrome_trace());
+  if (!step.trace_for_client)
+    out.stats = {};
   step.rp.deliver(std::move(out));
   st.step_deadlines.erase(id);
   st.steps.erase(i);
@@ -417,13 +427,16 @@ void start_step(task_self self, step_promise rp, step_plan& plan,
   auto& step = st.steps[id];
   step.rp = std::move(rp);
   step.remaining = plan.parts.size();
-  step.trace = req.options.trace_level > run_options::no_trace;
+  step.trace_for_client = req.options.trace_level > run_options::no_trace;
+  step.trace_for_monitor = st.step_record
+                           && st.step_record->take_trace_request();
+  step.trace = step.trace_for_client || step.trace_for_monitor;
   step.parts = plan.parts;
   step.outputs.resize(req.fetches.size());
   step.responses.resize(plan.parts.size());
   step.replied.resize(plan.parts.size());
   step.timeout_ms = timeout_ms;
-  step.start_ns = monitoring::steady_ns();
+  step.start_ticks = monitoring::ticks();
   if (plan.parts.empty()) {
     on_step_reply(self, id, 0, {});
     return;
@@ -738,7 +751,7 @@ void lost_executor(task_self self, const caf::actor_addr& exec,
 task_actor::behavior_type task(task_self self, task_options opts) {
   auto& st = self->state;
   st.opts = std::move(opts);
-  st.task_prefix = task_prefix_of(st.opts);
+  st.task_prefix = task_name(st.opts);
   st.device = st.task_prefix + "/device:CPU:0";
   if (monitoring::enabled())
     st.step_record = monitoring::registry::instance().steps(st.task_prefix);
@@ -1085,15 +1098,8 @@ task_actor::behavior_type task(task_self self, task_options opts) {
     },
     [self](get_monitor_atom) {
       auto& st = self->state;
-      if (!st.monitor) {
-        monitor_options opts;
-        opts.task = st.task_prefix;
-        if (auto own = st.opts.cluster.find(st.task_prefix);
-            own != st.opts.cluster.end())
-          opts.address = own->second;
-        opts.cluster = st.opts.cluster;
-        st.monitor = spawn_monitor(self->system(), std::move(opts));
-      }
+      if (!st.monitor)
+        st.monitor = spawn_monitor(self->system(), st.opts);
       return st.monitor;
     },
     [self, count](get_stats_atom) {
@@ -1172,8 +1178,12 @@ task_actor::behavior_type task(task_self self, task_options opts) {
 
 } // namespace
 
+std::string task_name(const task_options& opts) {
+  return "/job:" + opts.job + "/replica:0/task:" + std::to_string(opts.task);
+}
+
 caf::actor spawn_task(caf::actor_system& sys, task_options opts) {
-  auto prefix = task_prefix_of(opts);
+  auto prefix = task_name(opts);
   return caf::actor_cast<caf::actor>(spawn_instrumented(
     sys, {monitoring::actor_kind::task, prefix, "", prefix}, task,
     std::move(opts)));

@@ -27,7 +27,7 @@ using steady = std::chrono::steady_clock;
 /// What measure() saw.
 struct rate {
   /// Operations per second (the median slice's; measure_interleaved:
-  /// the fastest slice's).
+  /// the fastest or the median slice's).
   double per_second = 0;
   /// Operations timed (warm-up ones excluded).
   int64_t reps = 0;
@@ -104,26 +104,37 @@ rate measure(F&& op, const measure_options& opts) {
   return result;
 }
 
+/// Which slice's rate measure_interleaved reports.
+enum class slice_pick {
+  /// For compute-bound operations, which interference only slows down.
+  fastest,
+  /// For operations that wait on the network or other processes.
+  median,
+};
+
 /// Measures `a` and `b` in alternating slices (a, b, a, b, ...; fifteen
 /// each, together bounded by twice opts.budget plus one operation per
 /// slice), so that a slow phase of a shared machine hits both sides of a
-/// ratio rather than one: for each, the rate of its fastest slice
-/// (Python's timeit takes the minimum for the same reason); the median of
-/// five slices still moved the ratio by up to 0.1 when this VM slowed
-/// down for a second. Only for compute-bound operations (matmul_1024),
-/// which interference only ever slows down; never for a bimodal baseline
-/// such as the raw TCP round trip, whose fastest slice is its rare mode.
-/// opts.max_reps and opts.min_reps are per slice here.
+/// ratio rather than one. With slice_pick::fastest, for each the rate of
+/// its fastest slice (Python's timeit takes the minimum for the same
+/// reason; the median of five slices still moved the ratio by up to 0.1
+/// when this VM slowed down for a second): only for compute-bound
+/// operations (matmul_1024), never for a bimodal one such as the raw TCP
+/// round trip, whose fastest slice is its rare mode; those take the
+/// median slice. opts.max_reps and opts.min_reps are per slice here.
 template <class A, class B>
-std::pair<rate, rate> measure_interleaved(A&& a, B&& b,
-                                          const measure_options& opts) {
+std::pair<rate, rate>
+measure_interleaved(A&& a, B&& b, const measure_options& opts,
+                    slice_pick pick = slice_pick::fastest) {
   for (int i = 0; i < opts.warmup; ++i) {
     a();
     b();
   }
   constexpr int slices = 15;
   auto slice_budget = opts.budget / slices;
-  auto run_slice = [&](auto& op, rate& total) {
+  std::vector<double> rates_a;
+  std::vector<double> rates_b;
+  auto run_slice = [&](auto& op, rate& total, std::vector<double>& rates) {
     auto start = steady::now();
     int64_t reps = 0;
     auto now = start;
@@ -137,14 +148,20 @@ std::pair<rate, rate> measure_interleaved(A&& a, B&& b,
     total.reps += reps;
     total.seconds += secs;
     if (secs > 0)
-      total.per_second = std::max(total.per_second,
-                                  static_cast<double>(reps) / secs);
+      rates.push_back(static_cast<double>(reps) / secs);
   };
   std::pair<rate, rate> result;
   for (int s = 0; s < slices; ++s) {
-    run_slice(a, result.first);
-    run_slice(b, result.second);
+    run_slice(a, result.first, rates_a);
+    run_slice(b, result.second, rates_b);
   }
+  auto pick_rate = [pick](std::vector<double>& rates) {
+    if (pick == slice_pick::median)
+      return median_of(rates);
+    return rates.empty() ? 0.0 : *std::max_element(rates.begin(), rates.end());
+  };
+  result.first.per_second = pick_rate(rates_a);
+  result.second.per_second = pick_rate(rates_b);
   return result;
 }
 

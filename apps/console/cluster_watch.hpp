@@ -7,6 +7,7 @@
 // Every request has a deadline: a dead or stopped task never blocks the
 // console.
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -123,7 +124,8 @@ public:
   /// Starts watching; updates every `interval`.
   cluster_watch(caf::actor_system& sys, const cluster_spec& cluster,
                 std::chrono::milliseconds interval)
-    : interval_(interval), cluster_(json::parse(cluster.to_json())) {
+    : sys_(sys), interval_(interval),
+      cluster_(json::parse(cluster.to_json())) {
     for (auto& job : cluster.jobs())
       for (auto index : cluster.task_indices(job)) {
         task_view v;
@@ -132,6 +134,7 @@ public:
         v.since_us = console_now_us();
         views_.push_back(v);
       }
+    monitors_.resize(views_.size());
     for (size_t i = 0; i < views_.size(); ++i)
       watchers_.push_back(sys.spawn(watcher, this, i));
   }
@@ -148,6 +151,31 @@ public:
   std::vector<task_view> view() const {
     std::lock_guard<std::mutex> guard{mtx_};
     return views_;
+  }
+
+  /// Asks task `task`'s master to trace its next step for the console
+  /// (monitor_actor's mon_trace). Unavailable when the task is not up;
+  /// NotFound for a task not in the cluster. Blocks up to 2 s.
+  status request_trace(const std::string& task) {
+    status result;
+    ask(task, monitor_trace_atom_v, [&](status& st) { result = st; },
+        result);
+    return result;
+  }
+
+  /// The last step task `task` traced for the console: (when, in us since
+  /// the epoch, 0 for never; its Chrome trace-event JSON). Errors as for
+  /// request_trace.
+  status last_trace(const std::string& task, int64_t& at_us,
+                    std::string& chrome_json) {
+    status result;
+    ask(task, monitor_get_trace_atom_v,
+        [&](int64_t at, std::string& text) {
+          at_us = at;
+          chrome_json = std::move(text);
+        },
+        result);
+    return result;
   }
 
   /// True once every task is up with a document, or down.
@@ -193,10 +221,40 @@ private:
     static inline const char* name = "actorflow.console.watcher";
   };
 
+  // Sends `what` to task `task`'s monitor and hands the answer to `f`;
+  // `err` says why there was none.
+  template <class Atom, class F>
+  void ask(const std::string& task, Atom what, F f, status& err) {
+    caf::actor mon;
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      auto i = std::find_if(views_.begin(), views_.end(),
+                            [&](const task_view& v) { return v.task == task; });
+      if (i == views_.end()) {
+        err = {error_code::not_found, "no task " + task + " in the cluster"};
+        return;
+      }
+      mon = monitors_[static_cast<size_t>(i - views_.begin())];
+      if (!mon) {
+        err = {error_code::unavailable, task + " is not up"};
+        return;
+      }
+    }
+    caf::scoped_actor self{sys_};
+    self->request(caf::actor_cast<monitor_actor>(mon),
+                  std::chrono::seconds(2), what)
+      .receive(f, [&](caf::error& e) { err = to_status(e, task); });
+  }
+
   template <class F>
   void with_view(size_t i, F f) {
     std::lock_guard<std::mutex> guard{mtx_};
     f(views_[i]);
+  }
+
+  void set_monitor(size_t i, caf::actor mon) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    monitors_[i] = std::move(mon);
   }
 
   void set_state(size_t i, const std::string& state,
@@ -227,6 +285,7 @@ private:
       if (st.monitor)
         self->demonitor(st.monitor);
       st.monitor = nullptr;
+      w->set_monitor(i, nullptr);
       ++st.generation;
       w->set_state(i, "down", why);
       self->delayed_send(self, std::chrono::seconds(1), try_atom::value);
@@ -284,6 +343,7 @@ private:
                           if (self->state.generation != gen)
                             return;
                           self->state.monitor = handle;
+                          w->set_monitor(i, handle);
                           self->state.last_update_us = console_now_us();
                           self->monitor(handle);
                           w->set_state(i, "up", "");
@@ -336,8 +396,11 @@ private:
     };
   }
 
+  caf::actor_system& sys_;
   std::chrono::milliseconds interval_;
   json cluster_;
+  /// Each task's monitor while it is up (request_trace, last_trace).
+  std::vector<caf::actor> monitors_;
   mutable std::mutex mtx_;
   std::vector<task_view> views_;
   std::vector<caf::actor> watchers_;

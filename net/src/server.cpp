@@ -2,6 +2,9 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <thread>
+
+#include <httplib.h>
 
 #include <caf/io/middleman.hpp>
 
@@ -20,6 +23,10 @@ struct server::impl {
   int task = 0;
   uint16_t port = 0;
   caf::actor actor;
+  task_options opts;
+  // serve_metrics: the HTTP server and its thread.
+  std::unique_ptr<httplib::Server> http;
+  std::thread http_thread;
   std::mutex mtx;
   std::condition_variable cv;
   bool stopped = false;
@@ -58,6 +65,7 @@ server::server(caf::actor_system& sys, const cluster_spec& cluster,
     device_name::parse(name, d);
     opts.cluster[name] = cluster.task_address(*d.job, *d.task);
   }
+  impl_->opts = opts;
   impl_->actor = spawn_task(sys, opts);
   // TF binds every interface; loopback addresses bind loopback only, so
   // tests never open ports to the network.
@@ -159,6 +167,10 @@ void server::stop() {
     impl_->stopped = true;
   }
   impl_->sys->middleman().unpublish(impl_->actor, impl_->port);
+  if (impl_->http) {
+    impl_->http->stop();
+    impl_->http_thread.join();
+  }
   // The task's executors and variables are linked to it and go with it.
   caf::anon_send_exit(impl_->actor, caf::exit_reason::user_shutdown);
   impl_->cv.notify_all();
@@ -169,6 +181,45 @@ bool server::stopped() const {
     return true;
   std::lock_guard<std::mutex> guard{impl_->mtx};
   return impl_->stopped;
+}
+
+uint16_t server::serve_metrics(const std::string& host, uint16_t port) {
+  std::lock_guard<std::mutex> guard{impl_->mtx};
+  auto address = host + ":" + std::to_string(port);
+  if (impl_->http)
+    throw op_error(error_code::already_exists,
+                   device() + " serves its metrics already");
+  if (impl_->stopped)
+    throw op_error(error_code::failed_precondition,
+                   device() + " is stopped: no metrics on " + address);
+  auto http = std::make_unique<httplib::Server>();
+  http->Get("/metrics", [opts = impl_->opts](const httplib::Request&,
+                                             httplib::Response& res) {
+    res.set_content(metrics_text(opts), "text/plain; version=0.0.4");
+  });
+  // Nothing else, and nothing that changes the task.
+  auto refuse = [](const httplib::Request&, httplib::Response& res) {
+    res.status = 405;
+    res.set_content("read-only: GET /metrics\n", "text/plain");
+  };
+  http->Post(".*", refuse);
+  http->Put(".*", refuse);
+  http->Delete(".*", refuse);
+  http->Patch(".*", refuse);
+  int bound = port == 0 ? http->bind_to_any_port(host)
+                        : (http->bind_to_port(host, port) ? port : -1);
+  if (bound <= 0)
+    throw op_error(error_code::unknown,
+                   "Could not serve metrics of " + device() + " on "
+                     + address);
+  impl_->http_thread = std::thread{[h = http.get()] { h->listen_after_bind(); }};
+  // httplib's stop() does nothing to a server that is not running yet, so
+  // a stop() right after this would wait for its thread forever.
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!http->is_running() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  impl_->http = std::move(http);
+  return static_cast<uint16_t>(bound);
 }
 
 caf::actor server::task_actor() const {

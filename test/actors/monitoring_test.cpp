@@ -5,6 +5,10 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -68,13 +72,13 @@ TEST_CASE("monitoring: an instrumented actor counts messages, busy time and "
     .receive([&](int n) { seen = n; },
              [&](caf::error& err) { FAIL(caf::to_string(err)); });
   CHECK(seen == 51);
-  auto s = rec->read(steady_ns());
+  auto s = rec->read();
   // The reply is sent from within the last message's handling: allow for
   // its own count to land a moment later.
   auto deadline = std::chrono::steady_clock::now() + max_wait;
   while (s.messages < 52 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    s = rec->read(steady_ns());
+    s = rec->read();
   }
   CHECK(s.messages == 52);
   CHECK(s.mailbox == 0);
@@ -226,4 +230,95 @@ TEST_CASE("monitoring: the monitor actor's snapshot and subscription",
       CHECK(a["kind"] != "task");
   }
   caf::anon_send_exit(task, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("monitoring: metrics_text is Prometheus' text format with the "
+          "task's actors, steps and process",
+          "[monitoring]") {
+  auto& sys = test_system();
+  task_options opts;
+  opts.job = "prom";
+  opts.task = 1;
+  opts.cluster["/job:prom/replica:0/task:1"] = "127.0.0.1:2";
+  const std::string task = "/job:prom/replica:0/task:1";
+  auto q = spawn_instrumented(
+    sys, {.kind = actor_kind::queue, .name = "in\"put", .container = "c",
+          .task = task},
+    counter);
+  caf::scoped_actor self{sys};
+  auto steps = registry::instance().steps(task);
+  steps->finished(300, 0, "");
+  steps->finished(4000, 0, "");
+  steps->finished(20'000'000, 14, "lost");
+  auto text = metrics_text(opts);
+  INFO(text);
+  // Every line is a comment or "name{labels} value"; a family's samples
+  // follow its HELP and TYPE and nothing else comes between them.
+  static const std::regex sample_line{
+    R"re(([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_]+="([^"\\]|\\.)*",?)*\})? (-?[0-9.e+-]+|\+Inf|NaN))re"};
+  std::istringstream lines{text};
+  std::string line;
+  std::string family;
+  std::set<std::string> families;
+  std::map<std::string, double> values;
+  while (std::getline(lines, line)) {
+    if (line.rfind("# HELP ", 0) == 0) {
+      family = line.substr(7, line.find(' ', 7) - 7);
+      CHECK(families.insert(family).second);
+      continue;
+    }
+    if (line.rfind("# TYPE ", 0) == 0) {
+      CHECK(line.substr(7, family.size()) == family);
+      continue;
+    }
+    std::smatch m;
+    REQUIRE(std::regex_match(line, m, sample_line));
+    CHECK(m[1].str().rfind(family, 0) == 0);
+    values[line.substr(0, line.rfind(' '))] = std::stod(m[5].str());
+  }
+  for (auto* name :
+       {"actorflow_actor_mailbox_size", "actorflow_actor_messages_total",
+        "actorflow_actor_busy_seconds_total", "actorflow_queue_size",
+        "actorflow_steps_total", "actorflow_step_seconds",
+        "actorflow_peer_bytes_total", "process_resident_memory_bytes",
+        "process_cpu_seconds_total", "process_open_fds"})
+    CHECK(families.count(name) == 1);
+  auto id = std::to_string(q.id());
+  CHECK(values.count("actorflow_actor_mailbox_size{task=\"" + task
+                     + "\",kind=\"queue\",actor=\"in\\\"put\",actor_id=\""
+                     + id + "\"}")
+        == 1);
+  CHECK(values.at("actorflow_queue_size{task=\"" + task
+                  + "\",queue=\"in\\\"put\",container=\"c\"}")
+        == 0);
+  CHECK(values.at("actorflow_steps_total{task=\"" + task
+                  + "\",code=\"OK\"}")
+        == 2);
+  CHECK(values.at("actorflow_steps_total{task=\"" + task
+                  + "\",code=\"Unavailable\"}")
+        == 1);
+  // The histogram is cumulative; +Inf is the count.
+  auto bucket = [&](const std::string& le) {
+    return values.at("actorflow_step_seconds_bucket{task=\"" + task
+                     + "\",le=\"" + le + "\"}");
+  };
+  CHECK(bucket("0.0001") == 0);
+  CHECK(bucket("0.0005") == 1);
+  CHECK(bucket("0.005") == 2);
+  CHECK(bucket("10") == 2);
+  CHECK(bucket("+Inf") == 3);
+  CHECK(values.at("actorflow_step_seconds_count{task=\"" + task + "\"}")
+        == 3);
+  CHECK(values.at("actorflow_step_seconds_sum{task=\"" + task + "\"}")
+        == Approx(20.0043));
+  CHECK(values.at("process_resident_memory_bytes") > 0);
+  // The figures move: a message more for the queue actor.
+  self->request(q, max_wait, std::string{"done"})
+    .receive([](int) {}, [](caf::error& err) { FAIL(caf::to_string(err)); });
+  auto later = metrics_text(opts);
+  CHECK(later.find("actorflow_actor_messages_total{task=\"" + task
+                   + "\",kind=\"queue\",actor=\"in\\\"put\",actor_id=\""
+                   + id + "\"} 1\n")
+        != std::string::npos);
+  caf::anon_send_exit(q, caf::exit_reason::user_shutdown);
 }

@@ -2,6 +2,9 @@
 // line, its exit codes, and clean stops on SIGTERM and SIGINT.
 
 #include <csignal>
+#include <regex>
+
+#include <httplib.h>
 
 #include "integration_util.hpp"
 
@@ -160,4 +163,93 @@ TEST_CASE("launcher: exits when its parent is gone", "[launcher]") {
   CHECK_FALSE(result.timed_out);
   CHECK(result.status.exited);
   CHECK(result.out.find("serving") == std::string::npos);
+}
+
+TEST_CASE("launcher: --metrics_port serves Prometheus metrics, read-only, "
+          "that move with the steps",
+          "[launcher][metrics]") {
+  std::string address;
+  auto json = one_worker_json(address);
+  child_process node{{node_path, "--cluster", json, "--job", "worker",
+                      "--task", "0", "--parent-pid", parent_pid(),
+                      "--metrics_port", "0"}};
+  auto line = node.wait_for_line("metrics of", 15s);
+  INFO(node.out() << node.err());
+  REQUIRE(line);
+  static const std::regex where{
+    R"(actorflow-node: metrics of /job:worker/replica:0/task:0 at http://127\.0\.0\.1:(\d+)/metrics)"};
+  std::smatch m;
+  REQUIRE(std::regex_match(*line, m, where));
+  httplib::Client http{"127.0.0.1", std::stoi(m[1].str())};
+  http.set_read_timeout(10, 0);
+  auto updates = [&] {
+    auto res = http.Get("/metrics");
+    REQUIRE(res);
+    CHECK(res->status == 200);
+    CHECK(res->get_header_value("Content-Type").find("version=0.0.4")
+          != std::string::npos);
+    static const std::regex updates_line{
+      R"(actorflow_variable_updates_total\{task="/job:worker/replica:0/task:0",variable="counter",container="[^"]*"\} (\d+))"};
+    std::smatch u;
+    if (!std::regex_search(res->body, u, updates_line))
+      return -1;
+    CHECK(res->body.find("process_resident_memory_bytes ")
+          != std::string::npos);
+    CHECK(res->body.find("actorflow_steps_total{task=\"/job:worker/replica:0/"
+                         "task:0\",code=\"OK\"}")
+          != std::string::npos);
+    return std::stoi(u[1].str());
+  };
+  graph g;
+  auto as_default = g.as_default();
+  variable counter{0.0f, named("counter")};
+  auto increment = counter.assign_add(1.0);
+  session sess{"grpc://" + address, bounded(), &g};
+  sess.run(counter.initializer());
+  for (int i = 0; i < 3; ++i)
+    sess.run(increment);
+  auto first = updates();
+  CHECK(first >= 4);
+  for (int i = 0; i < 5; ++i)
+    sess.run(increment);
+  CHECK(updates() == first + 5);
+  // Read-only: nothing else is served, and no other method is taken.
+  auto post = http.Post("/metrics", "x", "text/plain");
+  REQUIRE(post);
+  CHECK(post->status == 405);
+  auto other = http.Get("/quit");
+  REQUIRE(other);
+  CHECK(other->status == 404);
+  CHECK(updates() == first + 5);
+}
+
+TEST_CASE("launcher: bad metrics flags are usage errors", "[launcher]") {
+  std::string address;
+  auto json = one_worker_json(address);
+  for (auto args : {std::vector<std::string>{"--metrics_port", "70000"},
+                    std::vector<std::string>{"--metrics_port", "x"},
+                    std::vector<std::string>{"--metrics_host", "127.0.0.1"}}) {
+    std::vector<std::string> argv{node_path, "--cluster", json, "--job",
+                                  "worker"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto result = run_process(argv, 15s);
+    INFO(args.front() << " " << args.back() << ": " << result.err);
+    CHECK(result.status.exited);
+    CHECK(result.status.code == 2);
+    CHECK(result.err.find(args.front()) != std::string::npos);
+  }
+  // A port in use is a run-time error naming the address.
+  auto busy = examples::free_port();
+  child_process holder{{node_path, "--cluster",
+                        R"({"worker": ["127.0.0.1:)" + std::to_string(busy)
+                          + R"("]})",
+                        "--job", "worker", "--parent-pid", parent_pid()}};
+  REQUIRE(holder.wait_for_line("serving", 15s));
+  auto result = run_process({node_path, "--cluster", json, "--job", "worker",
+                             "--metrics_port", std::to_string(busy)},
+                            15s);
+  INFO(result.err);
+  CHECK(result.status.code == 1);
+  CHECK(result.err.find("127.0.0.1:" + std::to_string(busy))
+        != std::string::npos);
 }

@@ -160,3 +160,45 @@ TEST_CASE("server: assigning one variable's ref to another copies its value",
   CHECK(sess.run(copy).scalar_value<float>() == 9.0f);
   CHECK(sess.run(v).scalar_value<float>() == 9.0f);
 }
+
+TEST_CASE("server: its monitor traces the next step on request, without "
+          "handing the client stats it did not ask for",
+          "[server][monitoring]") {
+  auto srv = server::create_local_server();
+  graph g;
+  auto as_default = g.as_default();
+  auto a = constant(2.0f, "a");
+  auto b = a * 3.0f;
+  session sess{srv.target(), session_config{}, &g};
+  CHECK(sess.run(b).scalar_value<float>() == 6.0f);
+  caf::scoped_actor self{default_system()};
+  auto task = caf::actor_cast<task_actor>(srv.task_actor());
+  monitor_actor mon;
+  self->request(task, std::chrono::seconds(10), get_monitor_atom_v)
+    .receive([&](monitor_actor& m) { mon = m; },
+             [&](caf::error& err) { FAIL(caf::to_string(err)); });
+  REQUIRE(mon);
+  auto last_trace = [&] {
+    std::pair<int64_t, std::string> result;
+    self->request(mon, std::chrono::seconds(10), monitor_get_trace_atom_v)
+      .receive(
+        [&](int64_t at, std::string& text) { result = {at, std::move(text)}; },
+        [&](caf::error& err) { FAIL(caf::to_string(err)); });
+    return result;
+  };
+  CHECK(last_trace().first == 0);
+  self->request(mon, std::chrono::seconds(10), monitor_trace_atom_v)
+    .receive([&](status& st) { CHECK(st.ok()); },
+             [&](caf::error& err) { FAIL(caf::to_string(err)); });
+  run_metadata md;
+  CHECK(sess.run(b, {}, run_options{}, &md).scalar_value<float>() == 6.0f);
+  // The client did not ask for a trace: none in its metadata.
+  CHECK_FALSE(md.has_step_stats);
+  auto [at, trace] = last_trace();
+  CHECK(at > 0);
+  CHECK(trace.find("\"traceEvents\"") != std::string::npos);
+  CHECK(trace.find("\"name\":\"mul\"") != std::string::npos);
+  // One step only: the next one is not traced again.
+  sess.run(b);
+  CHECK(last_trace().first == at);
+}

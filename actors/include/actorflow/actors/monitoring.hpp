@@ -47,10 +47,33 @@ struct identity {
 bool enabled();
 void set_enabled(bool on);
 
-/// Nanoseconds of the steady clock (the time base of the counters).
+/// Nanoseconds of the steady clock.
 int64_t steady_ns();
 /// Microseconds since the epoch (what snapshots show).
 int64_t wall_us();
+
+namespace detail {
+/// Whether ticks() reads the CPU's time-stamp counter (x86-64, where the
+/// kernel's clock source is the TSC). Set before main.
+extern const bool use_tsc;
+} // namespace detail
+
+/// A timestamp for the message path, where a steady_clock read (~35 ns
+/// here) per message was most of the instrumentation's cost: the
+/// time-stamp counter (~10 ns) where it is usable, else steady_ns().
+/// Differences convert to ns with ns_per_tick().
+inline uint64_t ticks() noexcept {
+#if defined(__x86_64__)
+  if (detail::use_tsc)
+    return __builtin_ia32_rdtsc();
+#endif
+  return static_cast<uint64_t>(steady_ns());
+}
+
+/// Nanoseconds per tick, measured against the steady clock since the
+/// process started (1 without the TSC). One load once the process has run
+/// for a second, two clock reads before. Never blocks.
+double ns_per_tick();
 
 /// The counters of one actor. Written only by the actor's own thread
 /// (handled(), the gauges), read by anyone.
@@ -62,10 +85,11 @@ public:
   const identity who;
   const int64_t started_us;
 
-  /// After the actor handled one message that took `busy_ns`, with
-  /// `mailbox_left` messages still waiting. Never blocks.
-  void handled(uint64_t busy_ns, uint32_t mailbox_left,
-               int64_t now_ns) noexcept;
+  /// After the actor handled one message that took `busy_ticks` (see
+  /// ticks()), ending at `now_ticks`, with `mailbox_left` messages still
+  /// waiting. Never blocks.
+  void handled(uint64_t busy_ticks, uint32_t mailbox_left,
+               uint64_t now_ticks) noexcept;
 
   /// Kind-specific gauges (see gauge_names): a queue's size, capacity,
   /// closed flag, waiting attempts; a variable's bytes, initialized flag,
@@ -81,19 +105,19 @@ public:
   struct sample {
     uint64_t messages = 0;
     uint64_t busy_ns = 0;
-    /// The longest message in the last 2-4 s.
+    /// The longest message in the last 1-4 s (two windows of 2^31 ticks).
     uint64_t busy_max_ns = 0;
     uint32_t mailbox = 0;
-    /// The deepest mailbox in the last 2-4 s.
+    /// The deepest mailbox in the last 1-4 s.
     uint32_t mailbox_max = 0;
   };
-  sample read(int64_t now_ns) const noexcept;
+  sample read() const;
 
 private:
   std::atomic<uint64_t> messages_{0};
-  std::atomic<uint64_t> busy_ns_{0};
+  std::atomic<uint64_t> busy_ticks_{0};
   std::atomic<uint32_t> mailbox_{0};
-  // Maxima per window of 2^31 ns (~2.1 s): the current and the previous.
+  // Maxima per window of 2^31 ticks: the current and the previous.
   std::atomic<int64_t> window_{0};
   std::atomic<uint64_t> busy_max_cur_{0};
   std::atomic<uint64_t> busy_max_prev_{0};
@@ -108,6 +132,11 @@ private:
 class step_record {
 public:
   static constexpr size_t ring_size = 512;
+  /// Upper bounds of the duration histogram's buckets, in us (Prometheus'
+  /// actorflow_step_seconds), +Inf after the last.
+  static constexpr std::array<double, 16> bucket_bounds_us{
+    100,    250,    500,    1e3,   2.5e3, 5e3,   1e4,   2.5e4,
+    5e4,    1e5,    2.5e5,  5e5,   1e6,   2.5e6, 5e6,   1e7};
 
   /// A step that took `duration_us` ended with `code` (0 for OK).
   void finished(int64_t duration_us, int code, const std::string& message);
@@ -127,13 +156,43 @@ public:
       std::string message;
     };
     std::vector<error_entry> last_errors;
+    /// Steps per histogram bucket (not cumulative; the last is +Inf) and
+    /// the sum of all durations.
+    std::array<uint64_t, bucket_bounds_us.size() + 1> buckets{};
+    double sum_us = 0;
   };
   sample read() const;
 
+  /// Asks the master to trace its next step (FULL_TRACE) for the monitor.
+  void request_trace() noexcept;
+  /// Whether a trace was asked for, clearing the request (the master, as a
+  /// step starts: one relaxed load when none was).
+  bool take_trace_request() noexcept {
+    return trace_wanted_.load(std::memory_order_relaxed)
+           && trace_wanted_.exchange(false);
+  }
+  /// Whether a request waits for the next step.
+  bool trace_requested() const noexcept;
+  /// The traced step, as Chrome trace-event JSON (the master stores it).
+  void store_trace(std::string chrome_json);
+  struct trace {
+    /// When it was stored; 0: never.
+    int64_t at_us = 0;
+    std::string chrome_json;
+  };
+  trace last_trace() const;
+  /// last_trace().at_us without copying the trace.
+  int64_t trace_at_us() const;
+
 private:
+  std::atomic<bool> trace_wanted_{false};
+  mutable std::mutex trace_mtx_;
+  trace trace_;
   std::atomic<uint64_t> total_{0};
   std::array<std::atomic<uint32_t>, ring_size> durations_{};
   std::array<std::atomic<uint64_t>, 20> by_code_{};
+  std::array<std::atomic<uint64_t>, bucket_bounds_us.size() + 1> buckets_{};
+  std::atomic<uint64_t> sum_us_{0};
   mutable std::mutex errors_mtx_;
   std::vector<sample::error_entry> errors_;
 };

@@ -28,4 +28,16 @@ struct task_options {
 /// exit message; its executors and variables go with it.
 caf::actor spawn_task(caf::actor_system& sys, task_options opts);
 
+/// "/job:J/replica:0/task:T", the task `opts` describe.
+std::string task_name(const task_options& opts);
+
+/// What this process's monitoring registry (actors/monitoring.hpp) knows
+/// about the task `opts` describe, in Prometheus' text exposition format
+/// (version 0.0.4): its actors' mailboxes, messages and busy time, queue
+/// and variable gauges, steps by code and a step duration histogram, the
+/// tensor channel's bytes and frames, the peers, the trainer's progress
+/// and the process (process_resident_memory_bytes, ...). Never blocks
+/// beyond the registry's short locks.
+std::string metrics_text(const task_options& opts);
+
 } // namespace actorflow

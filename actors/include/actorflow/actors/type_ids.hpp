@@ -346,6 +346,12 @@ using monitor_ping_atom = caf::atom_constant<caf::atom("mon_ping")>;
 inline constexpr monitor_ping_atom monitor_ping_atom_v = monitor_ping_atom{};
 using monitor_tick_atom = caf::atom_constant<caf::atom("mon_tick")>;
 inline constexpr monitor_tick_atom monitor_tick_atom_v = monitor_tick_atom{};
+using monitor_trace_atom = caf::atom_constant<caf::atom("mon_trace")>;
+inline constexpr monitor_trace_atom monitor_trace_atom_v
+  = monitor_trace_atom{};
+using monitor_get_trace_atom = caf::atom_constant<caf::atom("mon_gtrace")>;
+inline constexpr monitor_get_trace_atom monitor_get_trace_atom_v
+  = monitor_get_trace_atom{};
 
 /// Operations a conditional accumulator performs (the `op` of an accum_op
 /// message).
@@ -473,11 +479,17 @@ using executor_actor = caf::typed_actor<
 /// the actors that changed ("delta": true, "removed": ids), until it goes
 /// down; InvalidArgument for an interval outside [50 ms, 60 s],
 /// ResourceExhausted beyond 32 subscribers. `mon_ping` -> the task's clock
-/// in microseconds (round trips). `mon_tick` is the actor's own timer.
+/// in microseconds (round trips). `mon_trace` asks the master to trace
+/// its next step that succeeds (FULL_TRACE; the values and the variables
+/// are not touched); `mon_gtrace` -> (when it was traced in us since the
+/// epoch, 0 for never; its Chrome trace-event JSON). `mon_tick` is the
+/// actor's own timer.
 using monitor_actor = caf::typed_actor<
   caf::replies_to<monitor_snapshot_atom>::with<std::string>,
   caf::replies_to<monitor_subscribe_atom, int64_t, caf::actor>::with<status>,
   caf::replies_to<monitor_ping_atom>::with<int64_t>,
+  caf::replies_to<monitor_trace_atom>::with<status>,
+  caf::replies_to<monitor_get_trace_atom>::with<int64_t, std::string>,
   caf::reacts_to<monitor_tick_atom, uint64_t>>;
 
 /// A task: master service (sessions and steps), worker service (partition

@@ -66,6 +66,16 @@ public:
   /// a few seconds; Unavailable on timeout.
   task_stats stats() const;
 
+  /// Serves this task's metrics (actorflow::metrics_text, actors/task.hpp)
+  /// in Prometheus' text format at http://host:port/metrics on a thread of
+  /// its own until stop(). Port 0 picks a free one; returns the port bound.
+  /// Read-only: GET /metrics is all it answers (404 for other paths, 405
+  /// for other methods). Errors (op_error): Unknown naming the address if
+  /// it cannot bind; AlreadyExists if this server serves metrics already.
+  /// Blocks only to bind.
+  uint16_t serve_metrics(const std::string& host = "127.0.0.1",
+                         uint16_t port = 0);
+
   /// The task actor itself, for an embedding CAF application: it answers
   /// `(get_stats_atom) -> task_stats` like any other message of the
   /// `actorflow` type ID block (actors/type_ids.hpp).

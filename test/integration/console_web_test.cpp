@@ -1,0 +1,77 @@
+// actorflow-console's web UI in a real browser: Debian's headless Chromium,
+// driven by test/integration/web/console_page.mjs (playwright-core from
+// the npm registry), against a live `actorflow-train --local 2` cluster.
+// The page must list every task, draw its plots with points, keep taking
+// live updates and show a traced step's timeline.
+
+#include <filesystem>
+#include <regex>
+
+#include "integration_util.hpp"
+
+using namespace actorflow;
+using namespace actorflow::testing;
+
+namespace {
+
+const std::string console_path = ACTORFLOW_CONSOLE_PATH;
+const std::string train_path = ACTORFLOW_TRAIN_PATH;
+const std::filesystem::path web_test_dir
+  = std::filesystem::path{ACTORFLOW_SOURCE_DIR} / "test/integration/web";
+
+/// Why the browser test cannot run here, or "".
+std::string missing_tools() {
+  if (!have_fashion_mnist())
+    return "Fashion-MNIST is not installed (dataset-fashion-mnist)";
+  if (!std::filesystem::exists("/usr/bin/chromium"))
+    return "Debian's chromium is not installed";
+  if (!std::filesystem::exists(web_test_dir / "node_modules/playwright-core"))
+    return "playwright-core is not installed (scripts/setup.sh)";
+  return {};
+}
+
+} // namespace
+
+TEST_CASE("console: the web UI in headless Chromium lists the tasks, plots "
+          "live updates and shows a step timeline",
+          "[console][web]") {
+  if (auto why = missing_tools(); !why.empty()) {
+    WARN(why << ": not run");
+    return;
+  }
+  child_process launcher{{train_path, "--local", "2", "--model", "softmax",
+                          "--train_steps", "100000000", "--log_every",
+                          "200"}};
+  REQUIRE(launcher.wait_for_line("worker/1: worker 1: step ", 60s));
+  static const std::regex cluster_line{R"(actorflow-train: cluster (\{[^\n]*\}))"};
+  std::smatch m;
+  auto log = launcher.err();
+  REQUIRE(std::regex_search(log, m, cluster_line));
+  child_process console{{console_path, "--cluster", m[1].str(), "--http",
+                         "127.0.0.1:0", "--interval_ms", "500"}};
+  auto serving = console.wait_for_line("web UI at ", 15s);
+  INFO("console: " << console.out() << console.err());
+  REQUIRE(serving);
+  auto url = serving->substr(serving->find("http://"));
+  auto shot = std::filesystem::temp_directory_path()
+              / ("actorflow-console-web-" + std::to_string(::getpid())
+                 + ".png");
+  auto page = run_process(
+    {"/usr/bin/env", "node", (web_test_dir / "console_page.mjs").string(), url,
+     "/job:ps/replica:0/task:0,/job:worker/replica:0/task:0,"
+     "/job:worker/replica:0/task:1",
+     "/job:worker/replica:0/task:0", shot.string()},
+    120s);
+  INFO("browser:\n" << page.out << page.err);
+  CHECK_FALSE(page.timed_out);
+  CHECK(page.status.exited);
+  CHECK(page.status.code == 0);
+  CHECK(page.out.find("ok: no script errors") != std::string::npos);
+  CHECK(std::filesystem::file_size(shot) > 10000);
+  std::filesystem::remove(shot);
+  console.send_signal(SIGTERM);
+  auto st = console.wait(10s);
+  REQUIRE(st);
+  CHECK(st->exited);
+  CHECK(st->code == 0);
+}

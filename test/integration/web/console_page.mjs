@@ -1,0 +1,78 @@
+// Loads actorflow-console's web UI in Debian's headless Chromium, as a
+// person would, and checks what it renders against a live cluster:
+//   node console_page.mjs URL TASK,TASK,... MASTER [SCREENSHOT.png]
+// Prints what it saw; exits 1 with the reason when a check fails.
+import { chromium } from "playwright-core";
+
+const [url, taskList, master, screenshot] = process.argv.slice(2);
+const tasks = taskList.split(",");
+
+function check(ok, what) {
+  if (!ok) {
+    console.error("FAILED: " + what);
+    process.exitCode = 1;
+    throw new Error(what);
+  }
+  console.log("ok: " + what);
+}
+
+const browser = await chromium.launch({
+  executablePath: "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update",
+         "--disable-sync"],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1440, height: 1400 } });
+  const errors = [];
+  page.on("pageerror", e => errors.push(String(e)));
+  await page.goto(url);
+  // Live updates: three server-sent events at least.
+  await page.waitForFunction(() => Number(document.body.dataset.updates) >= 3,
+                             null, { timeout: 20000 });
+  const first = Number(await page.evaluate(() => document.body.dataset.updates));
+  // Every task is listed, up.
+  for (const task of tasks) {
+    const state = await page.locator(`#tasks tr[data-task="${task}"] td:nth-child(3)`)
+                            .textContent({ timeout: 5000 });
+    check(state === "up", `${task} is listed up (${state})`);
+  }
+  // Plots with points: steps/s of the masters, the training loss.
+  for (const chart of ["steps", "loss", "mailbox"]) {
+    await page.waitForFunction(
+      c => Number(document.getElementById("chart-" + c).dataset.points) >= 3,
+      chart, { timeout: 15000 });
+    const points = await page.evaluate(
+      c => document.getElementById("chart-" + c).dataset.points, chart);
+    const canvas = await page.locator(`#chart-${chart} canvas`).count();
+    check(canvas === 1 && points >= 3, `chart ${chart} drawn with ${points} points`);
+  }
+  const actorRows = await page.locator("#actors tbody tr").count();
+  check(actorRows > 0, `actors table lists ${actorRows} actors`);
+  const stepRows = await page.locator("#steps tbody tr").count();
+  check(stepRows >= 1, `steps table lists ${stepRows} masters`);
+  // The step timeline of the chosen master.
+  await page.selectOption("#trace-task", master);
+  await page.click("#trace-button");
+  await page.waitForFunction(
+    () => Number(document.getElementById("timeline").dataset.spans) > 0,
+    null, { timeout: 30000 });
+  const spans = await page.evaluate(() => document.getElementById("timeline").dataset.spans);
+  const status = await page.textContent("#trace-status");
+  check(spans > 0 && status.includes(master), `timeline of ${master}: ${spans} spans (${status})`);
+  const href = await page.getAttribute("#trace-download", "href");
+  const download = await page.evaluate(async h => (await fetch(h)).json(), href);
+  check(Array.isArray(download.traceEvents) && download.traceEvents.length > 0,
+        `the Chrome trace downloads (${download.traceEvents.length} events)`);
+  // Still live.
+  await page.waitForFunction(n => Number(document.body.dataset.updates) > n + 1,
+                             first, { timeout: 15000 });
+  check(true, "updates keep arriving");
+  check(errors.length === 0, "no script errors " + errors.join("; "));
+  if (screenshot) {
+    await page.screenshot({ path: screenshot, fullPage: true });
+    console.log("screenshot: " + screenshot);
+  }
+} finally {
+  await browser.close();
+}
