@@ -5,9 +5,11 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <thread>
 
+#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "integration_util.hpp"
@@ -62,15 +64,33 @@ TEST_CASE("console: a JSON snapshot of a training cluster lists every task "
     WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
     return;
   }
+  // Every task also serves /metrics (on a free port each, with --local).
   child_process launcher{{train_path, "--local", "2", "--model", "softmax",
                           "--train_steps", "100000000", "--log_every",
-                          "100"}};
+                          "100", "--metrics_port", "0"}};
   auto progress = launcher.wait_for_line("worker/1: worker 1: step ", 60s);
   INFO("launcher stdout:\n" << launcher.out() << "\nstderr:\n"
                             << launcher.err());
   REQUIRE(progress);
   auto cluster = cluster_of(launcher.err() + launcher.out());
   REQUIRE_FALSE(cluster.empty());
+  {
+    static const std::regex metrics_line{
+      R"((\w+)/(\d): actorflow-train: metrics of /job:(\w+)/replica:0/task:(\d) at http://127\.0\.0\.1:(\d+)/metrics)"};
+    auto out = launcher.out();
+    std::map<std::string, int> ports;
+    for (std::sregex_iterator i{out.begin(), out.end(), metrics_line}, end;
+         i != end; ++i)
+      ports[(*i)[3].str() + "/" + (*i)[4].str()] = std::stoi((*i)[5].str());
+    REQUIRE(ports.size() == 3);
+    httplib::Client http{"127.0.0.1", ports.at("ps/0")};
+    auto res = http.Get("/metrics");
+    REQUIRE(res);
+    CHECK(res->status == 200);
+    CHECK(res->body.find("actorflow_variable_bytes{task=\"/job:ps/replica:0/"
+                         "task:0\",variable=\"softmax/weights\"")
+          != std::string::npos);
+  }
 
   auto once = run_process({console_path, "--cluster", cluster, "--once",
                            "--json"},
@@ -206,4 +226,51 @@ TEST_CASE("console: bad command lines are usage errors naming the flag",
   CHECK(doc["tasks"][0]["error"].get<std::string>().find(
           "127.0.0.1:" + std::to_string(port))
         != std::string::npos);
+}
+
+TEST_CASE("console: a task that is stopped is shown down by name, and up "
+          "again when it is started again",
+          "[console]") {
+  auto port = free_port();
+  auto address = "127.0.0.1:" + std::to_string(port);
+  auto json_spec = R"({"worker": [")" + address + R"("]})";
+  auto node = std::make_unique<child_process>(std::vector<std::string>{
+    node_path, "--cluster", json_spec, "--job", "worker"});
+  REQUIRE(node->wait_for_line("serving", 15s));
+  child_process live{{console_path, "--cluster", json_spec, "--json",
+                      "--interval_ms", "300"}};
+  const std::string up = R"("state":"up","task":"/job:worker/replica:0/task:0")";
+  const std::string down
+    = R"("state":"down","task":"/job:worker/replica:0/task:0")";
+  REQUIRE(live.wait_for_line(up, 15s));
+  node->send_signal(SIGTERM);
+  REQUIRE(node->wait(10s));
+  auto stopped_at = std::chrono::steady_clock::now();
+  INFO("console stdout (tail):\n"
+       << live.out().substr(live.out().size() > 3000 ? live.out().size() - 3000
+                                                     : 0));
+  REQUIRE(live.wait_for_line(down, 10s));
+  CHECK(seconds_since(stopped_at) <= 5.0);
+  // The same task, a new process on the same port: the console reconnects
+  // by itself. (Lines before the restart show it up too: count them.)
+  auto ups = [&] {
+    auto out = live.out();
+    size_t n = 0;
+    for (auto at = out.find(up); at != std::string::npos;
+         at = out.find(up, at + 1))
+      ++n;
+    return n;
+  };
+  auto ups_before = ups();
+  node = std::make_unique<child_process>(std::vector<std::string>{
+    node_path, "--cluster", json_spec, "--job", "worker"});
+  REQUIRE(node->wait_for_line("serving", 15s));
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (ups() == ups_before && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(50ms);
+  CHECK(ups() > ups_before);
+  live.send_signal(SIGINT);
+  auto st = live.wait(10s);
+  REQUIRE(st);
+  CHECK(st->code == 0);
 }

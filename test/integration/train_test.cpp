@@ -377,6 +377,12 @@ TEST_CASE("train: command-line and data errors", "[train]") {
       {{"--cluster", cluster, "--job_name", "worker", "--task_index", "7"},
        "--task_index: job 'worker' has no task 7"},
       {{"--local", "2", "--frobnicate", "1"}, "unknown flag '--frobnicate'"},
+      {{"--local", "2", "--metrics_port", "9100"},
+       "--metrics_port with --local: only 0"},
+      {{"--local", "2", "--metrics_port", "99999"},
+       "--metrics_port: expected a port number"},
+      {{"--local", "2", "--metrics_host", "0.0.0.0"},
+       "--metrics_host needs --metrics_port"},
     };
     for (const auto& bad : cases) {
       std::string args;
