@@ -799,16 +799,19 @@ void run_fetch_remote(context& ctx, remote_cluster& cluster,
 
 // -- step_remote --------------------------------------------------------------
 
+/// A float scalar "step_counter" on /job:ps/task:0 of the default graph:
+/// what step_remote_small adds to.
+variable counter_on_ps() {
+  device_scope on_ps{"/job:ps/task:0"};
+  return variable{0.0f, named("step_counter")};
+}
+
 void run_step_remote(context& ctx, remote_cluster& cluster,
                      raw_tcp_baseline& tcp) {
   auto budget = ctx.budget(2.0, 0.4);
   graph g;
   auto as_default = g.as_default();
-  variable counter;
-  {
-    device_scope on_ps{"/job:ps/task:0"};
-    counter = variable{0.0f, named("step_counter")};
-  }
+  auto counter = counter_on_ps();
   auto increment = counter.assign_add(1.0);
   session sess{cluster.target(), bounded_config(), &g};
   sess.run(counter.initializer());
@@ -885,6 +888,18 @@ void add_monitoring_figure(context& ctx, const std::string& name,
   ctx.out->add(f);
 }
 
+/// Actors spawned while this lives have no monitoring record.
+struct monitoring_off {
+  monitoring_off() {
+    monitoring::set_enabled(false);
+  }
+  ~monitoring_off() {
+    monitoring::set_enabled(true);
+  }
+  monitoring_off(const monitoring_off&) = delete;
+  monitoring_off& operator=(const monitoring_off&) = delete;
+};
+
 void run_monitoring(context& ctx, const std::string& node) {
   auto budget = ctx.budget(2.0, 0.6);
   measure_options mopts{.budget = budget, .min_reps = 10, .warmup = 10};
@@ -895,15 +910,17 @@ void run_monitoring(context& ctx, const std::string& node) {
     graph g;
     auto as_default = g.as_default();
     auto c = constant(1.0f, "c");
-    monitoring::set_enabled(false);
-    session off{bounded_config(), &g};
-    off.run(c);
-    monitoring::set_enabled(true);
+    std::optional<session> off;
+    {
+      monitoring_off spawned_off;
+      off.emplace(bounded_config(), &g);
+      off->run(c);
+    }
     session on{bounded_config(), &g};
     on.run(c);
     // In process, compute-bound: the fastest slices.
     auto [r_on, r_off] = measure_interleaved([&] { on.run(c); },
-                                             [&] { off.run(c); }, mopts);
+                                             [&] { off->run(c); }, mopts);
     add_monitoring_figure(ctx, "monitoring_step_local_trivial", r_on, r_off,
                           "step_local_trivial's fetch of one Const");
   }
@@ -911,26 +928,25 @@ void run_monitoring(context& ctx, const std::string& node) {
     return;
   graph g;
   auto as_default = g.as_default();
-  variable counter;
-  {
-    device_scope on_ps{"/job:ps/task:0"};
-    counter = variable{0.0f, named("step_counter")};
-  }
+  auto counter = counter_on_ps();
   auto increment = counter.assign_add(1.0);
   // The worker (this process's server) and the ps process, each off or on.
-  monitoring::set_enabled(false);
-  auto off_cluster = remote_cluster::start(node, {"ACTORFLOW_MONITORING=0"});
-  session off{off_cluster->target(), bounded_config(), &g};
-  off.run(counter.initializer());
-  off.run(increment);
-  monitoring::set_enabled(true);
+  std::unique_ptr<remote_cluster> off_cluster;
+  std::optional<session> off;
+  {
+    monitoring_off spawned_off;
+    off_cluster = remote_cluster::start(node, {"ACTORFLOW_MONITORING=0"});
+    off.emplace(off_cluster->target(), bounded_config(), &g);
+    off->run(counter.initializer());
+    off->run(increment);
+  }
   auto on_cluster = remote_cluster::start(node, {"ACTORFLOW_MONITORING=1"});
   session on{on_cluster->target(), bounded_config(), &g};
   on.run(counter.initializer());
   on.run(increment);
   // Round trips between processes: the median slices.
   auto [r_on, r_off] = measure_interleaved([&] { on.run(increment); },
-                                           [&] { off.run(increment); }, mopts,
+                                           [&] { off->run(increment); }, mopts,
                                            slice_pick::median);
   add_monitoring_figure(ctx, "monitoring_step_remote_small", r_on, r_off,
                         "step_remote_small's assign_add on the ps");

@@ -19,11 +19,10 @@ namespace actorflow {
 struct server::impl {
   caf::actor_system* sys = nullptr;
   cluster_spec cluster;
-  std::string job;
-  int task = 0;
+  /// This task (job, index) and every task's address.
+  task_options opts;
   uint16_t port = 0;
   caf::actor actor;
-  task_options opts;
   // serve_metrics: the HTTP server and its thread.
   std::unique_ptr<httplib::Server> http;
   std::thread http_thread;
@@ -55,8 +54,6 @@ server::server(caf::actor_system& sys, const cluster_spec& cluster,
                      + "\"");
   impl_->sys = &sys;
   impl_->cluster = cluster;
-  impl_->job = job;
-  impl_->task = task;
   task_options opts;
   opts.job = job;
   opts.task = task;
@@ -138,16 +135,15 @@ const cluster_spec& server::cluster() const {
 }
 
 const std::string& server::job_name() const {
-  return impl_->job;
+  return impl_->opts.job;
 }
 
 int server::task_index() const {
-  return impl_->task;
+  return impl_->opts.task;
 }
 
 std::string server::device() const {
-  return "/job:" + impl_->job + "/replica:0/task:"
-         + std::to_string(impl_->task) + "/device:CPU:0";
+  return task_name(impl_->opts) + "/device:CPU:0";
 }
 
 void server::join() {
