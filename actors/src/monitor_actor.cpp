@@ -75,7 +75,7 @@ struct sent_figures {
   uint64_t messages = 0;
   uint32_t mailbox = 0;
   uint32_t mailbox_max = 0;
-  std::array<int64_t, 4> gauges{};
+  std::array<int64_t, actor_record::max_gauges> gauges{};
   bool operator==(const sent_figures&) const = default;
 };
 using sent_map = std::unordered_map<uint64_t, sent_figures>;
@@ -412,8 +412,12 @@ std::string metrics_text(const task_options& opts) {
                   "The queue's capacity (-1: unbounded)."},
         per_gauge{"queue", "closed", "actorflow_queue_closed", "gauge",
                   "1 once the queue is closed."},
-        per_gauge{"queue", "waiting", "actorflow_queue_waiting", "gauge",
-                  "Enqueue and dequeue attempts waiting in the queue."},
+        per_gauge{"queue", "blocked_enqueues",
+                  "actorflow_queue_blocked_enqueues", "gauge",
+                  "Enqueue attempts waiting for room in the queue."},
+        per_gauge{"queue", "blocked_dequeues",
+                  "actorflow_queue_blocked_dequeues", "gauge",
+                  "Dequeue attempts waiting for elements."},
         per_gauge{"variable", "bytes", "actorflow_variable_bytes", "gauge",
                   "Bytes of the variable's value."},
         per_gauge{"variable", "initialized", "actorflow_variable_initialized",

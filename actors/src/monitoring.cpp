@@ -174,12 +174,13 @@ actor_record::sample actor_record::read() const {
   return s;
 }
 
-const std::array<const char*, 4>& actor_record::gauge_names(actor_kind kind) {
-  static const std::array<const char*, 4> queue{"size", "capacity", "closed",
-                                                "waiting"};
-  static const std::array<const char*, 4> variable{"bytes", "initialized",
-                                                   "updates", ""};
-  static const std::array<const char*, 4> none{"", "", "", ""};
+const std::array<const char*, actor_record::max_gauges>&
+actor_record::gauge_names(actor_kind kind) {
+  using names = std::array<const char*, max_gauges>;
+  static const names queue{"size", "capacity", "closed", "blocked_enqueues",
+                           "blocked_dequeues"};
+  static const names variable{"bytes", "initialized", "updates", "", ""};
+  static const names none{"", "", "", "", ""};
   switch (kind) {
     case actor_kind::queue:
       return queue;

@@ -38,7 +38,8 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts) {
   if (auto* rec = self->state.record)
     rec->gauges[1].store(self->state.core->options().capacity,
                          std::memory_order_relaxed);
-  // After every operation: the monitor's size, closed and waiting.
+  // After every operation: the monitor's size, closed and blocked
+  // enqueues and dequeues.
   auto observed = [self] {
     auto* rec = self->state.record;
     if (rec == nullptr)
@@ -47,7 +48,10 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts) {
     constexpr auto relaxed = std::memory_order_relaxed;
     rec->gauges[0].store(core.size(), relaxed);
     rec->gauges[2].store(core.is_closed() ? 1 : 0, relaxed);
-    rec->gauges[3].store(static_cast<int64_t>(core.pending()), relaxed);
+    rec->gauges[3].store(static_cast<int64_t>(core.pending_enqueues()),
+                         relaxed);
+    rec->gauges[4].store(static_cast<int64_t>(core.pending_dequeues()),
+                         relaxed);
   };
   // A queue that goes (container reset, task stop) first cancels what
   // waits on it, so every requester gets its answer.

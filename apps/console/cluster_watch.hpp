@@ -48,7 +48,9 @@ inline int64_t console_now_us() {
     .count();
 }
 
-/// Merges one monitor update into `v` (a whole document or a delta).
+/// Merges one monitor update into `v` (a whole document or a delta). Each
+/// actor gets the rates of what only grows since the last update:
+/// "messages_per_s", "busy_percent", and a variable's "updates_per_s".
 inline void merge_update(task_view& v, json update) {
   auto now = update.value("now_us", int64_t{0});
   std::map<uint64_t, json> previous;
@@ -67,6 +69,7 @@ inline void merge_update(task_view& v, json update) {
     for (auto& [id, a] : actors) {
       a["messages_per_s"] = 0.0;
       a["busy_percent"] = 0.0;
+      a["updates_per_s"] = 0.0;
     }
     for (auto& id : update.value("removed", json::array()))
       actors.erase(id.get<uint64_t>());
@@ -75,16 +78,22 @@ inline void merge_update(task_view& v, json update) {
     auto id = a["id"].get<uint64_t>();
     double rate = 0;
     double busy = 0;
+    double updates = 0;
     if (auto p = previous.find(id); p != previous.end() && dt > 0) {
+      auto& before = p->second;
       rate = static_cast<double>(a["messages"].get<uint64_t>()
-                                 - p->second["messages"].get<uint64_t>())
+                                 - before["messages"].get<uint64_t>())
              / dt;
       busy = static_cast<double>(a["busy_us"].get<uint64_t>()
-                                 - p->second["busy_us"].get<uint64_t>())
+                                 - before["busy_us"].get<uint64_t>())
              / (dt * 1e4);
+      updates = (a["gauges"].value("updates", 0.0)
+                 - before["gauges"].value("updates", 0.0))
+                / dt;
     }
     a["messages_per_s"] = rate;
     a["busy_percent"] = busy;
+    a["updates_per_s"] = updates;
     actors[id] = std::move(a);
   }
   // Rates of what only grows: steps and the channel's bytes.

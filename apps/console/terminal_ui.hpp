@@ -294,8 +294,8 @@ private:
       "channel bytes/s",
       "  2 Actors    every actor: mailbox now/max, messages/s, busy %",
       "  3 Steps     per master: steps, steps/s, p50/p99, errors by code",
-      "  4 Queues    size/capacity, closed, waiting attempts",
-      "  5 Variables dtype and shape, bytes, updates",
+      "  4 Queues    size/capacity, closed, blocked enqueues and dequeues",
+      "  5 Variables dtype and shape, bytes, updates and updates/s",
       "  6 Training  global step, loss, examples/s, accuracy",
       "  Tab         next view",
       "  s           sort actors: mailbox, msgs/s, busy, name",
@@ -465,20 +465,23 @@ private:
 
   void draw_queues(const std::vector<task_view>& tasks) {
     line(2,
-         fmt("%-8s %-40s %9s %9s %7s %8s %7s", "TASK", "QUEUE", "SIZE",
-             "CAPACITY", "CLOSED", "WAITING", "MAILBOX"),
+         fmt("%-8s %-40s %9s %9s %7s %9s %9s %7s", "TASK", "QUEUE", "SIZE",
+             "CAPACITY", "CLOSED", "BLOCK ENQ", "BLOCK DEQ", "MAILBOX"),
          A_BOLD);
     int y = 3;
     for (auto& r : actor_rows(tasks, "queue")) {
       auto& g = r.actor["gauges"];
       auto cap = g.value("capacity", int64_t{-1});
-      line(y++, fmt("%-8s %-40.40s %9lld %9s %7s %8lld %7d",
+      line(y++, fmt("%-8s %-40.40s %9lld %9s %7s %9lld %9lld %7d",
                     short_task(r.task).c_str(),
                     r.actor.value("name", "").c_str(),
                     static_cast<long long>(g.value("size", int64_t{0})),
                     cap < 0 ? "inf" : std::to_string(cap).c_str(),
                     g.value("closed", 0) != 0 ? "yes" : "no",
-                    static_cast<long long>(g.value("waiting", int64_t{0})),
+                    static_cast<long long>(
+                      g.value("blocked_enqueues", int64_t{0})),
+                    static_cast<long long>(
+                      g.value("blocked_dequeues", int64_t{0})),
                     r.actor.value("mailbox", 0)));
     }
     if (y == 3)
@@ -488,7 +491,7 @@ private:
   void draw_variables(const std::vector<task_view>& tasks) {
     line(2,
          fmt("%-8s %-34s %-22s %9s %5s %10s %9s", "TASK", "VARIABLE",
-             "DTYPE SHAPE", "BYTES", "INIT", "UPDATES", "MSGS/S"),
+             "DTYPE SHAPE", "BYTES", "INIT", "UPDATES", "UPDATES/S"),
          A_BOLD);
     int y = 3;
     for (auto& r : actor_rows(tasks, "variable")) {
@@ -500,7 +503,7 @@ private:
                     bytes(g.value("bytes", 0.0)).c_str(),
                     g.value("initialized", 0) != 0 ? "yes" : "no",
                     static_cast<long long>(g.value("updates", int64_t{0})),
-                    r.actor.value("messages_per_s", 0.0)));
+                    r.actor.value("updates_per_s", 0.0)));
     }
     if (y == 3)
       line(y, "  (no variables)");

@@ -245,7 +245,15 @@ bool queue_core::is_closed() const {
 }
 
 size_t queue_core::pending() const {
-  return enqueue_attempts_.size() + dequeue_attempts_.size();
+  return pending_enqueues() + pending_dequeues();
+}
+
+size_t queue_core::pending_enqueues() const {
+  return enqueue_attempts_.size();
+}
+
+size_t queue_core::pending_dequeues() const {
+  return dequeue_attempts_.size();
 }
 
 const queue_options& queue_core::options() const {

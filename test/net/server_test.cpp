@@ -4,9 +4,12 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <future>
 #include <thread>
 
+#include "actorflow/actors/task.hpp"
 #include "actorflow/actors/type_ids.hpp"
+#include "actorflow/graph/queue_ops.hpp"
 #include "actorflow/net/runtime.hpp"
 #include "actorflow/net/server.hpp"
 #include "actorflow/net/session.hpp"
@@ -201,4 +204,59 @@ TEST_CASE("server: its monitor traces the next step on request, without "
   // One step only: the next one is not traced again.
   sess.run(b);
   CHECK(last_trace().first == at);
+}
+
+TEST_CASE("server: a queue's size and blocked enqueues and dequeues show in "
+          "its task's metrics",
+          "[server][monitoring]") {
+  auto srv = server::create_local_server();
+  graph g;
+  auto as_default = g.as_default();
+  fifo_queue q{1, {dtype::float32}, {tensor_shape{}}, "metered"};
+  auto enqueue = q.enqueue({constant(1.0f)});
+  auto dequeue = q.dequeue();
+  // Every wait bounded: a broken queue fails the test instead of hanging.
+  session_config bounded;
+  bounded.operation_timeout_in_ms = 20000;
+  session sess{srv.target(), bounded, &g};
+  task_options opts;
+  opts.job = srv.job_name();
+  opts.task = srv.task_index();
+  auto gauge = [&](const std::string& name) {
+    auto text = metrics_text(opts);
+    auto key = name + "{task=\"/job:local/replica:0/task:0\",queue=\"metered\"";
+    auto at = text.find(key);
+    if (at == std::string::npos)
+      return -1.0;
+    auto value = text.find("} ", at);
+    return std::stod(text.substr(value + 2));
+  };
+  // A dequeue waits on the empty queue.
+  auto waiting = std::async(std::launch::async, [&] {
+    session other{srv.target(), bounded, &g};
+    return other.run(dequeue.front()).scalar_value<float>();
+  });
+  CHECK(eventually([&] {
+    return gauge("actorflow_queue_blocked_dequeues") == 1;
+  }));
+  CHECK(gauge("actorflow_queue_capacity") == 1);
+  sess.run(enqueue);
+  CHECK(waiting.get() == 1.0f);
+  CHECK(eventually([&] {
+    return gauge("actorflow_queue_blocked_dequeues") == 0;
+  }));
+  // The queue fills; a second enqueue waits for room.
+  sess.run(enqueue);
+  CHECK(gauge("actorflow_queue_size") == 1);
+  auto blocked = std::async(std::launch::async, [&] {
+    session other{srv.target(), bounded, &g};
+    other.run(enqueue);
+  });
+  CHECK(eventually([&] {
+    return gauge("actorflow_queue_blocked_enqueues") == 1;
+  }));
+  CHECK(sess.run(dequeue.front()).scalar_value<float>() == 1.0f);
+  blocked.get();
+  CHECK(gauge("actorflow_queue_blocked_enqueues") == 0);
+  CHECK(gauge("actorflow_queue_size") == 1);
 }

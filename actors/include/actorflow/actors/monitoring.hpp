@@ -92,11 +92,13 @@ public:
                uint64_t now_ticks) noexcept;
 
   /// Kind-specific gauges (see gauge_names): a queue's size, capacity,
-  /// closed flag, waiting attempts; a variable's bytes, initialized flag,
-  /// updates. Written by the actor itself.
-  std::array<std::atomic<int64_t>, 4> gauges{};
+  /// closed flag, blocked enqueues and dequeues; a variable's bytes,
+  /// initialized flag, updates. Written by the actor itself.
+  static constexpr size_t max_gauges = 5;
+  std::array<std::atomic<int64_t>, max_gauges> gauges{};
   /// The names of this kind's gauges ("" for an unused slot).
-  static const std::array<const char*, 4>& gauge_names(actor_kind kind);
+  static const std::array<const char*, max_gauges>&
+  gauge_names(actor_kind kind);
 
   /// Free text the actor sets rarely (a variable's dtype and shape).
   void set_detail(std::string text);

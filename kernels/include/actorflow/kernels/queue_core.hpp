@@ -168,6 +168,10 @@ public:
 
   /// Number of attempts still waiting.
   size_t pending() const;
+  /// Of those, the enqueues (a full queue) and the dequeues (too few
+  /// elements).
+  size_t pending_enqueues() const;
+  size_t pending_dequeues() const;
 
   const queue_options& options() const;
 
