@@ -4,7 +4,7 @@
 
 #include <unordered_map>
 
-#include "instrumented.hpp"
+#include "actorflow/actors/instrumented.hpp"
 #include "runtime.hpp"
 
 namespace actorflow {

@@ -18,9 +18,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "actorflow/actors/instrumented.hpp"
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/kernels/kernel.hpp"
-#include "instrumented.hpp"
 #include "runtime.hpp"
 #include "tensor_channel.hpp"
 

@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actorflow/actors/instrumented.hpp"
 #include "actorflow/actors/monitoring.hpp"
 #include "actorflow/actors/task.hpp"
 #include "actorflow/graph/device_name.hpp"
-#include "instrumented.hpp"
 #include "runtime.hpp"
 #include "tensor_channel.hpp"
 
@@ -64,8 +64,8 @@ json actor_json(const actor_record& rec, const actor_record::sample& s) {
   return a;
 }
 
-// An actor belongs to a task's view when it serves that task, or no task
-// in particular (spawned without one).
+// An actor belongs to a task's view when it serves that task, or the
+// process (a session's client actor, an application's own).
 bool in_view(const std::string& owner, const std::string& task) {
   return owner.empty() || owner == task;
 }
@@ -179,7 +179,8 @@ json snapshot(const task_options& opts, sent_map* sent) {
                      {"up", l.up},
                      {"bytes", l.bytes},
                      {"frames", l.frames},
-                     {"since_us", l.since_us}});
+                     {"since_us", l.since_us},
+                     {"last_us", l.last_us}});
   doc["channel"] = std::move(links);
   json training = json::array();
   for (auto& t : reg.training())

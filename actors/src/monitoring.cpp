@@ -74,8 +74,12 @@ const char* to_string(actor_kind kind) {
       return "reader";
     case actor_kind::accumulator:
       return "accumulator";
+    case actor_kind::client:
+      return "client";
     case actor_kind::monitor:
       return "monitor";
+    case actor_kind::other:
+      return "other";
   }
   return "unknown";
 }

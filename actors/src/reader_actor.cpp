@@ -7,8 +7,8 @@
 
 #include <deque>
 
+#include "actorflow/actors/instrumented.hpp"
 #include "actorflow/kernels/reader_core.hpp"
-#include "instrumented.hpp"
 #include "runtime.hpp"
 
 namespace actorflow {

@@ -15,6 +15,7 @@
 #include <caf/io/middleman_actor.hpp>
 
 #include "actorflow/actors/deadline_table.hpp"
+#include "actorflow/actors/instrumented.hpp"
 #include "actorflow/actors/task.hpp"
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/graph/device_name.hpp"
@@ -23,7 +24,6 @@
 #include "actorflow/graph/placer.hpp"
 #include "actorflow/graph/subgraph.hpp"
 #include "actorflow/kernels/reader_core.hpp"
-#include "instrumented.hpp"
 #include "runtime.hpp"
 #include "tensor_channel.hpp"
 

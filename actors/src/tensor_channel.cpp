@@ -129,6 +129,7 @@ struct incoming_stat {
   int64_t since_us = monitoring::wall_us();
   std::atomic<uint64_t> bytes{0};
   std::atomic<uint64_t> frames{0};
+  std::atomic<int64_t> last_us{0};
 };
 
 struct registry {
@@ -387,6 +388,7 @@ void serve(int fd) {
           break;
         constexpr auto relaxed = std::memory_order_relaxed;
         stat->frames.store(stat->frames.load(relaxed) + 1, relaxed);
+        stat->last_us.store(monitoring::wall_us(), relaxed);
         stat->bytes.store(stat->bytes.load(relaxed) + prefix_size
                             + parsed.key_len + parsed.head_len
                             + parsed.data_len,
@@ -499,7 +501,7 @@ public:
   link_stat stat() {
     std::lock_guard<std::mutex> guard{mtx_};
     return {host_ + ":" + port_, true, state_ == state::up, bytes_, frames_,
-            since_us_};
+            since_us_, last_us_};
   }
 
   bool send(uint64_t inbox, int64_t step, const std::string& key,
@@ -583,6 +585,7 @@ private:
       return false;
     bytes_ += f.size();
     ++frames_;
+    last_us_ = monitoring::wall_us();
     // Data that fits in the ring costs this thread a copy there and a
     // short frame, less than waking the link's thread.
     bool ring_now = f.ring_candidate && ring_;
@@ -844,6 +847,7 @@ private:
   uint64_t bytes_ = 0;
   uint64_t frames_ = 0;
   int64_t since_us_ = monitoring::wall_us();
+  int64_t last_us_ = 0;
   // Set up before the link is up; then used by the writer holding busy_.
   ring_writer ring_;
 };
@@ -961,7 +965,8 @@ std::vector<link_stat> link_stats() {
       out.push_back({in->peer, false, true,
                      in->bytes.load(std::memory_order_relaxed),
                      in->frames.load(std::memory_order_relaxed),
-                     in->since_us});
+                     in->since_us,
+                     in->last_us.load(std::memory_order_relaxed)});
   }
   for (auto& l : links)
     out.push_back(l->stat());

@@ -101,7 +101,8 @@ uint64_t ring_frames_received();
 /// One connection of this process's channel, for monitoring: an outgoing
 /// link to a peer's listener ("host:port") or an incoming connection
 /// (the peer's address), with the frames and bytes (prefix, head and data,
-/// wherever the data went) it carried so far.
+/// wherever the data went) it carried so far, since when it is in its
+/// state, and when its last frame went or came (0: none yet).
 struct link_stat {
   std::string peer;
   bool outgoing = false;
@@ -109,6 +110,7 @@ struct link_stat {
   uint64_t bytes = 0;
   uint64_t frames = 0;
   int64_t since_us = 0;
+  int64_t last_us = 0;
 };
 
 /// Every outgoing link and every open incoming connection. Never blocks

@@ -6,8 +6,8 @@
 
 #include <Eigen/Core>
 
+#include "actorflow/actors/instrumented.hpp"
 #include "actorflow/actors/type_ids.hpp"
-#include "instrumented.hpp"
 #include "runtime.hpp"
 
 namespace actorflow {

@@ -343,21 +343,22 @@ private:
     }
     ++y;
     line(y++, "Tensor channel (between processes)", A_BOLD);
-    line(y++, fmt("%-10s %-4s %-22s %-5s %10s %10s %9s", "TASK", "DIR",
-                  "PEER", "UP", "BYTES", "BYTES/S", "FRAMES"));
+    line(y++, fmt("%-10s %-4s %-22s %-5s %10s %10s %9s %9s", "TASK", "DIR",
+                  "PEER", "UP", "BYTES", "BYTES/S", "FRAMES", "LAST"));
     for (auto& v : tasks) {
       if (!v.has_node || v.state != "up")
         continue;
       for (auto& l : v.node["channel"])
         line(y++,
-             fmt("%-10s %-4s %-22s %-5s %10s %10s %9llu",
+             fmt("%-10s %-4s %-22s %-5s %10s %10s %9llu %9s",
                  short_task(v.task).c_str(),
                  l.value("direction", "").c_str(),
                  l.value("peer", "").c_str(),
                  l.value("up", false) ? "yes" : "no",
                  bytes(l.value("bytes", 0.0)).c_str(),
                  bytes(l.value("bytes_per_s", 0.0)).c_str(),
-                 static_cast<unsigned long long>(l.value("frames", 0ULL))));
+                 static_cast<unsigned long long>(l.value("frames", 0ULL)),
+                 (ago(l.value("last_us", int64_t{0})) + " ago").c_str()));
     }
     ++y;
     line(y++, "Peers (CAF connections a master made)", A_BOLD);

@@ -4,6 +4,7 @@
 #include <caf/io/middleman_actor.hpp>
 
 #include "actorflow/actors/deadline_table.hpp"
+#include "actorflow/actors/instrumented.hpp"
 #include "actorflow/actors/run_actors.hpp"
 #include "actorflow/actors/task.hpp"
 #include "actorflow/actors/type_ids.hpp"
@@ -325,7 +326,12 @@ void session::impl::start_client(std::string what) {
   pending = std::make_shared<pending_steps>(*sys);
   spin = caf::get_or(sys->config(), "actorflow.scheduler-spin",
                      caf::timespan{0});
-  client = sys->spawn(client_actor, master, pending, std::move(what));
+  client = spawn_instrumented(*sys,
+                              {.kind = monitoring::actor_kind::client,
+                               .name = handle + " on " + what,
+                               .container = "",
+                               .task = ""},
+                              client_actor, master, pending, std::move(what));
 }
 
 session::session(session_config config, graph* g)

@@ -17,7 +17,7 @@
 #include "actorflow/actors/task.hpp"
 #include "actorflow/actors/type_ids.hpp"
 #include "actors/test_system.hpp"
-#include "instrumented.hpp"
+#include "actorflow/actors/instrumented.hpp"
 
 using namespace actorflow;
 using actorflow::testing::test_system;

@@ -159,6 +159,16 @@ TEST_CASE("console: a JSON snapshot of a training cluster lists every task "
     REQUIRE(training.size() == 1);
     CHECK(training[0]["task"] == name);
     CHECK(training[0]["global_step"].get<int64_t>() > 0);
+    // The trainer's session: its client actor, in the worker's process.
+    auto clients = actors_of_kind(*w, "client");
+    REQUIRE_FALSE(clients.empty());
+    CHECK(clients[0]["messages"].get<uint64_t>() > 0);
+    // Tensors went over the channel to and from the ps, just now.
+    bool sent = false;
+    for (auto& l : (*w)["node"]["channel"])
+      sent |= l["direction"] == "out" && l["bytes"].get<uint64_t>() > 0
+              && l["last_us"].get<int64_t>() >= l["since_us"].get<int64_t>();
+    CHECK(sent);
     // The master connected to the ps.
     bool ps_peer = false;
     for (auto& p : (*w)["node"]["peers"])

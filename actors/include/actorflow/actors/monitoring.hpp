@@ -26,14 +26,18 @@ enum class actor_kind : uint8_t {
   queue,       ///< a FIFOQueue / PaddingFIFOQueue / RandomShuffleQueue
   reader,      ///< a reader (TextLineReader, ...)
   accumulator, ///< a ConditionalAccumulator
+  client,      ///< a session's client actor (steps to its master)
   monitor,     ///< the task's monitor actor
+  other,       ///< an embedding application's own actor
 };
 
 const char* to_string(actor_kind kind);
 
 /// Who an actor is: kind, its TF name (a variable's or queue's shared name,
-/// a partition's device and session), its container ("" for none) and the
-/// task it serves ("/job:ps/replica:0/task:0"; "" for the process).
+/// a partition's session and device, a client's session handle), its
+/// container ("" for none) and the task it serves
+/// ("/job:ps/replica:0/task:0"; "" for the process: every task of the
+/// process shows it).
 struct identity {
   actor_kind kind = actor_kind::task;
   std::string name;

@@ -1,11 +1,17 @@
 #pragma once
 
-// Private to actors/: spawning an actor with a monitoring record
-// (actorflow/actors/monitoring.hpp). CAF 0.17 on Debian is built without
-// its actor profiler, so the hook is CAF's own virtual `consume`, through
-// which every message an event-based actor handles passes (requests,
-// responses, system messages): the subclass times it and reads the
-// mailbox's depth on the actor's own thread, where that is safe.
+// Spawning an actor with a monitoring record (actorflow/actors/
+// monitoring.hpp), so that it shows in actorflow-console and /metrics with
+// the engine's own: the engine spawns its actors this way, and an
+// embedding CAF application may spawn its own (kind `other`, its name,
+// the task it serves or "" for the process). This header pulls in CAF:
+// include it only from .cpp files.
+//
+// CAF 0.17 on Debian is built without its actor profiler, so the hook is
+// CAF's own virtual `consume`, through which every message an event-based
+// actor handles passes (requests, responses, system messages): the
+// subclass times it and reads the mailbox's depth on the actor's own
+// thread, where that is safe.
 
 #include <caf/all.hpp>
 
@@ -60,7 +66,9 @@ private:
 };
 
 /// Spawns `fun(self, xs...)` as sys.spawn<Os>(fun, xs...) would, with a
-/// monitoring record for `who` when monitoring is enabled.
+/// monitoring record for `who` when monitoring is enabled (the record goes
+/// to the registry's list of ended actors when the actor ends). Does not
+/// block beyond the registry's short lock.
 template <caf::spawn_options Os = caf::no_spawn_options, class F,
           class... Ts>
 caf::infer_handle_from_fun_t<F>
