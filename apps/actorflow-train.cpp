@@ -206,6 +206,13 @@ options parse_args(int argc, char** argv) {
       opts.help = true;
       continue;
     }
+    // An unknown flag is called unknown before anything reads a value for
+    // it ("--bogus --local 2" and "--local 2 --bogus" alike); the usage
+    // text lists every flag, aliases as "(alias --job)".
+    std::string_view usage{usage_text};
+    if (usage.find(" " + name + " ") == std::string_view::npos
+        && usage.find(" " + name + ")") == std::string_view::npos)
+      throw usage_error("unknown flag '" + name + "'");
     // Aliases share one slot, so "--job x --job_name y" is "given twice".
     auto key = name == "--job" ? "--job_name"
                : name == "--task" ? "--task_index" : name;

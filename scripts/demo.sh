@@ -10,4 +10,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 build_dir=${ACTORFLOW_BUILD_DIR:-build}
-exec "$build_dir/apps/actorflow-train" --local 2 --model mlp "$@"
+# The demo's defaults, unless the arguments give their own.
+given() {
+  local a
+  for a in "${args[@]}"; do
+    [[ "$a" == "$1" || "$a" == "$1="* ]] && return 0
+  done
+  return 1
+}
+args=("$@")
+defaults=()
+given --local || defaults+=(--local 2)
+given --model || defaults+=(--model mlp)
+exec "$build_dir/apps/actorflow-train" "${defaults[@]}" "$@"

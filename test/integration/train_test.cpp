@@ -377,6 +377,9 @@ TEST_CASE("train: command-line and data errors", "[train]") {
       {{"--cluster", cluster, "--job_name", "worker", "--task_index", "7"},
        "--task_index: job 'worker' has no task 7"},
       {{"--local", "2", "--frobnicate", "1"}, "unknown flag '--frobnicate'"},
+      // Unknown whatever follows it, not "needs a value".
+      {{"--local", "2", "--bogus"}, "unknown flag '--bogus'"},
+      {{"--bogus", "--local", "2"}, "unknown flag '--bogus'"},
       {{"--local", "2", "--metrics_port", "9100"},
        "--metrics_port with --local: only 0"},
       {{"--local", "2", "--metrics_port", "99999"},
