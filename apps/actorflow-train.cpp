@@ -463,7 +463,10 @@ int run_ps(const options& opts, const task_config& cfg,
     }
   }
   srv->stop();
-  warn(cfg.task_name() + " stopped on " + ::strsignal(received));
+  // Asked to stop: say who asked, so the last line does not read like a
+  // crash.
+  warn(cfg.task_name() + " stopped: SIG" + ::sigabbrev_np(received)
+       + (parent ? " from the launcher" : ""));
   return 0;
 }
 

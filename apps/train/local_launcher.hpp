@@ -409,6 +409,7 @@ inline int run_local(const local_plan& plan, const sigset_t& stop_signals) {
       if (exit_code_of(raw) != 0 || !WIFEXITED(raw))
         plan.log(p->label() + " failed (" + describe_status(raw) + ")");
     }
+    plan.log("the workers finished: stopping the ps tasks");
     stop_all();
     auto chief = *workers.front()->poll_exit();
     return exit_code_of(chief);

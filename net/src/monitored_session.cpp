@@ -1,5 +1,6 @@
 #include "actorflow/net/monitored_session.hpp"
 
+#include <algorithm>
 #include <set>
 #include <thread>
 #include <utility>
@@ -139,6 +140,25 @@ private:
     return "Variables not initialized: " + missing;
   }
 
+  /// A reason for the periodic waiting line: a list of uninitialized
+  /// variables as its length and first two names (the error at the
+  /// deadline keeps the whole list).
+  static std::string brief(const std::string& why) {
+    static const std::string marker = "Variables not initialized: ";
+    auto at = why.find(marker);
+    if (at == std::string::npos)
+      return why;
+    auto names = why.substr(at + marker.size());
+    auto count = 1 + std::count(names.begin(), names.end(), ',');
+    auto second = names.find(", ");
+    if (second != std::string::npos)
+      second = names.find(", ", second + 2);
+    if (second != std::string::npos)
+      names = names.substr(0, second) + ", ...";
+    return why.substr(0, at) + marker + std::to_string(count) + " (" + names
+           + ")";
+  }
+
   /// TF's `_try_run_local_init_op`.
   std::optional<std::string> try_local_init(session& s) const {
     if (!sc_.local_init_op.valid())
@@ -179,7 +199,7 @@ private:
                          + seconds_text(opts_.max_wait) + " secs. " + last);
       // TF logs every attempt; with our short pause, every 10 s is enough.
       if (now >= next_log) {
-        write_log(opts_.log, "Waiting for model to be ready. " + last);
+        write_log(opts_.log, "Waiting for model to be ready. " + brief(last));
         next_log = now + std::chrono::seconds{10};
       }
       std::this_thread::sleep_for(opts_.recovery_wait);

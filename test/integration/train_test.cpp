@@ -97,6 +97,17 @@ TEST_CASE("train: --local 2 trains softmax regression on Fashion-MNIST",
   auto accuracy = test_accuracy(out);
   CHECK(accuracy > 0.6);
   CHECK(accuracy <= 1.0);
+  // The ps's last line says it was asked to stop, after the launcher said
+  // why; a waiting worker's line (if it waited) is short.
+  CHECK_THAT(result.err, Contains("the workers finished: stopping the ps "
+                                  "tasks"));
+  CHECK_THAT(result.err, Contains("ps/0: actorflow-train: /job:ps/replica:0/"
+                                  "task:0 stopped: SIGTERM from the "
+                                  "launcher"));
+  static const std::regex waiting{R"(Waiting for model to be ready[^\n]*)"};
+  for (std::sregex_iterator i{out.begin(), out.end(), waiting}, end; i != end;
+       ++i)
+    CHECK(i->str().size() < 160);
   // Every task it started is gone (the launcher reaped them all).
   auto pids = started_pids(result.err);
   CHECK(pids.size() == 3);
