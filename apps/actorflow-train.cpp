@@ -34,6 +34,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -46,9 +47,9 @@
 #include "local_cluster.hpp"
 #include "cluster_flags.hpp"
 #include "metrics_flags.hpp"
-#include "train/fashion_mnist.hpp"
+#include "actorflow/train/fashion_mnist.hpp"
 #include "train/local_launcher.hpp"
-#include "train/models.hpp"
+#include "actorflow/train/models.hpp"
 
 namespace {
 
@@ -119,6 +120,10 @@ Training (workers):
   --startup_timeout S    how long a worker waits for the ps tasks and the
                          chief's initialization (default 60)
   --step_timeout S       deadline of one training step (default 60)
+  --trace_step N         the chief traces its N-th training step (full
+                         trace, every task's ops) ...
+  --trace_file FILE      ... and writes it there as Chrome trace-event JSON
+                         (chrome://tracing, ui.perfetto.dev); both or neither
   --help                 this text
 
 Exit status: 0 on success (ps: after SIGINT/SIGTERM), 1 for a run-time
@@ -153,6 +158,8 @@ struct options {
   std::optional<int64_t> replicas_to_aggregate;
   double startup_timeout = 60;
   double step_timeout = 60;
+  std::optional<int64_t> trace_step;
+  std::optional<std::string> trace_file;
   bool help = false;
   /// The training flags as given ("--name=value"), passed on to the tasks
   /// of --local.
@@ -315,6 +322,12 @@ options parse_args(int argc, char** argv) {
       opts.startup_timeout = parse_positive(name, value);
     } else if (name == "--step_timeout") {
       opts.step_timeout = parse_positive(name, value);
+    } else if (name == "--trace_step") {
+      opts.trace_step = parse_int(name, value, 1);
+    } else if (name == "--trace_file") {
+      if (value.empty())
+        throw usage_error("--trace_file: empty");
+      opts.trace_file = value;
     } else {
       throw usage_error("unknown flag '" + name + "'");
     }
@@ -323,6 +336,9 @@ options parse_args(int argc, char** argv) {
   }
   if (opts.replicas_to_aggregate && !opts.sync)
     throw usage_error("--replicas_to_aggregate needs --sync");
+  if (opts.trace_step.has_value() != opts.trace_file.has_value())
+    throw usage_error(opts.trace_step ? "--trace_step needs --trace_file"
+                                      : "--trace_file needs --trace_step");
   if (opts.metrics.host && !opts.metrics.port)
     throw usage_error("--metrics_host needs --metrics_port");
   // The tasks of --local share a host: one port cannot serve them all.
@@ -522,6 +538,52 @@ private:
   int64_t global_ = 0;
 };
 
+/// --trace_step: traces the run the training loop arms it for (not the
+/// chief's evaluation runs) and writes it as a Chrome trace.
+class trace_step_hook : public session_run_hook {
+public:
+  trace_step_hook(std::string who, std::string file)
+    : who_(std::move(who)), file_(std::move(file)) {
+    // nop
+  }
+
+  /// The next run is the one to trace.
+  void arm(int64_t local_step) {
+    armed_ = local_step;
+  }
+
+  session_run_args before_run(session_run_context&) override {
+    session_run_args args;
+    if (armed_)
+      args.options.trace_level = run_options::full_trace;
+    return args;
+  }
+
+  void after_run(session_run_context&,
+                 const session_run_values& values) override {
+    if (!armed_)
+      return;
+    auto step = *armed_;
+    armed_.reset();
+    write_chrome_trace(values.metadata, file_);
+    // A device may report more than once (one entry per partition).
+    std::set<std::string> devices;
+    size_t ops = 0;
+    for (const auto& d : values.metadata.stats.dev_stats) {
+      devices.insert(d.device);
+      ops += d.node_stats.size();
+    }
+    say(who_ + ": wrote the trace of step " + std::to_string(step) + " ("
+        + std::to_string(ops) + " ops on " + std::to_string(devices.size())
+        + " devices) to " + file_);
+  }
+
+private:
+  std::string who_;
+  std::string file_;
+  std::optional<int64_t> armed_;
+};
+
 /// Test accuracy over the whole test set, in batches (`sess`: a session
 /// or a monitored_session).
 template <class Session>
@@ -668,6 +730,11 @@ int run_worker(const options& opts, const task_config& cfg) {
   // update that will not come any more.
   if (sync)
     mo.hooks.push_back(make_sync_replicas_hook(*sync, chief, -1, true));
+  std::shared_ptr<trace_step_hook> tracer;
+  if (chief && opts.trace_step) {
+    tracer = std::make_shared<trace_step_hook>(who, *opts.trace_file);
+    mo.hooks.push_back(tracer);
+  }
   std::unique_ptr<monitored_session> sess;
   try {
     sess = monitored_training_session(mo);
@@ -696,6 +763,8 @@ int run_worker(const options& opts, const task_config& cfg) {
   // A run restored past --train_steps only evaluates.
   while (global < train_steps && !sess->should_stop()) {
     auto [x, y] = batches.next();
+    if (tracer && local_step + 1 == *opts.trace_step)
+      tracer->arm(local_step + 1);
     auto out = sess->run({train_op, m.loss, global_step},
                          {{m.x, x}, {m.y, y}});
     ++local_step;
@@ -744,6 +813,10 @@ int run_worker(const options& opts, const task_config& cfg) {
            ? ", " + std::to_string(sess->recoveries())
                + " recoveries from a lost task"
            : std::string{}));
+  if (tracer && local_step < *opts.trace_step)
+    say(who + ": --trace_step " + std::to_string(*opts.trace_step)
+        + ": no trace written, the chief ran " + std::to_string(local_step)
+        + " steps");
   // The hooks' end: the chief's last checkpoint, the sync tokens.
   sess->close();
   if (chief) {

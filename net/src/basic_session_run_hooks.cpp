@@ -1,5 +1,6 @@
 #include "actorflow/net/basic_session_run_hooks.hpp"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -219,6 +220,69 @@ void step_counter_hook::after_run(session_run_context& context,
     return;
   last_rate_ = static_cast<double>(elapsed->second) / elapsed->first;
   write_log(log_, "global_step/sec: " + format_number("%g", *last_rate_));
+}
+
+// -- profiler_hook ---------------------------------------------------------------
+
+void write_chrome_trace(const run_metadata& metadata,
+                        const std::string& path) {
+  if (!metadata.has_step_stats)
+    throw op_error(error_code::internal,
+                   "no step stats to write to " + path
+                     + ": the run was not traced");
+  auto text = metadata.to_chrome_trace();
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  bool ok = f != nullptr
+            && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (f != nullptr && std::fclose(f) != 0)
+    ok = false;
+  if (!ok)
+    throw op_error(error_code::internal,
+                   "could not write the trace to " + path + ": "
+                     + std::generic_category().message(errno));
+}
+
+profiler_hook::profiler_hook(options opts)
+  : opts_(std::move(opts)), timer_(opts_.save_secs, opts_.save_steps) {
+  // nop
+}
+
+void profiler_hook::begin() {
+  global_step_ = require_global_step("ProfilerHook");
+  next_step_.reset();
+}
+
+session_run_args profiler_hook::before_run(session_run_context&) {
+  request_ = next_step_ && timer_.should_trigger_for_step(*next_step_);
+  session_run_args args{{global_step_}};
+  if (request_)
+    args.options.trace_level = run_options::full_trace;
+  return args;
+}
+
+void profiler_hook::after_run(session_run_context& context,
+                              const session_run_values& values) {
+  auto stale = step_of(values.results.at(0));
+  // The interval starts at the first run, not at the first trace.
+  if (!next_step_)
+    timer_.update_last_triggered_step(stale);
+  auto step = stale + 1;
+  if (request_) {
+    step = step_of(context.get_session().run(global_step_));
+    timer_.update_last_triggered_step(step);
+    if (!opts_.output_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(opts_.output_dir, ec);
+    }
+    auto file = (std::filesystem::path{opts_.output_dir}
+                 / ("timeline-" + std::to_string(step) + ".json"))
+                  .string();
+    write_log(opts_.log, "Saving timeline for " + std::to_string(step)
+                           + " into '" + file + "'.");
+    write_chrome_trace(values.metadata, file);
+    written_.push_back(file);
+  }
+  next_step_ = step + 1;
 }
 
 // -- logging_tensor_hook ---------------------------------------------------------

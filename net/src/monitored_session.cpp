@@ -350,8 +350,14 @@ struct monitored_session::impl {
     for (const auto& [x, value] : feeds)
       user_fed.insert(x.name());
     std::vector<std::pair<size_t, size_t>> ranges;
+    auto merged = options;
     for (auto& h : hooks) {
       auto args = h->before_run(context);
+      // TF's _call_hook_before_run merges the options the same way.
+      merged.trace_level = std::max(merged.trace_level,
+                                    args.options.trace_level);
+      merged.timeout_in_ms = std::max(merged.timeout_in_ms,
+                                      args.options.timeout_in_ms);
       ranges.emplace_back(all_fetches.size(), args.fetches.size());
       for (auto& f : args.fetches)
         all_fetches.push_back(std::move(f));
@@ -367,15 +373,20 @@ struct monitored_session::impl {
         all_feeds.emplace_back(x, std::move(value));
       }
     }
-    auto out = sess->run(all_fetches, all_feeds, options);
+    run_metadata metadata;
+    auto out = sess->run(all_fetches, all_feeds, merged,
+                         merged.trace_level > run_options::no_trace
+                           ? &metadata
+                           : nullptr);
     for (size_t i = 0; i < hooks.size(); ++i) {
       session_run_values values;
+      values.metadata = metadata;
       auto [first, count] = ranges[i];
       values.results.assign(
         std::make_move_iterator(out.begin() + static_cast<ptrdiff_t>(first)),
         std::make_move_iterator(out.begin()
                                 + static_cast<ptrdiff_t>(first + count)));
-      values.options = options;
+      values.options = merged;
       hooks[i]->after_run(context, values);
     }
     stop_requested = stop_requested || context.stop_requested();

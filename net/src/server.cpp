@@ -22,6 +22,9 @@ struct server::impl {
   /// This task (job, index) and every task's address.
   task_options opts;
   uint16_t port = 0;
+  /// Where a session on this process reaches the task: "localhost", or
+  /// the loopback address (127.0.0.2, ...) it alone is bound to.
+  std::string local_host = "localhost";
   caf::actor actor;
   // serve_metrics: the HTTP server and its thread.
   std::unique_ptr<httplib::Server> http;
@@ -64,11 +67,16 @@ server::server(caf::actor_system& sys, const cluster_spec& cluster,
   }
   impl_->opts = opts;
   impl_->actor = spawn_task(sys, opts);
-  // TF binds every interface; loopback addresses bind loopback only, so
-  // tests never open ports to the network.
+  // TF binds every interface; a loopback address binds that address only,
+  // so tests never open ports to the network (and tasks on 127.0.0.2,
+  // 127.0.0.3, ... may share a port, as pods on their own hosts do).
   const char* in = nullptr;
-  if (parsed->host == "localhost" || parsed->host.rfind("127.", 0) == 0)
+  if (parsed->host == "localhost")
     in = "127.0.0.1";
+  else if (parsed->host.rfind("127.", 0) == 0)
+    in = parsed->host.c_str();
+  if (in != nullptr && std::string_view{in} != "127.0.0.1")
+    impl_->local_host = in;
   // SO_REUSEADDR, as gRPC's server: a restarted task binds its port again
   // although connections of its old process linger in TIME_WAIT (a live
   // listener on the port still fails the bind).
@@ -123,7 +131,7 @@ server::~server() {
 }
 
 std::string server::target() const {
-  return "caf://localhost:" + std::to_string(impl_->port);
+  return "caf://" + impl_->local_host + ":" + std::to_string(impl_->port);
 }
 
 uint16_t server::port() const {

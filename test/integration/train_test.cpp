@@ -11,9 +11,12 @@
 #include <fstream>
 #include <iterator>
 #include <regex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "integration_util.hpp"
 #include "common/temp_dir.hpp"
@@ -63,11 +66,14 @@ TEST_CASE("train: --local 2 trains softmax regression on Fashion-MNIST",
     return;
   }
   auto start = std::chrono::steady_clock::now();
+  temp_dir dir;
+  auto trace_file = dir / "step20.json";
   // Enough global steps that the second worker, which starts once the
   // chief has initialized the variables, gets well past --log_every
   // before they run out: 300 were done in ~0.1 s, and it once did 49.
   auto result = run_train({"--local", "2", "--model", "softmax",
-                           "--train_steps", "3000", "--log_every", "50"},
+                           "--train_steps", "3000", "--log_every", "50",
+                           "--trace_step", "20", "--trace_file", trace_file},
                           120s);
   INFO("stdout:\n" << result.out << "\nstderr:\n" << result.err);
   INFO("ran " << seconds_since(start) << " s");
@@ -108,6 +114,39 @@ TEST_CASE("train: --local 2 trains softmax regression on Fashion-MNIST",
   for (std::sregex_iterator i{out.begin(), out.end(), waiting}, end; i != end;
        ++i)
     CHECK(i->str().size() < 160);
+  // --trace_step: the chief's 20th step, every task's ops in one Chrome
+  // trace (the variables' reads and updates on the ps, the gradients on
+  // the worker).
+  static const std::regex traced{
+    R"(worker/0: worker 0: wrote the trace of step 20 \((\d+) ops on 2 )"
+    R"(devices\) to ([^\n]+))"};
+  std::smatch traced_line;
+  REQUIRE(std::regex_search(out, traced_line, traced));
+  CHECK(traced_line[2].str() == trace_file);
+  std::ifstream trace_in{trace_file};
+  auto trace = nlohmann::json::parse(trace_in, nullptr, false);
+  REQUIRE_FALSE(trace.is_discarded());
+  std::set<std::string> processes;
+  int complete_events = 0;
+  // Distinct names: a device with several entries shows once.
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.value("ph", "") == "M" && e.value("name", "") == "process_name")
+      processes.insert(e.at("args").at("name").get<std::string>());
+    complete_events += e.value("ph", "") == "X" ? 1 : 0;
+  }
+  INFO(trace.dump().substr(0, 2000));
+  // One process per device entry (a device may have several).
+  CHECK(processes.size() == 2);
+  CHECK(complete_events == std::stoi(traced_line[1].str()));
+  bool ps_seen = false, worker_seen = false;
+  for (const auto& p : processes) {
+    ps_seen = ps_seen || p.find("/job:ps/replica:0/task:0") != p.npos;
+    worker_seen = worker_seen
+                  || p.find("/job:worker/replica:0/task:0") != p.npos;
+  }
+  CHECK(ps_seen);
+  CHECK(worker_seen);
+  CHECK(complete_events > 10);
   // Every task it started is gone (the launcher reaped them all).
   auto pids = started_pids(result.err);
   CHECK(pids.size() == 3);
@@ -397,6 +436,12 @@ TEST_CASE("train: command-line and data errors", "[train]") {
        "--metrics_port: expected a port number"},
       {{"--local", "2", "--metrics_host", "0.0.0.0"},
        "--metrics_host needs --metrics_port"},
+      {{"--local", "2", "--trace_step", "5"},
+       "--trace_step needs --trace_file"},
+      {{"--local", "2", "--trace_file", "/tmp/x.json"},
+       "--trace_file needs --trace_step"},
+      {{"--local", "2", "--trace_step", "0", "--trace_file", "/tmp/x.json"},
+       "--trace_step: must be at least 1"},
     };
     for (const auto& bad : cases) {
       std::string args;

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <future>
 #include <limits>
 #include <memory>
@@ -300,6 +302,75 @@ TEST_CASE("basic hooks: logging tensors, NaN losses, steps per second",
   REQUIRE(err);
   CHECK(err->code() == error_code::invalid_argument);
   CHECK_THAT(err->what(), Contains("NaN loss during training"));
+}
+
+TEST_CASE("profiler_hook: traces every save_steps global steps, and hooks' "
+          "run options merge", "[monitored_session]") {
+  CHECK(error_of([] { profiler_hook{{}}; })->code()
+        == error_code::invalid_argument);
+  graph g;
+  auto as_default = g.as_default();
+  auto m = build_model();
+  temp_dir dir;
+  auto out_dir = dir / "timelines";
+  log_lines log;
+  profiler_hook::options po;
+  po.save_steps = 2;
+  po.output_dir = out_dir;
+  po.log = log.sink();
+  auto profiler = std::make_shared<profiler_hook>(po);
+  // A hook that asks for nothing sees the trace another hook asked for.
+  auto other = std::make_shared<recording_hook>();
+  std::vector<bool> traced;
+  struct metadata_hook : session_run_hook {
+    std::vector<bool>* traced;
+    void after_run(session_run_context&,
+                   const session_run_values& values) override {
+      traced->push_back(values.metadata.has_step_stats
+                        && values.options.trace_level
+                             == run_options::full_trace);
+    }
+  };
+  auto seer = std::make_shared<metadata_hook>();
+  seer->traced = &traced;
+  monitored_training_session_options o;
+  o.g = &g;
+  o.config = bounded();
+  o.log_step_count_steps = 0;
+  o.hooks = {other, profiler, seer};
+  auto sess = monitored_training_session(o);
+  for (int i = 0; i < 5; ++i)
+    sess->run(m.train);
+  // The first run starts the interval (global step 0); the runs that end
+  // at global steps 2 and 4 are traced.
+  INFO(log.all());
+  CHECK(traced == std::vector<bool>{false, true, false, true, false});
+  REQUIRE(profiler->written().size() == 2);
+  CHECK(profiler->written()[0] == out_dir + "/timeline-2.json");
+  CHECK(profiler->written()[1] == out_dir + "/timeline-4.json");
+  CHECK(log.count("Saving timeline for 2 into '" + out_dir
+                  + "/timeline-2.json'.") == 1);
+  std::ifstream in{out_dir + "/timeline-4.json"};
+  std::string text{std::istreambuf_iterator<char>{in}, {}};
+  CHECK_THAT(text, StartsWith("{"));
+  CHECK_THAT(text, Contains("\"traceEvents\""));
+  // The train op's nodes ran in the traced step.
+  CHECK_THAT(text, Contains("\"w\""));
+  // The caller's own options count too: a traced run for the caller is
+  // traced for every hook.
+  run_options full;
+  full.trace_level = run_options::full_trace;
+  sess->run(m.loss, {}, full);
+  CHECK(traced.back());
+  sess->close();
+
+  // A run that was not traced cannot be written.
+  auto err = error_of([&] {
+    write_chrome_trace(run_metadata{}, dir / "x.json");
+  });
+  REQUIRE(err);
+  CHECK(err->code() == error_code::internal);
+  CHECK_THAT(err->what(), Contains("x.json"));
 }
 
 TEST_CASE("monitored_training_session: checkpoints, and the chief restores",

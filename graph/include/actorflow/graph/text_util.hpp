@@ -8,8 +8,8 @@
 /// layers that print or parse what Python would.
 namespace actorflow {
 
-/// Protobuf's CEscape (text format, as_utf8 off): \n \r \t \' \" \\ and
-/// octal escapes for everything outside printable ASCII.
+/// Protobuf's CEscape (text format, as_utf8 off): C escapes for newline,
+/// carriage return, tab, quotes and backslash, and octal escapes for everything outside printable ASCII.
 std::string c_escape(std::string_view text);
 
 /// Python's int(text) in base 10: surrounding whitespace, an optional

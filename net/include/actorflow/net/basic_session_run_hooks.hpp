@@ -176,6 +176,51 @@ private:
   bool triggered_ = false;
 };
 
+/// TF's `ProfilerHook`: traces a run (full trace) every `save_steps`
+/// global steps or `save_secs` seconds, the first after that interval has
+/// passed since the first run, and writes it as Chrome trace-event JSON
+/// (chrome://tracing, Perfetto) to `<output_dir>/timeline-<global step>.json`
+/// (the global step after the run), logging "Saving timeline for STEP
+/// into 'FILE'.". Creates `output_dir` if needed; a file that cannot be
+/// written is an op_error (Internal, naming it) from the run that traced.
+class profiler_hook : public session_run_hook {
+public:
+  struct options {
+    std::optional<int64_t> save_steps;
+    std::optional<double> save_secs;
+    /// Empty: the current directory.
+    std::string output_dir;
+    log_sink log = {};
+  };
+
+  /// InvalidArgument unless exactly one of save_steps and save_secs is
+  /// set, positive.
+  explicit profiler_hook(options opts);
+
+  void begin() override;
+  session_run_args before_run(session_run_context& context) override;
+  void after_run(session_run_context& context,
+                 const session_run_values& values) override;
+
+  /// The files written so far, oldest first.
+  const std::vector<std::string>& written() const noexcept {
+    return written_;
+  }
+
+private:
+  options opts_;
+  second_or_step_timer timer_;
+  variable global_step_;
+  std::optional<int64_t> next_step_;
+  bool request_ = false;
+  std::vector<std::string> written_;
+};
+
+/// Writes `metadata`'s step as Chrome trace-event JSON to `path` (replacing
+/// it). Internal (naming the file) if it cannot be written, or if the run
+/// was not traced (no step stats). Blocks on the file system.
+void write_chrome_trace(const run_metadata& metadata, const std::string& path);
+
 /// TF's `NanTensorHook`: after each run, checks the scalar `loss`; on NaN
 /// it throws op_error (InvalidArgument, TF's NanLossDuringTrainingError
 /// "NaN loss during training.") or, with `fail_on_nan_loss` false, logs

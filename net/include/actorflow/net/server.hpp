@@ -44,7 +44,9 @@ public:
   server& operator=(server&&) noexcept;
   ~server();
 
-  /// "caf://localhost:<port>" (sessions also accept "grpc://" targets).
+  /// "caf://localhost:<port>", or "caf://127.0.0.2:<port>" for a task on a
+  /// loopback address other than 127.0.0.1, which binds that address only
+  /// (sessions also accept "grpc://" targets).
   std::string target() const;
   /// The port actually bound (differs from the spec when it said 0).
   uint16_t port() const;

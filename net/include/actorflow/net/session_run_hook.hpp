@@ -28,12 +28,16 @@ namespace actorflow {
 class coordinator;
 
 /// What a hook adds to a run (TF's `SessionRunArgs`): more fetches (their
-/// values come back in `session_run_values::results`, in this order) and
-/// feeds. A tensor fed by two hooks, or by a hook and the caller, is an
-/// error of the run.
+/// values come back in `session_run_values::results`, in this order),
+/// feeds, and run options. A tensor fed by two hooks, or by a hook and the
+/// caller, is an error of the run. Options merge as TF merges them: the
+/// highest trace level and the longest timeout of the caller's and every
+/// hook's win, so a hook that asks for a trace gets one (in
+/// `session_run_values::metadata`).
 struct session_run_args {
   std::vector<fetch> fetches;
   feed_dict feeds = {};
+  run_options options = {};
 };
 
 /// The run being made (TF's `SessionRunContext`): the caller's fetches and
@@ -74,7 +78,11 @@ private:
 /// for operations).
 struct session_run_values {
   std::vector<tensor> results;
+  /// The options the run was made with (merged, see session_run_args).
   run_options options;
+  /// TF's `run_values.run_metadata`: the step's stats when the merged
+  /// options asked for a trace; shared by every hook of the run.
+  run_metadata metadata;
 };
 
 /// Where hooks and monitored sessions write their log lines (TF's

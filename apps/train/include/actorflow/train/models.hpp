@@ -1,6 +1,7 @@
 #pragma once
 
-// The models actorflow-train trains on Fashion-MNIST, built into the
+// The models actorflow-train trains on Fashion-MNIST (installed for
+// programs of your own: CMake target actorflow::train), built into the
 // default graph (under whatever device scope the caller opened: with
 // replica_device_setter the variables go to the ps tasks and the rest to
 // the worker):

@@ -1,7 +1,8 @@
 #pragma once
 
-// Fashion-MNIST (and MNIST) from their gzip IDX files, for actorflow-train:
-// the images stay bytes in memory (47 MB for the training set) and become
+// Fashion-MNIST (and MNIST) from their gzip IDX files, as actorflow-train
+// reads them (installed for programs of your own: CMake target
+// actorflow::train, which links zlib): the images stay bytes in memory (47 MB for the training set) and become
 // float32 in [0, 1] one mini-batch at a time; labels are int32.
 //
 //   auto train = fashion_mnist::load_split(dir, "train");  // 60000
