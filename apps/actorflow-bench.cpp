@@ -201,20 +201,16 @@ std::map<std::string, std::string> figure_groups() {
 
 options parse_args(int argc, char** argv) {
   options opts;
-  std::set<std::string> seen;
-  flag_reader flags{argc, argv};
+  flag_reader flags{argc, argv,
+                    {{"--quick", false}, {"--json-only", false}, {"--only"},
+                     {"--node"}, {"--train"}, {"--data_dir"}}};
+  apply_common(flags, prog);
   while (flags.next()) {
     const auto& name = flags.name();
     if (name == "--help") {
       opts.help = true;
       continue;
     }
-    if (!seen.insert(name).second)
-      throw usage_error(name + " given twice");
-    static const std::set<std::string> known_flags{
-      "--quick", "--json-only", "--only", "--node", "--train", "--data_dir"};
-    if (known_flags.count(name) == 0)
-      throw usage_error("unknown flag '" + name + "'");
     if (name == "--quick" || name == "--json-only") {
       flags.no_value();
       (name == "--quick" ? opts.quick : opts.json_only) = true;
@@ -273,7 +269,7 @@ void say(const std::string& line) {
 }
 
 void note(const std::string& line) {
-  std::cerr << prog << ": " << line << "\n" << std::flush;
+  log::info(line);
 }
 
 /// `x` rounded to `digits` significant digits (the JSON lines stay short;
@@ -1301,7 +1297,7 @@ void run_group(context& ctx, const std::string& group,
 int run(int argc, char** argv) {
   auto opts = parse_args(argc, argv);
   if (opts.help) {
-    std::cout << usage_text;
+    std::cout << usage_text << common_usage;
     return 0;
   }
   report out{opts.json_only};
@@ -1363,6 +1359,7 @@ pid_t parent_pid_arg(int argc, char** argv) {
 } // namespace
 
 int main(int argc, char** argv) {
+  log::init(prog);
   int code = 0;
   try {
     std::string_view mode = argc > 1 ? argv[1] : "";
@@ -1380,10 +1377,10 @@ int main(int argc, char** argv) {
       code = run(argc, argv);
     }
   } catch (const usage_error& e) {
-    std::cerr << prog << ": " << e.what() << " (see --help)\n";
+    log::error(std::string{e.what()} + " (see --help)");
     code = 2;
   } catch (const std::exception& e) {
-    std::cerr << prog << ": " << e.what() << "\n";
+    log::error(e.what());
     code = 1;
   }
   // As actorflow-node: CAF's threads may still be busy with the last

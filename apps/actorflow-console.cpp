@@ -86,7 +86,12 @@ int parse_int(const std::string& flag, const std::string& text, int lo,
 options parse_args(int argc, char** argv) {
   options opts;
   opts.cluster.other_sources = ", or --address";
-  flag_reader flags{argc, argv};
+  flag_reader flags{argc, argv,
+                    {{"--cluster"}, {"--ps_hosts"}, {"--worker_hosts"},
+                     {"--address"}, {"--interval_ms"}, {"--timeout_s"},
+                     {"--http"}, {"--web_dir"}, {"--once", false},
+                     {"--json", false}}};
+  apply_common(flags, "actorflow-console");
   while (flags.next()) {
     auto& name = flags.name();
     if (name == "--help") {
@@ -119,7 +124,7 @@ options parse_args(int argc, char** argv) {
       flags.no_value();
       opts.json_out = true;
     } else {
-      throw usage_error("unknown flag " + name);
+      throw usage_error("unknown flag '" + name + "'");
     }
   }
   if (opts.address && opts.cluster.any_cluster_flag())
@@ -178,12 +183,13 @@ extern "C" void on_signal(int) {
 } // namespace
 
 int main(int argc, char** argv) {
+  log::init("actorflow-console");
   options opts;
   cluster_spec cluster;
   try {
     opts = parse_args(argc, argv);
     if (opts.help) {
-      std::cout << usage_text;
+      std::cout << usage_text << common_usage;
       return 0;
     }
     if (!opts.address) {
@@ -195,13 +201,12 @@ int main(int argc, char** argv) {
                                 task_source);
     }
   } catch (const usage_error& e) {
-    std::cerr << "actorflow-console: " << e.what() << "\n"
-              << "Try 'actorflow-console --help'.\n";
+    log::error(std::string{e.what()} + " (see --help)");
     return 2;
   }
   if (!opts.json_out && !opts.http && !::isatty(STDOUT_FILENO)) {
-    std::cerr << "actorflow-console: stdout is not a terminal; use --json "
-                 "(with --once for one snapshot)\n";
+    log::error("stdout is not a terminal; use --json (with --once for one "
+               "snapshot)");
     return 2;
   }
   struct sigaction sa{};
@@ -212,7 +217,7 @@ int main(int argc, char** argv) {
     if (opts.address)
       cluster = learn_cluster(*opts.address, opts.timeout_s);
   } catch (const op_error& e) {
-    std::cerr << "actorflow-console: " << e.get_status().message() << "\n";
+    log::error(e.get_status().message());
     return 1;
   }
   cluster_watch watch{default_system(), cluster,
@@ -239,9 +244,9 @@ int main(int argc, char** argv) {
   if (opts.http) {
     auto dir = web_dir(opts.web_dir);
     if (dir.empty()) {
-      std::cerr << "actorflow-console: the web UI's files are not there "
-                   "(index.html and node_modules/uplot: run scripts/setup.sh, "
-                   "or give --web_dir)\n";
+      log::error("the web UI's files are not there (index.html and "
+                 "node_modules/uplot: run scripts/setup.sh, or give "
+                 "--web_dir)");
       return 1;
     }
     auto colon = opts.http->rfind(':');
@@ -249,8 +254,7 @@ int main(int argc, char** argv) {
     web_ui web{watch, dir, std::chrono::milliseconds(opts.interval_ms)};
     auto port = web.bind(host, std::stoi(opts.http->substr(colon + 1)));
     if (port <= 0) {
-      std::cerr << "actorflow-console: cannot listen on " << *opts.http
-                << "\n";
+      log::error("cannot listen on " + *opts.http);
       return 1;
     }
     std::cout << "actorflow-console: web UI at http://" << host << ":" << port

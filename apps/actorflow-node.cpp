@@ -111,7 +111,12 @@ options parse_args(int argc, char** argv) {
       return &opts.metrics.host;
     return nullptr;
   };
-  flag_reader flags{argc, argv};
+  flag_reader flags{argc, argv,
+                    {{"--cluster"}, {"--ps_hosts"}, {"--worker_hosts"},
+                     {"--job,--job_name"}, {"--task,--task_index"},
+                     {"--parent-pid"}, {"--metrics_port"},
+                     {"--metrics_host"}}};
+  apply_common(flags, prog);
   while (flags.next()) {
     const auto& name = flags.name();
     if (name == "--help") {
@@ -121,8 +126,6 @@ options parse_args(int argc, char** argv) {
     auto* dst = slot(name);
     if (dst == nullptr)
       throw usage_error("unknown flag '" + name + "'");
-    if (dst->has_value())
-      throw usage_error(name + " given twice");
     *dst = flags.value();
   }
   return opts;
@@ -144,7 +147,7 @@ int run(int argc, char** argv) {
 
   auto opts = parse_args(argc, argv);
   if (opts.help) {
-    std::cout << usage_text << std::flush;
+    std::cout << usage_text << common_usage << std::flush;
     return 0;
   }
   std::optional<pid_t> parent;
@@ -158,8 +161,8 @@ int run(int argc, char** argv) {
     // this line, our parent is no longer that pid and we stop right away.
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != *parent) {
-      std::cerr << prog << ": parent " << *parent << " is gone, not starting"
-                << std::endl;
+      log::info("parent " + std::to_string(*parent)
+                + " is gone, not starting");
       return 0;
     }
   }
@@ -172,8 +175,8 @@ int run(int argc, char** argv) {
   try {
     srv.emplace(cfg.cluster, cfg.job, cfg.task);
   } catch (const actorflow::op_error& e) {
-    std::cerr << prog << ": could not start " << task_name << " at "
-              << address << ": " << e.what() << std::endl;
+    log::error("could not start " + task_name + " at " + address + ": "
+               + e.what());
     return e.code() == actorflow::error_code::invalid_argument ? 2 : 1;
   }
   std::cout << prog << ": serving " << task_name << " at " << host_of(address)
@@ -183,7 +186,7 @@ int run(int argc, char** argv) {
     if (auto line = serve_metrics(*srv, opts.metrics, prog); !line.empty())
       std::cout << line << std::endl;
   } catch (const actorflow::op_error& e) {
-    std::cerr << prog << ": " << e.what() << std::endl;
+    log::error(e.what());
     return 1;
   }
 
@@ -197,34 +200,32 @@ int run(int argc, char** argv) {
     if (sig > 0) {
       received = sig;
     } else if (srv->stopped()) {
-      std::cerr << prog << ": " << task_name << " stopped" << std::endl;
+      log::error(task_name + " stopped");
       return 1;
     } else if (parent && ::getppid() != *parent) {
       received = SIGTERM;
     }
   }
   srv->stop();
-  // One write, so lines of several nodes sharing a terminal don't mix.
-  std::cerr << (std::string{prog} + ": " + task_name + " stopped on "
-                + ::strsignal(received) + "\n")
-            << std::flush;
+  log::info(task_name + " stopped on " + ::strsignal(received));
   return 0;
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
+  log::init(prog);
   int code = 0;
   try {
     code = run(argc, argv);
   } catch (const usage_error& e) {
-    std::cerr << prog << ": " << e.what() << " (see --help)" << std::endl;
+    log::error(std::string{e.what()} + " (see --help)");
     code = 2;
   } catch (const actorflow::op_error& e) {
-    std::cerr << prog << ": " << e.what() << std::endl;
+    log::error(e.what());
     code = e.code() == actorflow::error_code::invalid_argument ? 2 : 1;
   } catch (const std::exception& e) {
-    std::cerr << prog << ": " << e.what() << std::endl;
+    log::error(e.what());
     code = 1;
   }
   // The server is stopped (unpublished, its actors told to exit) by now,

@@ -161,6 +161,8 @@ struct options {
   std::optional<int64_t> trace_step;
   std::optional<std::string> trace_file;
   bool help = false;
+  /// The CAF sections of --config-file, for the tasks of --local.
+  std::string caf_ini;
   /// The training flags as given ("--name=value"), passed on to the tasks
   /// of --local.
   std::vector<std::string> forwarded;
@@ -205,27 +207,26 @@ std::vector<int64_t> parse_widths(const std::string& flag,
 options parse_args(int argc, char** argv) {
   options opts;
   opts.cluster.other_sources = ", or --local N";
-  std::map<std::string, bool> seen;
-  flag_reader flags{argc, argv};
+  flag_reader flags{
+    argc, argv,
+    {{"--ps_hosts"}, {"--worker_hosts"}, {"--cluster"}, {"--job_name,--job"},
+     {"--task_index,--task"}, {"--parent-pid"}, {"--local"}, {"--local_ps"},
+     {"--metrics_port"}, {"--metrics_host"}, {"--model"}, {"--hidden"},
+     {"--filters"}, {"--optimizer"}, {"--learning_rate"}, {"--momentum"},
+     {"--batch_size"}, {"--train_steps"}, {"--log_every"}, {"--seed"},
+     {"--data_dir"}, {"--eval_batch_size"}, {"--eval_every"},
+     {"--checkpoint_dir"}, {"--save_steps"}, {"--sync", false},
+     {"--replicas_to_aggregate"}, {"--startup_timeout"}, {"--step_timeout"},
+     {"--trace_step"}, {"--trace_file"}}};
+  apply_common(flags, prog);
+  opts.forwarded = flags.common_args();
+  opts.caf_ini = flags.caf_ini;
   while (flags.next()) {
     const auto& name = flags.name();
     if (name == "--help") {
       opts.help = true;
       continue;
     }
-    // An unknown flag is called unknown before anything reads a value for
-    // it ("--bogus --local 2" and "--local 2 --bogus" alike); the usage
-    // text lists every flag, aliases as "(alias --job)".
-    std::string_view usage{usage_text};
-    if (usage.find(" " + name + " ") == std::string_view::npos
-        && usage.find(" " + name + ")") == std::string_view::npos)
-      throw usage_error("unknown flag '" + name + "'");
-    // Aliases share one slot, so "--job x --job_name y" is "given twice".
-    auto key = name == "--job" ? "--job_name"
-               : name == "--task" ? "--task_index" : name;
-    if (seen[key])
-      throw usage_error(name + " given twice");
-    seen[key] = true;
     if (name == "--sync") {
       flags.no_value();
       opts.sync = true;
@@ -243,11 +244,11 @@ options parse_args(int argc, char** argv) {
     } else if (name == "--worker_hosts") {
       opts.cluster.worker_hosts = value;
       forward = false;
-    } else if (name == "--job_name" || name == "--job") {
+    } else if (name == "--job_name") {
       opts.cluster.job = value;
       opts.cluster.job_flag = name;
       forward = false;
-    } else if (name == "--task_index" || name == "--task") {
+    } else if (name == "--task_index") {
       opts.cluster.task = value;
       opts.cluster.task_flag = name;
       forward = false;
@@ -370,7 +371,7 @@ void say(const std::string& line) {
 }
 
 void warn(const std::string& line) {
-  write_all(2, std::string{prog} + ": " + line + "\n");
+  log::info(line);
 }
 
 std::string fixed(double x, int digits) {
@@ -456,8 +457,8 @@ int run_ps(const options& opts, const task_config& cfg,
   try {
     srv.emplace(cfg.cluster, cfg.job, cfg.task);
   } catch (const op_error& e) {
-    warn("could not start " + cfg.task_name() + " at " + address + ": "
-         + e.what());
+    log::error("could not start " + cfg.task_name() + " at " + address
+               + ": " + e.what());
     return e.code() == error_code::invalid_argument ? 2 : 1;
   }
   say(std::string{prog} + ": serving " + cfg.task_name() + " at "
@@ -472,7 +473,7 @@ int run_ps(const options& opts, const task_config& cfg,
     if (sig > 0) {
       received = sig;
     } else if (srv->stopped()) {
-      warn(cfg.task_name() + " stopped");
+      log::error(cfg.task_name() + " stopped");
       return 1;
     } else if (parent && ::getppid() != *parent) {
       received = SIGTERM;
@@ -629,8 +630,8 @@ int run_worker(const options& opts, const task_config& cfg) {
   try {
     srv.emplace(cfg.cluster, cfg.job, cfg.task);
   } catch (const op_error& e) {
-    warn("could not start " + cfg.task_name() + " at " + address + ": "
-         + e.what());
+    log::error("could not start " + cfg.task_name() + " at " + address
+               + ": " + e.what());
     return e.code() == error_code::invalid_argument ? 2 : 1;
   }
   say(std::string{prog} + ": serving " + cfg.task_name() + " at "
@@ -842,7 +843,7 @@ int run(int argc, char** argv) {
 
   auto opts = parse_args(argc, argv);
   if (opts.help) {
-    write_all(1, usage_text);
+    write_all(1, std::string{usage_text} + common_usage);
     return 0;
   }
 
@@ -872,7 +873,26 @@ int run(int argc, char** argv) {
              + std::to_string(task) + " at ";
     };
     plan.log = [](const std::string& line) { warn(line); };
-    return run_local(plan, stop_signals);
+    // The tasks get the training flags of --config-file as flags, and its
+    // CAF sections in a file of their own (its [actorflow] section could
+    // say --local).
+    std::string caf_file;
+    if (!opts.caf_ini.empty()) {
+      caf_file = (std::filesystem::temp_directory_path()
+                  / "actorflow-train-caf-XXXXXX")
+                   .string();
+      int fd = ::mkstemp(caf_file.data());
+      if (fd < 0)
+        throw std::runtime_error("could not create " + caf_file + ": "
+                                 + std::strerror(errno));
+      write_all(fd, opts.caf_ini);
+      ::close(fd);
+      plan.common_args.push_back("--config-file=" + caf_file);
+    }
+    auto code = run_local(plan, stop_signals);
+    if (!caf_file.empty())
+      ::unlink(caf_file.c_str());
+    return code;
   }
 
   std::optional<pid_t> parent;
@@ -898,17 +918,18 @@ int run(int argc, char** argv) {
 } // namespace
 
 int main(int argc, char** argv) {
+  log::init(prog);
   int code = 0;
   try {
     code = run(argc, argv);
   } catch (const usage_error& e) {
-    warn(std::string{e.what()} + " (see --help)");
+    log::error(std::string{e.what()} + " (see --help)");
     code = 2;
   } catch (const op_error& e) {
-    warn(e.what());
+    log::error(e.what());
     code = 1;
   } catch (const std::exception& e) {
-    warn(e.what());
+    log::error(e.what());
     code = 1;
   }
   // As actorflow-node: CAF's threads may still be busy with the last

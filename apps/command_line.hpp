@@ -1,14 +1,25 @@
 #pragma once
 
-// Command lines of the apps: "--name value", "--name=value", "--flag";
+// Command lines of the apps: "--name value", "--name=value", "--flag",
+// parsed with CLI11, an INI file (--config-file) and CAF's own options;
 // errors are usage_error (exit status 2) naming the flag at fault.
 
 #include <charconv>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "actorflow/graph/status.hpp"
+#include "actorflow/net/runtime.hpp"
+#include "log.hpp"
 
 namespace actorflow::apps {
 
@@ -47,68 +58,275 @@ inline std::vector<std::string> split_list(const std::string& flag,
   }
 }
 
-/// Walks a command line flag by flag:
+/// What every app's --help says about the flags flag_reader adds.
+inline constexpr const char* common_usage = R"(
+Configuration (every actorflow program):
+  --config-file FILE   an INI file: its [actorflow] section sets these
+                       flags (train_steps = 2000, model = "mlp",
+                       sync = true; the command line wins), its other
+                       sections are CAF's ([scheduler], [middleman], ...)
+  --caf.NAME=VALUE     one of CAF's options, e.g.
+                       --caf.scheduler.max-threads=2
+  --log_level LEVEL    trace, debug, info, warning, error or off (default
+                       info)
+)";
+
+/// A flag an app takes: its names ("--job_name,--job": the first is the
+/// one `flag_reader::name` reports) and whether it takes a value.
+struct flag_spec {
+  std::string names;
+  bool takes_value = true;
+};
+
+/// An app's command line and configuration file, parsed with CLI11
+/// (Debian's libcli11-dev), then walked flag by flag:
 ///
 /// ~~~
-/// flag_reader flags{argc, argv};
+/// flag_reader flags{argc, argv, {{"--quick", false}, {"--only"}}};
 /// while (flags.next())
 ///   if (flags.name() == "--quick") { flags.no_value(); quick = true; }
 ///   else if (flags.name() == "--only") only = flags.value();
 /// ~~~
 ///
-/// "--help" and "-h" both come back as "--help"; any other argument that
-/// does not start with "--" is a usage_error ("unexpected argument 'x'").
+/// Syntax: "--name value", "--name=value", "--switch"; "--help" or "-h".
+/// Besides the app's flags, every app takes:
+/// - `--config-file FILE`: an INI file. Its [actorflow] section holds the
+///   app's flags (`train_steps = 2000`, `model = "mlp"`, `sync = true`;
+///   the command line wins); its other sections are CAF's ([scheduler],
+///   [middleman], ..., also spelled [caf.scheduler]).
+/// - `--caf.<option>=<value>`: one of CAF's options
+///   (`--caf.scheduler.max-threads=2`), given to the process-wide actor
+///   system (apply_common) as CAF 0.17 spells it ("--scheduler.max-threads=2").
+/// - `--log_level LEVEL` (log.hpp).
+/// Flags come back in command-line order, then those only the file gave.
+/// Errors are usage_error naming the flag: an unknown flag, a flag given
+/// twice, a missing value, an unknown key in [actorflow], a file that
+/// cannot be read.
 class flag_reader {
 public:
-  flag_reader(int argc, char** argv) : argc_(argc), argv_(argv) {
-    // nop
+  flag_reader(int argc, char** argv, const std::vector<flag_spec>& flags)
+    : app_("", argc > 0 ? argv[0] : "") {
+    app_.set_help_flag();
+    app_.allow_config_extras(CLI::config_extras_mode::error);
+    std::vector<const char*> args{argc > 0 ? argv[0] : ""};
+    for (int i = 1; i < argc; ++i) {
+      std::string_view arg{argv[i]};
+      if (arg.starts_with("--caf.")) {
+        auto eq = arg.find('=');
+        if (eq == std::string_view::npos)
+          throw usage_error(std::string{arg}
+                            + ": CAF's options are given as "
+                              "--caf.<option>=<value>");
+        caf_args.push_back("--" + std::string{arg.substr(6)});
+        common_.push_back(std::string{arg});
+      } else {
+        args.push_back(argv[i]);
+      }
+    }
+    auto add = [&](const std::string& names, bool takes_value) {
+      values_.emplace_back();
+      if (takes_value)
+        app_.add_option(names, values_.back())
+          ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+      else
+        app_.add_flag(names, switches_[names])
+          ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+    };
+    // A switch takes no value on the command line (CLI11 would read
+    // "--quick=0" as off); in the file, "quick = false" is fine.
+    for (const auto& f : flags) {
+      if (f.takes_value)
+        continue;
+      for (const auto& arg : args) {
+        std::string_view a{arg};
+        auto eq = a.find('=');
+        if (eq == std::string_view::npos)
+          continue;
+        auto name = std::string{a.substr(0, eq)};
+        if (("," + f.names + ",").find("," + name + ",") != std::string::npos)
+          throw usage_error(name + " takes no value");
+      }
+    }
+    add("-h,--help", false);
+    add("--config-file", true);
+    add("--log_level", true);
+    for (const auto& f : flags)
+      add(f.names, f.takes_value);
+    try {
+      app_.parse(static_cast<int>(args.size()), args.data());
+    } catch (const CLI::ParseError& e) {
+      throw translate(e);
+    }
+    if (auto* f = app_.get_option("--config-file"); f->count() > 0) {
+      config_file = f->as<std::string>();
+      read_config_file();
+    }
+    if (auto* l = app_.get_option("--log_level"); l->count() > 0) {
+      log_level = l->as<std::string>();
+      common_.push_back("--log_level=" + log_level);
+    }
+    // Command-line order, then what only the file set.
+    for (auto* opt : app_.parse_order())
+      take(opt);
+    for (auto* opt : app_.get_options())
+      if (opt->count() > 0)
+        take(opt);
   }
 
-  /// Moves to the next flag; false after the last one.
+  flag_reader(const flag_reader&) = delete;
+  flag_reader& operator=(const flag_reader&) = delete;
+
+  /// Moves to the next flag given; false after the last one.
   bool next() {
-    if (++i_ >= argc_)
+    if (++i_ >= static_cast<int>(given_.size()))
       return false;
-    std::string_view arg{argv_[i_]};
-    inline_value_.reset();
-    if (arg == "--help" || arg == "-h") {
+    name_ = given_[static_cast<size_t>(i_)]->get_name();
+    if (name_ == "-h")
       name_ = "--help";
-      return true;
-    }
-    if (!arg.starts_with("--"))
-      throw usage_error("unexpected argument '" + std::string{arg} + "'");
-    auto eq = arg.find('=');
-    name_ = std::string{arg.substr(0, eq)};
-    if (eq != std::string_view::npos)
-      inline_value_ = std::string{arg.substr(eq + 1)};
     return true;
   }
 
-  /// The current flag's name, e.g. "--seed".
+  /// The current flag's first name, e.g. "--seed" ("--help" for -h).
   const std::string& name() const noexcept {
     return name_;
   }
 
-  /// Its value: after '=', else the next argument (consumed).
-  std::string value() {
-    if (inline_value_)
-      return *inline_value_;
-    if (i_ + 1 < argc_)
-      return argv_[++i_];
-    throw usage_error(name_ + " needs a value");
+  /// Its value.
+  std::string value() const {
+    return given_[static_cast<size_t>(i_)]->as<std::string>();
   }
 
-  /// For a switch: a usage_error if it was given "=value".
+  /// For a switch: nothing to read (CLI11 checked it).
   void no_value() const {
-    if (inline_value_)
-      throw usage_error(name_ + " takes no value");
+    // nop
+  }
+
+  /// --config-file as given.
+  std::optional<std::string> config_file;
+  /// --log_level as given (default info).
+  std::string log_level = "info";
+  /// CAF's options, as CAF 0.17 spells them ("--scheduler.max-threads=2").
+  std::vector<std::string> caf_args;
+  /// The configuration file's CAF sections, as CAF 0.17 reads them.
+  std::string caf_ini;
+
+  /// --log_level and --caf.* as given, for child processes (which get the
+  /// file's [actorflow] flags as flags, and its CAF sections in a file of
+  /// their own: caf_ini).
+  const std::vector<std::string>& common_args() const noexcept {
+    return common_;
   }
 
 private:
-  int argc_;
-  char** argv_;
-  int i_ = 0;
+  void take(CLI::Option* opt) {
+    auto name = opt->get_name();
+    if (name == "--config-file" || name == "--log_level")
+      return;
+    for (auto* seen : given_)
+      if (seen == opt)
+        return;
+    given_.push_back(opt);
+  }
+
+  usage_error translate(const CLI::ParseError& e) {
+    std::string what = e.what();
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+      auto extras = app_.remaining();
+      if (!extras.empty()) {
+        const auto& first = extras.front();
+        if (first.starts_with("-"))
+          return usage_error("unknown flag '" + first + "'");
+        return usage_error("unexpected argument '" + first + "'");
+      }
+    }
+    // CLI11 says "--seed: At Most 1 required but received 2" and
+    // "--seed: 1 required TEXT missing".
+    auto colon = what.find(':');
+    auto name = what.substr(0, colon);
+    if (colon != std::string::npos && name.starts_with("-")) {
+      if (what.find("At Most") != std::string::npos)
+        return usage_error(name + " given twice");
+      if (what.find("missing") != std::string::npos)
+        return usage_error(name + " needs a value");
+    }
+    return usage_error(what);
+  }
+
+  void read_config_file() {
+    const auto& file = *config_file;
+    std::ifstream in{file};
+    if (!in)
+      throw usage_error("--config-file " + file + ": cannot be read");
+    // [actorflow] goes to CLI11, the rest to CAF.
+    std::string ours;
+    std::string line;
+    bool in_ours = false;
+    while (std::getline(in, line)) {
+      auto begin = line.find_first_not_of(" \t");
+      auto trimmed = begin == std::string::npos ? std::string{}
+                                                : line.substr(begin);
+      if (trimmed.starts_with("[")) {
+        in_ours = trimmed.starts_with("[actorflow]");
+        if (in_ours)
+          continue;
+        if (trimmed.starts_with("[caf."))
+          trimmed = "[" + trimmed.substr(5);
+        caf_ini += trimmed + "\n";
+        continue;
+      }
+      // CAF 0.17 takes ';' comments only.
+      if (!in_ours && trimmed.starts_with("#"))
+        line = ";" + trimmed.substr(1);
+      (in_ours ? ours : caf_ini) += line + "\n";
+    }
+    std::istringstream section{ours};
+    try {
+      app_.parse_from_stream(section);
+    } catch (const CLI::ConfigError& e) {
+      // "INI was not able to parse <key>".
+      std::string what = e.what();
+      auto key = what.substr(what.rfind(' ') + 1);
+      throw usage_error("--config-file " + file + ": [actorflow] has no "
+                        "option '" + key + "'");
+    } catch (const CLI::ParseError& e) {
+      throw usage_error("--config-file " + file + ": "
+                        + translate(e).what());
+    }
+  }
+
+  CLI::App app_;
+  // Stable addresses: CLI11 keeps pointers to them.
+  std::deque<std::string> values_;
+  std::map<std::string, bool> switches_;
+  std::vector<CLI::Option*> given_;
+  std::vector<std::string> common_;
+  int i_ = -1;
   std::string name_;
-  std::optional<std::string> inline_value_;
 };
+
+/// Applies what every app takes (flag_reader): sets up the log (log.hpp)
+/// for `program` at --log_level, and configures the process-wide actor
+/// system with CAF's options. usage_error naming the flag, the file or the
+/// CAF option at fault; call before anything uses the actor system.
+inline void apply_common(const flag_reader& flags, const std::string& program) {
+  spdlog::level::level_enum level{};
+  if (!log::parse_level(flags.log_level, level))
+    throw usage_error("--log_level: expected " + std::string{log::levels}
+                      + ", got '" + flags.log_level + "'");
+  log::init(program, flags.log_level);
+  try {
+    configure_default_system(flags.caf_args, flags.caf_ini,
+                             flags.config_file
+                               ? "--config-file " + *flags.config_file
+                               : std::string{"the CAF options"});
+  } catch (const op_error& e) {
+    // Name CAF's options as they were given ("--caf.scheduler...").
+    auto message = e.get_status().message();
+    for (const auto& arg : flags.caf_args)
+      if (message.starts_with(arg))
+        message = "--caf." + message.substr(2);
+    throw usage_error(message);
+  }
+}
 
 } // namespace actorflow::apps

@@ -220,7 +220,7 @@ TEST_CASE("console: bad command lines are usage errors naming the flag",
   CHECK(bad_interval.err.find("--interval_ms") != std::string::npos);
   auto unknown = run_process({console_path, "--bogus"}, 10s);
   CHECK(unknown.status.code == 2);
-  CHECK(unknown.err.find("unknown flag --bogus") != std::string::npos);
+  CHECK(unknown.err.find("unknown flag '--bogus'") != std::string::npos);
   // A task nobody serves is down, named, with the reason; exit 0.
   auto port = free_port();
   auto nobody = run_process({console_path, "--ps_hosts",

@@ -6,6 +6,7 @@
 
 #include <httplib.h>
 
+#include "common/temp_dir.hpp"
 #include "integration_util.hpp"
 
 using namespace actorflow;
@@ -252,4 +253,130 @@ TEST_CASE("launcher: bad metrics flags are usage errors", "[launcher]") {
   CHECK(result.status.code == 1);
   CHECK(result.err.find("127.0.0.1:" + std::to_string(busy))
         != std::string::npos);
+}
+
+namespace {
+
+/// process_threads of a node started with --metrics_port 0 and `extra`.
+int node_threads(const std::vector<std::string>& extra, std::string& log) {
+  std::string address;
+  std::vector<std::string> argv{node_path, "--cluster",
+                                one_worker_json(address), "--job", "worker",
+                                "--parent-pid", parent_pid(),
+                                "--metrics_port", "0"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  child_process node{argv};
+  auto line = node.wait_for_line("metrics of", 15s);
+  log = node.out() + node.err();
+  if (!line)
+    return -1;
+  auto port = std::stoi(line->substr(line->rfind(':') + 1));
+  httplib::Client http{"127.0.0.1", port};
+  http.set_read_timeout(10, 0);
+  auto res = http.Get("/metrics");
+  if (!res)
+    return -1;
+  static const std::regex threads{R"(\nprocess_threads (\d+))"};
+  std::smatch m;
+  if (!std::regex_search(res->body, m, threads))
+    return -1;
+  return std::stoi(m[1].str());
+}
+
+} // namespace
+
+TEST_CASE("launcher: CAF's options and a configuration file",
+          "[launcher][config]") {
+  using Catch::Contains;
+  temp_dir dir;
+  SECTION("CAF's scheduler takes --caf.scheduler.max-threads and the "
+          "file's [caf.scheduler]") {
+    std::string log1, log4;
+    auto one = node_threads({"--caf.scheduler.max-threads=1"}, log1);
+    auto ini = dir.write("caf.ini", "[caf.scheduler]\nmax-threads = 4\n");
+    auto four = node_threads({"--config-file", ini}, log4);
+    INFO(log1 << log4);
+    REQUIRE(one > 0);
+    REQUIRE(four > 0);
+    // The same process but for three more scheduler threads.
+    CHECK(four - one == 3);
+  }
+  SECTION("the file's [actorflow] section gives the flags, the command "
+          "line wins") {
+    std::string address;
+    auto json = one_worker_json(address);
+    // task = 3 is not in the cluster: only the command line's 0 works.
+    auto ini = dir.write("node.ini",
+                         "[actorflow]\ncluster = '" + json
+                           + "'\njob = \"worker\"\ntask = 3\n"
+                             "[scheduler]\nmax-threads = 1\n");
+    child_process node{{node_path, "--config-file", ini, "--task", "0",
+                        "--parent-pid", parent_pid()}};
+    auto line = node.wait_for_line("serving", 15s);
+    INFO(node.err());
+    REQUIRE(line);
+    CHECK_THAT(*line, Contains("serving /job:worker/replica:0/task:0 at "
+                               + address));
+    node.send_signal(SIGTERM);
+    REQUIRE(node.wait(10s));
+    CHECK_THAT(node.err(), Contains("actorflow-node: /job:worker/replica:0/"
+                                    "task:0 stopped on Terminated"));
+  }
+  SECTION("--log_level hides the levels below it") {
+    std::string address;
+    auto json = one_worker_json(address);
+    child_process node{{node_path, "--cluster", json, "--job", "worker",
+                        "--parent-pid", parent_pid(), "--log_level",
+                        "error"}};
+    REQUIRE(node.wait_for_line("serving", 15s));
+    node.send_signal(SIGTERM);
+    REQUIRE(node.wait(10s));
+    // The stop is an info line; the serving line is the program's output.
+    CHECK(node.err().find("stopped on") == std::string::npos);
+  }
+  SECTION("bad configuration: status 2, naming the flag, key or file") {
+    std::string address;
+    auto json = one_worker_json(address);
+    struct bad_case {
+      std::vector<std::string> args;
+      std::string message;
+    };
+    auto unknown_key = dir.write("unknown.ini", "[actorflow]\njobb = \"w\"\n");
+    auto unknown_caf = dir.write("caf.ini",
+                                 "[scheduler]\nmax-thread = 2\n");
+    auto bad_value = dir.write("value.ini", "[scheduler]\nmax-threads = 2x\n");
+    std::vector<bad_case> cases{
+      {{"--config-file", unknown_key},
+       "--config-file " + unknown_key + ": [actorflow] has no option 'jobb'"},
+      {{"--config-file", unknown_caf},
+       "--config-file " + unknown_caf + ": [scheduler] max-thread is not a "
+       "CAF option"},
+      {{"--config-file", bad_value},
+       "--config-file " + bad_value + ": parser_error("},
+      {{"--config-file", dir / "missing.ini"},
+       "--config-file " + (dir / "missing.ini") + ": cannot be read"},
+      {{"--caf.scheduler.max-threads=many"},
+       "--caf.scheduler.max-threads=many: not a CAF option, or a bad value"},
+      {{"--caf.scheduler.bogus=1"}, "--caf.scheduler.bogus=1: not a CAF "
+                                    "option"},
+      {{"--caf.scheduler.max-threads", "2"},
+       "--caf.scheduler.max-threads: CAF's options are given as "
+       "--caf.<option>=<value>"},
+      {{"--log_level", "loud"},
+       "--log_level: expected trace, debug, info, warning, error or off, "
+       "got 'loud'"},
+      {{"--job", "w", "--job_name", "x"}, "--job given twice"},
+    };
+    for (const auto& bad : cases) {
+      std::vector<std::string> argv{node_path, "--cluster", json,
+                                    "--parent-pid", parent_pid()};
+      argv.insert(argv.end(), bad.args.begin(), bad.args.end());
+      auto result = run_process(argv, 10s);
+      INFO(bad.args.front() << "\n" << result.err);
+      CHECK(result.status.exited);
+      CHECK(result.status.code == 2);
+      CHECK_THAT(result.err, Contains("actorflow-node: error: " + bad.message));
+      CHECK(result.out.find("serving") == std::string::npos);
+    }
+  }
 }

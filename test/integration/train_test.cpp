@@ -396,6 +396,46 @@ TEST_CASE("train: a ps killed with SIGKILL and started again, training "
   CHECK(ps_node->stop().success());
 }
 
+TEST_CASE("train: --config-file gives the flags and CAF's options, the "
+          "command line wins", "[train][config]") {
+  if (!have_fashion_mnist()) {
+    WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
+    return;
+  }
+  using Catch::Contains;
+  temp_dir dir;
+  auto ini = dir.write("train.ini",
+                       "# as a user writes one\n"
+                       "[actorflow]\n"
+                       "local = 2\n"
+                       "model = \"softmax\"\n"
+                       "train_steps = 5000\n"
+                       "log_every = 100\n"
+                       "[caf.scheduler]\n"
+                       "max-threads = 1\n");
+  auto caf_files = [] {
+    std::set<std::string> files;
+    for (const auto& e : std::filesystem::directory_iterator{
+           std::filesystem::temp_directory_path()})
+      if (e.path().filename().string().starts_with("actorflow-train-caf-"))
+        files.insert(e.path().string());
+    return files;
+  };
+  auto caf_files_before = caf_files();
+  auto result = run_train({"--config-file", ini, "--train_steps", "200"},
+                          120s);
+  INFO("stdout:\n" << result.out << "\nstderr:\n" << result.err);
+  REQUIRE_FALSE(result.timed_out);
+  CHECK(result.status.success());
+  // Every task got the file's flags, and the command line's train_steps.
+  CHECK_THAT(result.out, Contains("worker/0: worker 0: model softmax"));
+  CHECK_THAT(result.out, Contains("worker/1: worker 1: model softmax"));
+  CHECK_THAT(result.out, Contains("train_steps 200, 2 workers"));
+  CHECK(test_accuracy(result.out) > 0.3);
+  // The tasks' CAF sections went in a file of their own, removed after.
+  CHECK(caf_files() == caf_files_before);
+}
+
 TEST_CASE("train: command-line and data errors", "[train]") {
   using Catch::Contains;
   SECTION("bad flags: status 2, naming the flag, before anything starts") {
@@ -442,6 +482,11 @@ TEST_CASE("train: command-line and data errors", "[train]") {
        "--trace_file needs --trace_step"},
       {{"--local", "2", "--trace_step", "0", "--trace_file", "/tmp/x.json"},
        "--trace_step: must be at least 1"},
+      {{"--local", "2", "--caf.scheduler.max-threads=lots"},
+       "--caf.scheduler.max-threads=lots: not a CAF option, or a bad value"},
+      {{"--local", "2", "--log_level", "chatty"}, "--log_level: expected "},
+      {{"--config-file", "/nonexistent/train.ini"},
+       "--config-file /nonexistent/train.ini: cannot be read"},
     };
     for (const auto& bad : cases) {
       std::string args;

@@ -1,5 +1,8 @@
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace caf {
 class actor_system;
 class actor_system_config;
@@ -18,6 +21,19 @@ void add_types(caf::actor_system_config& cfg);
 /// and heartbeats so a silent peer is noticed (docs/DESIGN.md explains the
 /// measurements behind them). Values already set in `cfg` are kept.
 void add_options(caf::actor_system_config& cfg);
+
+/// Configures the process-wide actor system before its first use, as a CAF
+/// application configures its own: `args` are CAF 0.17's command-line
+/// options ("--scheduler.max-threads=2", "--middleman.heartbeat-interval=1s")
+/// and `ini` a CAF INI document ([scheduler], [middleman], ... sections).
+/// What they set wins over actorflow's defaults (add_options). Checks
+/// everything first and changes nothing on error: InvalidArgument naming
+/// the argument, or `source` (where `ini` came from) and the INI's error or
+/// the key CAF does not know; FailedPrecondition if the system exists
+/// already. Does not block.
+void configure_default_system(std::vector<std::string> args,
+                              std::string ini = {},
+                              std::string source = "the CAF configuration");
 
 /// The process-wide actor system used when a server or session is created
 /// without one. Created on first use with add_types and add_options;
