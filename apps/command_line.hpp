@@ -90,7 +90,8 @@ struct flag_spec {
 ///
 /// Syntax: "--name value", "--name=value", "--switch"; "--help" or "-h".
 /// Besides the app's flags, every app takes:
-/// - `--config-file FILE`: an INI file. Its [actorflow] section holds the
+/// - `--config-file FILE`: an INI file (';' comments, and lines starting
+///   with '#'). Its [actorflow] section holds the
 ///   app's flags (`train_steps = 2000`, `model = "mlp"`, `sync = true`;
 ///   the command line wins); its other sections are CAF's ([scheduler],
 ///   [middleman], ..., also spelled [caf.scheduler]).
@@ -108,6 +109,8 @@ public:
     : app_("", argc > 0 ? argv[0] : "") {
     app_.set_help_flag();
     app_.allow_config_extras(CLI::config_extras_mode::error);
+    // INI, as CAF reads it: ';' comments (and '#' lines).
+    app_.config_formatter(std::make_shared<CLI::ConfigINI>());
     std::vector<const char*> args{argc > 0 ? argv[0] : ""};
     for (int i = 1; i < argc; ++i) {
       std::string_view arg{argv[i]};
@@ -129,8 +132,9 @@ public:
         app_.add_option(names, values_.back())
           ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
       else
-        app_.add_flag(names, switches_[names])
-          ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+        switch_of_[app_.add_flag(names, switches_[names])
+                     ->multi_option_policy(CLI::MultiOptionPolicy::Throw)]
+          = &switches_[names];
     };
     // A switch takes no value on the command line (CLI11 would read
     // "--quick=0" as off); in the file, "quick = false" is fine.
@@ -222,6 +226,9 @@ private:
     auto name = opt->get_name();
     if (name == "--config-file" || name == "--log_level")
       return;
+    // "sync = false" in the file: not given.
+    if (auto i = switch_of_.find(opt); i != switch_of_.end() && !*i->second)
+      return;
     for (auto* seen : given_)
       if (seen == opt)
         return;
@@ -298,6 +305,7 @@ private:
   // Stable addresses: CLI11 keeps pointers to them.
   std::deque<std::string> values_;
   std::map<std::string, bool> switches_;
+  std::map<CLI::Option*, bool*> switch_of_;
   std::vector<CLI::Option*> given_;
   std::vector<std::string> common_;
   int i_ = -1;

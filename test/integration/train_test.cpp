@@ -411,6 +411,7 @@ TEST_CASE("train: --config-file gives the flags and CAF's options, the "
                        "model = \"softmax\"\n"
                        "train_steps = 5000\n"
                        "log_every = 100\n"
+                       "sync = false          ; a switch turned off\n"
                        "[caf.scheduler]\n"
                        "max-threads = 1\n");
   auto caf_files = [] {
@@ -430,7 +431,7 @@ TEST_CASE("train: --config-file gives the flags and CAF's options, the "
   // Every task got the file's flags, and the command line's train_steps.
   CHECK_THAT(result.out, Contains("worker/0: worker 0: model softmax"));
   CHECK_THAT(result.out, Contains("worker/1: worker 1: model softmax"));
-  CHECK_THAT(result.out, Contains("train_steps 200, 2 workers"));
+  CHECK_THAT(result.out, Contains("train_steps 200, 2 workers (async)"));
   CHECK(test_accuracy(result.out) > 0.3);
   // The tasks' CAF sections went in a file of their own, removed after.
   CHECK(caf_files() == caf_files_before);
