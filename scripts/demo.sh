@@ -3,7 +3,7 @@
 # as TensorFlow's "putting it all together" trainer: one ps task and two
 # worker tasks on free loopback ports, asynchronous updates, an MLP
 # (784-256-128-10); it prints loss and examples/s as it trains and the test
-# accuracy at the end (about 0.89; training takes 36-47 s on 2 cores once
+# accuracy at the end (about 0.89; training takes 36-49 s on 2 cores once
 # built, README.md).
 # Extra arguments go to actorflow-train (e.g. --model softmax, --sync).
 # Seed 000's replay: build/apps/seed000_shared_variable.
