@@ -53,32 +53,15 @@
 #include "actorflow/graph/wire.hpp"
 #include "runtime.hpp"
 #include "shared_ring.hpp"
+#include "tensor_frame.hpp"
 
 namespace actorflow::tensor_channel {
 
 namespace {
 
-constexpr char hello[8] = {'A', 'F', 'T', 'C', 'H', 'A', 'N', '1'};
-constexpr uint32_t frame_magic = 0x46544641; // "AFTF"
-constexpr size_t prefix_size = 40;
-constexpr uint32_t flag_encoded = 1;
-constexpr uint32_t flag_message = 2;
-constexpr uint32_t flag_ring_offer = 4;
-constexpr uint32_t flag_in_ring = 8;
-// Where the prefix keeps the flags.
-constexpr size_t flags_offset = 28;
-constexpr uint32_t max_ring_path = 64;
 // Data below this goes through the socket: a copy of it there costs
 // about what a copy into the ring does.
 constexpr uint64_t ring_min_data = 16 << 10;
-constexpr std::string_view run_graph_kind = "run_graph";
-constexpr std::string_view step_reply_kind = "step_reply";
-constexpr uint32_t max_key = 1 << 16;
-constexpr uint32_t max_header = 1 << 16;
-// A string tensor's whole encoding, and any tensor's data: what one frame
-// may announce before the receiver allocates for it.
-constexpr uint64_t max_encoded = uint64_t{1} << 30;
-constexpr uint64_t max_data = uint64_t{1} << 36;
 // Each incoming connection is a thread: a bound on what peers can open.
 constexpr size_t max_incoming = 256;
 constexpr int connect_timeout_ms = 5000;
@@ -150,28 +133,6 @@ registry& reg() {
   return *instance;
 }
 
-// A frame's fixed-size prefix (see the top of this file).
-struct frame_prefix {
-  uint32_t magic = 0;
-  uint32_t key_len = 0;
-  uint64_t inbox = 0;
-  int64_t step = 0;
-  uint32_t head_len = 0;
-  uint32_t flags = 0;
-  uint64_t data_len = 0;
-};
-
-bool parse_prefix(const char (&bytes)[prefix_size], frame_prefix& p) {
-  byte_reader r{std::string_view{bytes, prefix_size}};
-  r.u32(p.magic);
-  r.u32(p.key_len);
-  r.u64(p.inbox);
-  r.i64(p.step);
-  r.u32(p.head_len);
-  r.u32(p.flags);
-  r.u64(p.data_len);
-  return r.ok();
-}
 
 // Whether the next frame on `fd`, if its prefix is there yet, is for
 // `inbox` too (read without taking it off the socket).
@@ -181,7 +142,7 @@ bool next_frame_for(int fd, uint64_t inbox) {
   if (n < static_cast<ssize_t>(prefix_size))
     return true;
   frame_prefix next;
-  return parse_prefix(bytes, next) && next.inbox == inbox;
+  return parse_prefix({bytes, prefix_size}, next) && next.inbox == inbox;
 }
 
 // Hands a received message to its inbox's executor (or master) under the
@@ -212,43 +173,18 @@ void deliver(int fd, uint64_t inbox, caf::message msg) {
                    [fd, inbox] { return next_frame_for(fd, inbox); });
 }
 
-// The message a `message` frame carries, from its kind and body; an empty
-// message when they do not parse (the connection then ends).
-caf::message parse_message(std::string_view kind, int64_t step,
-                           std::string_view body) {
-  caf::binary_deserializer source{nullptr, body.data(), body.size()};
-  if (kind == run_graph_kind) {
-    run_graph_request req;
-    if (source(req) || source.remaining() != 0 || req.step_id != step)
-      return {};
-    return caf::make_message(run_graph_atom_v, std::move(req));
-  }
-  if (kind == step_reply_kind) {
-    int64_t part = 0;
-    run_graph_response resp;
-    if (source(part, resp) || source.remaining() != 0)
-      return {};
-    return caf::make_message(step_reply_atom_v, step, part, std::move(resp));
-  }
-  return {};
-}
 
 // The rest of a frame whose prefix is `p`, off the wire; false ends
 // the connection (EOF, error, or a peer that does not speak the
 // protocol).
 bool read_frame(int fd, const frame_prefix& p, ring_reader& ring) {
   auto [magic, key_len, inbox, step, head_len, flags, data_len] = p;
-  bool encoded = flags == flag_encoded;
-  bool message = flags == flag_message;
-  bool offer = flags == flag_ring_offer;
-  bool in_ring = flags == flag_in_ring;
-  bool plain = flags == 0 || in_ring;
-  if (magic != frame_magic || key_len > max_key
-      || (!plain && !encoded && !message && !offer)
-      || ((encoded || message) && (head_len > max_encoded || data_len != 0))
-      || (plain && (head_len > max_header || data_len > max_data))
-      || (offer && (key_len > max_ring_path || head_len != 0)))
+  auto kind = check_prefix(p);
+  if (kind == frame_kind::invalid)
     return false;
+  bool message = kind == frame_kind::message;
+  bool offer = kind == frame_kind::ring_offer;
+  bool in_ring = kind == frame_kind::in_ring;
   std::string key(key_len, '\0');
   if (!read_all(fd, key.data(), key.size()))
     return false;
@@ -275,14 +211,9 @@ bool read_frame(int fd, const frame_prefix& p, ring_reader& ring) {
   if (!read_all(fd, head.data(), head.size()))
     return false;
   tensor value;
-  if (encoded) {
-    if (!from_bytes(head, value).ok())
-      return false;
-  } else {
-    size_t header_size = 0;
-    if (!tensor_from_header(head, value, header_size, data_len).ok()
-        || header_size != head.size() || value.byte_size() != data_len)
-      return false;
+  if (!decode_tensor_head(p, kind, head, value))
+    return false;
+  if (kind != frame_kind::encoded) {
     if (in_ring) {
       char where[8];
       uint64_t pos = 0;
@@ -384,7 +315,8 @@ void serve(int fd) {
         gap_ns += (std::clamp<int64_t>(gap, 0, 4 * spin.count()) - gap_ns)
                   / 8;
         frame_prefix parsed;
-        if (!parse_prefix(prefix, parsed) || !read_frame(fd, parsed, ring))
+        if (!parse_prefix({prefix, prefix_size}, parsed)
+            || !read_frame(fd, parsed, ring))
           break;
         constexpr auto relaxed = std::memory_order_relaxed;
         stat->frames.store(stat->frames.load(relaxed) + 1, relaxed);
@@ -566,18 +498,6 @@ private:
       return head.size() + data_len;
     }
   };
-
-  static void write_prefix(byte_writer& w, uint64_t inbox, int64_t step,
-                           size_t key_len, size_t head_len, uint32_t flags,
-                           uint64_t data_len) {
-    w.u32(frame_magic);
-    w.u32(static_cast<uint32_t>(key_len));
-    w.u64(inbox);
-    w.i64(step);
-    w.u32(static_cast<uint32_t>(head_len));
-    w.u32(flags);
-    w.u64(data_len);
-  }
 
   bool send(frame f, bool write_now) {
     std::unique_lock<std::mutex> guard{mtx_};

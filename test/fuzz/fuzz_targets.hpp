@@ -1,0 +1,27 @@
+#pragma once
+
+// The decoders of bytes that come from the network, as fuzz targets: each
+// takes any bytes, must never crash, hang or leak, and returns whether
+// they decoded. libFuzzer drives them (scripts/fuzz.sh builds each with
+// -DACTORFLOW_LIBFUZZER and clang's -fsanitize=fuzzer); the ordinary test
+// suite replays their corpora and every crash they ever found
+// (test/actors/fuzz_replay_test.cpp).
+//
+// - fuzz_wire: the tensor and graph wire format (graph/wire.hpp): the
+//   first byte picks from_bytes(tensor), from_bytes(graph_def) or
+//   tensor_from_header; what decodes must encode back to the same bytes.
+// - fuzz_tensor_frame: a whole tensor channel frame (prefix, key, head,
+//   data; run_graph and step_reply message bodies as CAF reads them).
+// - fuzz_caf_message: a caf::message as CAF's binary deserializer reads
+//   one from a peer, with every type actorflow registers.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace actorflow::fuzz {
+
+bool fuzz_wire(const uint8_t* data, size_t size);
+bool fuzz_tensor_frame(const uint8_t* data, size_t size);
+bool fuzz_caf_message(const uint8_t* data, size_t size);
+
+} // namespace actorflow::fuzz
