@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <functional>
 #include <map>
 #include <random>
 #include <regex>
@@ -62,11 +63,19 @@ struct master_session {
   /// step's feed checks don't walk the whole graph.
   std::unordered_map<std::string, size_t> node_index;
   std::unordered_map<std::string, step_plan> plans;
-  /// Tasks this session had partitions on that were lost since, with the
-  /// reason: the next step fails Aborted (TF: "Graph handle is not found
-  /// ... Possibly, this worker just restarted"), because a restarted task
-  /// lost the state (variables, queues) the session relied on.
-  std::map<std::string, std::string> lost_tasks;
+  /// Tasks this session had partitions on that were lost since: why, and
+  /// the task actor that was lost (its node and id). When the same actor
+  /// answers again (a network cut or a stopped process that came back)
+  /// the session goes on; another one (a restarted task), the next
+  /// step fails Aborted (TF: "Graph handle is not found ... Possibly, this
+  /// worker just restarted"), because the state (variables, queues) the
+  /// session relied on is gone.
+  struct lost_task_info {
+    std::string reason;
+    caf::node_id node;
+    caf::actor_id id = 0;
+  };
+  std::map<std::string, lost_task_info> lost_tasks;
   /// Every executor registered for this session, on any task; ended when
   /// the session closes (TF's DeregisterGraph).
   std::vector<executor_actor> executors;
@@ -131,6 +140,12 @@ struct task_state {
   std::map<std::pair<std::string, std::string>, std::weak_ptr<rng_cell>> rngs;
   std::unordered_map<std::string, task_actor> peers;
   std::unordered_map<std::string, std::vector<peer_callback>> connecting;
+  /// Graph registrations waiting for a remote task's reply, by task: a
+  /// lost task fails them at once (CAF fails no request already sent to
+  /// a peer whose connection times out).
+  std::map<std::string, std::map<uint64_t, std::function<void(status)>>>
+    registering;
+  uint64_t next_registration = 0;
   std::unordered_map<int64_t, master_step> steps;
   /// Deadlines of the steps in `steps` that have one.
   deadline_table<int64_t> step_deadlines;
@@ -632,19 +647,35 @@ void plan_and_run(task_self self, step_promise rp,
     };
     resolve_peer(
       self, task, deadline,
-      [self, bytes, dev, handle,
+      [self, bytes, dev, handle, task,
        on_registered](status err, task_actor peer) mutable {
         if (!err.ok())
           return on_registered(err, {}, {});
+        auto id = self->state.next_registration++;
+        if (peer->node() != self->node())
+          self->state.registering[task][id]
+            = [on_registered](status err) mutable {
+                on_registered(err, {}, {});
+              };
+        auto done = [self, task, id] {
+          auto i = self->state.registering.find(task);
+          if (i != self->state.registering.end()) {
+            i->second.erase(id);
+            if (i->second.empty())
+              self->state.registering.erase(i);
+          }
+        };
         self
           ->request(peer, std::chrono::seconds(30), register_graph_atom_v,
                     bytes, dev, handle)
           .then(
-            [on_registered](status& err, executor_actor& exec,
-                            std::string& inbox) mutable {
+            [on_registered, done](status& err, executor_actor& exec,
+                                  std::string& inbox) mutable {
+              done();
               on_registered(err, exec, std::move(inbox));
             },
-            [self, on_registered, dev](caf::error& err) mutable {
+            [self, on_registered, dev, done](caf::error& err) mutable {
+              done();
               on_registered(to_status(err, dev), {}, {});
             });
       });
@@ -707,8 +738,16 @@ void fail_steps_on(task_self self, Lost lost, Why why) {
 }
 
 void lost_task(task_self self, const std::string& task,
-               const std::string& reason) {
+               const std::string& reason, const caf::actor_addr& lost) {
   auto& st = self->state;
+  if (auto i = st.registering.find(task); i != st.registering.end()) {
+    auto waiting = std::move(i->second);
+    st.registering.erase(i);
+    for (auto& [id, fail] : waiting)
+      fail({error_code::unavailable, "Lost task " + task + " at "
+                                       + st.opts.cluster[task] + " ("
+                                       + reason + ")"});
+  }
   auto on_task = [&](const std::string& device) {
     return device.rfind(task + "/", 0) == 0;
   };
@@ -718,7 +757,8 @@ void lost_task(task_self self, const std::string& task,
       return on_task(step.parts[p].device);
     },
     [&](const plan_part&) {
-      return "Lost task " + task + " (" + reason + ")";
+      return "Lost task " + task + " at " + st.opts.cluster[task] + " ("
+             + reason + ")";
     });
   for (auto& [handle, sess] : st.sessions)
     for (auto i = sess.plans.begin(); i != sess.plans.end();) {
@@ -728,7 +768,8 @@ void lost_task(task_self self, const std::string& task,
                                 return on_task(p.device);
                               });
       if (uses)
-        sess.lost_tasks.emplace(task, reason);
+        sess.lost_tasks.emplace(task, master_session::lost_task_info{
+                                        reason, lost.node(), lost.id()});
       i = uses ? sess.plans.erase(i) : std::next(i);
     }
 }
@@ -746,6 +787,29 @@ void lost_executor(task_self self, const caf::actor_addr& exec,
     [&](const plan_part& part) {
       return "Lost connection (" + part.device + "): " + reason;
     });
+}
+
+/// Runs a checked step of `sess` with its plan, planning it first if
+/// needed. Errors of planning fail the step, never the task.
+void run_planned(task_self self, step_promise rp, master_session& sess,
+                 run_step_request req) {
+  try {
+    auto timeout_ms = req.options.timeout_in_ms > 0
+                        ? req.options.timeout_in_ms
+                        : sess.config.operation_timeout_in_ms;
+    auto p = sess.plans.find(signature(req));
+    if (p != sess.plans.end()) {
+      start_step(self, rp, p->second, req, timeout_ms);
+    } else {
+      auto handle = req.session_handle;
+      plan_and_run(self, rp, std::move(handle), std::move(req), timeout_ms);
+    }
+  } catch (const op_error& e) {
+    deliver_error(rp, {error_code::invalid_argument,
+                       e.get_status().message()});
+  } catch (const std::exception& e) {
+    deliver_error(rp, internal_error(e.what()));
+  }
 }
 
 task_actor::behavior_type task(task_self self, task_options opts) {
@@ -782,7 +846,7 @@ task_actor::behavior_type task(task_self self, task_options opts) {
         monitoring::registry::instance().peer_changed(
           st.task_prefix,
           {task, "", false, monitoring::wall_us(), caf::to_string(dm.reason)});
-        lost_task(self, task, caf::to_string(dm.reason));
+        lost_task(self, task, caf::to_string(dm.reason), dm.source);
         return;
       }
     auto& xs = st.executors;
@@ -887,26 +951,46 @@ task_actor::behavior_type task(task_self self, task_options opts) {
           return rp;
         }
         if (!sess.lost_tasks.empty()) {
-          // Still down: Unavailable, as any step that needs it. Back (a
-          // restarted task): Aborted, once.
-          auto [task, reason] = *sess.lost_tasks.begin();
+          // Still down: Unavailable within about a second (a dead process
+          // refuses at once; a silent one is given the connect request's
+          // 5 s), as any step that needs it. Back from the same process:
+          // the session goes on. Back from another one (a restart):
+          // Aborted, once.
+          auto [task, lost] = *sess.lost_tasks.begin();
           auto ms = req.options.timeout_in_ms > 0
                       ? req.options.timeout_in_ms
                       : sess.config.operation_timeout_in_ms;
           auto deadline = self->clock().now()
-                          + std::chrono::milliseconds(ms > 0 ? ms : 30000);
+                          + std::chrono::milliseconds(
+                            std::clamp<int64_t>(ms > 0 ? ms : 1000, 1, 1000));
           auto handle = req.session_handle;
           resolve_peer(self, task, deadline,
-                       [self, rp, handle, task = task,
-                        reason = reason](status err, task_actor) mutable {
+                       [self, rp, handle, task = task, lost = lost,
+                        req = std::move(req)](status err,
+                                              task_actor peer) mutable {
                          if (!err.ok())
                            return deliver_error(rp, err);
                          auto s = self->state.sessions.find(handle);
-                         if (s != self->state.sessions.end())
-                           s->second.lost_tasks.clear();
+                         if (s == self->state.sessions.end())
+                           return deliver_error(
+                             rp, {error_code::aborted,
+                                  "Session " + handle + " is closed"});
+                         s->second.lost_tasks.erase(task);
+                         if (peer.node() == lost.node
+                             && peer.id() == lost.id) {
+                           // The same task actor: its state is intact.
+                           if (!s->second.lost_tasks.empty())
+                             return deliver_error(
+                               rp, {error_code::unavailable,
+                                    "Lost task "
+                                      + s->second.lost_tasks.begin()->first});
+                           run_planned(self, rp, s->second, std::move(req));
+                           return;
+                         }
+                         s->second.lost_tasks.clear();
                          deliver_error(
                            rp, {error_code::aborted,
-                                "Task " + task + " was lost (" + reason
+                                "Task " + task + " was lost (" + lost.reason
                                   + ") after this session ran a step on "
                                     "it, and has restarted without its "
                                     "state (variables, queues). Create a "
@@ -914,16 +998,7 @@ task_actor::behavior_type task(task_self self, task_options opts) {
                        });
           return rp;
         }
-        auto timeout_ms = req.options.timeout_in_ms > 0
-                            ? req.options.timeout_in_ms
-                            : sess.config.operation_timeout_in_ms;
-        auto p = sess.plans.find(signature(req));
-        if (p != sess.plans.end())
-          start_step(self, rp, p->second, req, timeout_ms);
-        else {
-          auto handle = req.session_handle;
-          plan_and_run(self, rp, std::move(handle), std::move(req), timeout_ms);
-        }
+        run_planned(self, rp, sess, std::move(req));
       } catch (const op_error& e) {
         deliver_error(rp, {error_code::invalid_argument,
                            e.get_status().message()});

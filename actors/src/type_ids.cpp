@@ -75,11 +75,13 @@ void add_options_impl(caf::actor_system_config& cfg) {
   // Send/Recv go straight between the tasks that hold the partitions,
   // not through the master that told them about each other.
   set_default(cfg, "middleman.enable-automatic-connections", true);
-  // A peer cut off by the network is otherwise never noticed.
+  // A peer cut off by the network is otherwise never noticed. CAF checks
+  // the timeout at each heartbeat: 4 s + 0.5 s reports a silent peer
+  // within 5 s (a stopped process took 5.5 s with a 5 s timeout).
   set_default(cfg, "middleman.heartbeat-interval",
               caf::timespan{std::chrono::milliseconds(500)});
   set_default(cfg, "middleman.connection-timeout",
-              caf::timespan{std::chrono::seconds(5)});
+              caf::timespan{std::chrono::seconds(4)});
 }
 
 status to_status(const caf::error& err, const std::string& what) {

@@ -273,3 +273,100 @@ TEST_CASE("errors: closing a session ends its running step with Aborted",
   CHECK(err->code() == error_code::aborted);
   CHECK(took < 10.0);
 }
+
+// Bounds below are deadlines of the behaviour (a step's own deadline is
+// 20 s), not speed figures: loose enough for a loaded machine.
+TEST_CASE("errors: a dead task is named with its address at once, later "
+          "steps fail within about a second, and its restart aborts the "
+          "session once",
+          "[errors][failures]") {
+  local_cluster nodes{node_path, {{"local", 2}}, captured()};
+  graph g;
+  auto as_default = g.as_default();
+  output on_task1;
+  {
+    device_scope pin{"/job:local/task:1"};
+    on_task1 = constant(2.0f, "on_task1");
+  }
+  session sess{nodes.target("local", 0), bounded(), &g};
+  for (int i = 0; i < warm_up_steps; ++i)
+    REQUIRE(sess.run(on_task1).scalar_value<float>() == 2.0f);
+  nodes.process("local", 1).send_signal(SIGKILL);
+  run_options options;
+  options.timeout_in_ms = 20000;
+  auto named = "/job:local/replica:0/task:1 at "
+               + nodes.address("local", 1);
+  auto start = std::chrono::steady_clock::now();
+  auto err = error_of([&] { sess.run(on_task1, {}, options); });
+  auto took = seconds_since(start);
+  REQUIRE(err);
+  INFO(err->what() << " after " << took << " s");
+  CHECK(err->code() == error_code::unavailable);
+  CHECK_THAT(err->get_status().message(), Catch::Contains(named));
+  CHECK(took < 3.0);
+  // Still down: every step that needs it fails the same way, without
+  // waiting for its deadline.
+  for (int i = 0; i < 2; ++i) {
+    start = std::chrono::steady_clock::now();
+    err = error_of([&] { sess.run(on_task1, {}, options); });
+    took = seconds_since(start);
+    REQUIRE(err);
+    INFO(err->what() << " after " << took << " s");
+    CHECK(err->code() == error_code::unavailable);
+    CHECK_THAT(err->get_status().message(), Catch::Contains(named));
+    CHECK(took < 3.0);
+  }
+  // Started again (a new process, without the state): Aborted once, then
+  // the session works again.
+  nodes.process("local", 1).stop();
+  child_process again{
+    examples::node_command(node_path, nodes.spec(), "local", 1)};
+  REQUIRE(again.wait_for_line("serving", 15s));
+  err = error_of([&] { sess.run(on_task1, {}, options); });
+  REQUIRE(err);
+  CHECK(err->code() == error_code::aborted);
+  CHECK_THAT(err->get_status().message(),
+             Catch::Contains("has restarted without its state"));
+  CHECK(sess.run(on_task1, {}, options).scalar_value<float>() == 2.0f);
+}
+
+TEST_CASE("errors: a silent task (SIGSTOP) is reported within seconds, and "
+          "when it continues the session goes on with its state",
+          "[errors][failures]") {
+  local_cluster nodes{node_path, {{"local", 2}}, captured()};
+  graph g;
+  auto as_default = g.as_default();
+  variable v;
+  operation increment;
+  {
+    device_scope pin{"/job:local/task:1"};
+    v = variable{tensor::scalar(0.0f), named("v")};
+    increment = v.assign_add(1.0f).op();
+  }
+  session sess{nodes.target("local", 0), bounded(), &g};
+  sess.run(v.initializer());
+  for (int i = 0; i < 5; ++i)
+    sess.run(increment);
+  auto& task1 = nodes.process("local", 1);
+  task1.send_signal(SIGSTOP);
+  run_options options;
+  options.timeout_in_ms = 20000;
+  auto start = std::chrono::steady_clock::now();
+  auto err = error_of([&] { sess.run(v, {}, options); });
+  auto took = seconds_since(start);
+  // Continue it whatever happened, or the cluster's stop would wait.
+  task1.send_signal(SIGCONT);
+  REQUIRE(err);
+  INFO(err->what() << " after " << took << " s");
+  CHECK(err->code() == error_code::unavailable);
+  CHECK_THAT(err->get_status().message(),
+             Catch::Contains("/job:local/replica:0/task:1 at "
+                             + nodes.address("local", 1)));
+  // Reported by the heartbeat's 4 s timeout, not the step's 20 s deadline.
+  CHECK(took < 10.0);
+  // The same process came back: nothing was lost, nothing is aborted.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(sess.run(v, {}, options).scalar_value<float>() == 5.0f);
+  sess.run(increment, {}, options);
+  CHECK(sess.run(v, {}, options).scalar_value<float>() == 6.0f);
+}
