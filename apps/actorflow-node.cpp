@@ -34,6 +34,7 @@
 
 #include "cluster_flags.hpp"
 #include "metrics_flags.hpp"
+#include "peer_log.hpp"
 
 namespace {
 
@@ -190,6 +191,8 @@ int run(int argc, char** argv) {
     return 1;
   }
 
+  // The tasks it runs steps on, lost and back, in its log.
+  peer_log peers{task_name};
   // Wait for a stop signal; wake up now and then to notice a server that
   // stopped by itself or a parent that vanished before PDEATHSIG was armed.
   int received = 0;

@@ -47,6 +47,7 @@
 #include "local_cluster.hpp"
 #include "cluster_flags.hpp"
 #include "metrics_flags.hpp"
+#include "peer_log.hpp"
 #include "actorflow/train/fashion_mnist.hpp"
 #include "train/local_launcher.hpp"
 #include "actorflow/train/models.hpp"
@@ -638,6 +639,8 @@ int run_worker(const options& opts, const task_config& cfg) {
       + host_of(address) + ":" + std::to_string(srv->port()));
   if (auto line = serve_metrics(*srv, opts.metrics, prog); !line.empty())
     say(line);
+  // A lost ps shows in this worker's log as it happens.
+  peer_log peers{cfg.task_name()};
   say(who + ": loaded " + std::to_string(train_set.size())
       + " training images"
       + (test_set ? " and " + std::to_string(test_set->size()) + " test images"

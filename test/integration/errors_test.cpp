@@ -369,4 +369,20 @@ TEST_CASE("errors: a silent task (SIGSTOP) is reported within seconds, and "
   CHECK(sess.run(v, {}, options).scalar_value<float>() == 5.0f);
   sess.run(increment, {}, options);
   CHECK(sess.run(v, {}, options).scalar_value<float>() == 6.0f);
+  // The master's node said so in its log, both ways.
+  auto& master = nodes.process("local", 0);
+  auto logged = [&](const std::string& line) {
+    auto until = std::chrono::steady_clock::now() + 5s;
+    while (std::chrono::steady_clock::now() < until) {
+      if (master.err().find(line) != std::string::npos)
+        return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  };
+  INFO(master.err());
+  CHECK(logged("actorflow-node: warning: lost /job:local/replica:0/task:1 "
+               "at " + nodes.address("local", 1)));
+  CHECK(logged("actorflow-node: reconnected to /job:local/replica:0/task:1 "
+               "at " + nodes.address("local", 1)));
 }
