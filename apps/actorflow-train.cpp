@@ -513,6 +513,19 @@ public:
 
   void after_create_session(session& sess, coordinator&) override {
     global_ = sess.run(global_step_).scalar_value<int64_t>();
+    // Again after a lost task: the chief restored the latest checkpoint
+    // (a restarted ps), or went on with the ps's state (it came back).
+    if (created_++ > 0) {
+      if (chief_ && restoring_.empty())
+        say(who_ + ": the ps tasks kept their state: going on from global "
+                   "step " + std::to_string(global_));
+      else
+        say(who_ + (chief_ ? ": restored " + restoring_
+                           : ": the session is back")
+            + " (global step " + std::to_string(global_) + ")");
+      restoring_.clear();
+      return;
+    }
     // The chief restored the latest checkpoint if there was one; it is
     // the only one writing them.
     auto restored = chief_ && checkpoint_dir_
@@ -532,12 +545,19 @@ public:
     return global_;
   }
 
+  /// The session's log line "Restoring parameters from F" (the chief).
+  void restoring(std::string file) {
+    restoring_ = std::move(file);
+  }
+
 private:
   bool chief_;
   std::string who_;
   variable global_step_;
   std::optional<std::string> checkpoint_dir_;
   int64_t global_ = 0;
+  int created_ = 0;
+  std::string restoring_;
 };
 
 /// --trace_step: traces the run the training loop arms it for (not the
@@ -727,7 +747,12 @@ int run_worker(const options& opts, const task_config& cfg) {
   mo.recovery_wait = 100ms;
   mo.prepare_timeout_in_ms = 5000;
   mo.stop_grace_period = 10s;
-  mo.log = [who](const std::string& line) { say(who + ": " + line); };
+  mo.log = [who, report](const std::string& line) {
+    constexpr std::string_view restoring = "Restoring parameters from ";
+    if (line.starts_with(restoring))
+      report->restoring(line.substr(restoring.size()));
+    say(who + ": " + line);
+  };
   mo.hooks = {std::make_shared<stop_at_step_hook>(std::nullopt, train_steps),
               report};
   // A worker that stops hands out tokens, so that no other waits for an

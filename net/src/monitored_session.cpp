@@ -70,9 +70,16 @@ public:
   }
 
   /// TF's `prepare_session`: restore or initialize, run the local init op,
-  /// check readiness.
-  session prepare_session() {
-    return retry([this](session& s) -> std::optional<std::string> {
+  /// check readiness; `recovering` and ready: nothing (chief_session_creator).
+  session prepare_session(bool recovering = false) {
+    return retry([this, recovering](session& s) -> std::optional<std::string> {
+      // Recovering and still ready: the lost task kept its state.
+      if (recovering && !not_ready(s, sc_.ready_op())) {
+        write_log(opts_.log, "The model is still initialized (the lost task "
+                             "came back with its state): continuing without "
+                             "restoring or initializing.");
+        return std::nullopt;
+      }
       std::string ckpt = opts_.checkpoint_filename_with_path;
       if (ckpt.empty() && !opts_.checkpoint_dir.empty())
         ckpt = latest_checkpoint(opts_.checkpoint_dir);
@@ -253,7 +260,8 @@ session_creator::~session_creator() = default;
 
 session chief_session_creator::create_session() {
   opts_.scaffold->finalize(*opts_.g);
-  return session_manager{opts_}.prepare_session();
+  auto recovering = created_++ > 0;
+  return session_manager{opts_}.prepare_session(recovering);
 }
 
 session worker_session_creator::create_session() {

@@ -108,6 +108,16 @@ inline bool runs(pid_t pid, const std::string& program) {
          && text.find(program) != std::string::npos;
 }
 
+/// The value of actorflow-train's last "test accuracy: X" line, or -1.
+inline double test_accuracy(const std::string& out) {
+  static const std::regex pattern{R"(test accuracy: ([0-9.]+))"};
+  double result = -1;
+  for (std::sregex_iterator i{out.begin(), out.end(), pattern}, end;
+       i != end; ++i)
+    result = std::stod((*i)[1].str());
+  return result;
+}
+
 /// Seconds since `start`.
 inline double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now()

@@ -30,16 +30,6 @@ const std::string train_path = ACTORFLOW_TRAIN_PATH;
 
 constexpr const char* data_dir = fashion_mnist_dir;
 
-/// The value of the last "test accuracy: X" line, or -1.
-double test_accuracy(const std::string& out) {
-  static const std::regex pattern{R"(test accuracy: ([0-9.]+))"};
-  double result = -1;
-  for (std::sregex_iterator i{out.begin(), out.end(), pattern}, end;
-       i != end; ++i)
-    result = std::stod((*i)[1].str());
-  return result;
-}
-
 /// True if `pid` is (still) an actorflow-train process.
 bool is_trainer(pid_t pid) {
   return runs(pid, "actorflow-train");

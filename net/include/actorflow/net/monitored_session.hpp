@@ -144,11 +144,19 @@ protected:
   session_creation_options opts_;
 };
 
-/// TF's `ChiefSessionCreator`: restores or initializes.
+/// TF's `ChiefSessionCreator`: restores or initializes. One departure from
+/// TF: a session created again after a lost task (recovery) whose model is
+/// still ready (every variable initialized: the task came back with its
+/// state, after a network cut or a stopped process) goes on from there
+/// instead of restoring the last checkpoint or initializing again, which
+/// would undo the updates since.
 class chief_session_creator : public session_creator {
 public:
   using session_creator::session_creator;
   session create_session() override;
+
+private:
+  int created_ = 0;
 };
 
 /// TF's `WorkerSessionCreator`: waits for the chief.

@@ -1,0 +1,197 @@
+// A network partition, for real: the ps task runs in a Linux network
+// namespace of its own, joined to the workers' by a veth pair, and the
+// link is cut (the host's end set down) while two workers train, then
+// restored. The workers report the ps by name as lost within seconds; when
+// the link returns, training goes on from where it was: the chief neither
+// restores a checkpoint nor initializes again, and the global step
+// continues. Needs root (CI runs as root); skips with a warning where a
+// namespace cannot be made.
+
+#include <unistd.h>
+
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "integration_util.hpp"
+
+using namespace actorflow;
+using namespace actorflow::testing;
+
+namespace {
+
+const std::string train_path = ACTORFLOW_TRAIN_PATH;
+
+std::string ip_path() {
+  for (const char* p : {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"})
+    if (::access(p, X_OK) == 0)
+      return p;
+  return {};
+}
+
+/// A namespace with one veth pair to the host: 10.211.K.1 on the host's
+/// end, 10.211.K.2 in the namespace. Removed with everything in it.
+class veth_namespace {
+public:
+  veth_namespace() {
+    auto id = std::to_string(::getpid() % 100000);
+    ns_ = "afp" + id;
+    host_if_ = "afh" + id;
+    ns_if_ = "afn" + id;
+    auto k = std::to_string(::getpid() % 250 + 1);
+    host_ip_ = "10.211." + k + ".1";
+    ns_ip_ = "10.211." + k + ".2";
+    ip_ = ip_path();
+    if (ip_.empty()) {
+      why_ = "no ip command (iproute2)";
+      return;
+    }
+    ok_ = run({"netns", "add", ns_})
+          && run({"link", "add", host_if_, "type", "veth", "peer", "name",
+                  ns_if_})
+          && run({"link", "set", ns_if_, "netns", ns_})
+          && run({"addr", "add", host_ip_ + "/24", "dev", host_if_})
+          && run({"link", "set", host_if_, "up"})
+          && run({"netns", "exec", ns_, ip_, "addr", "add", ns_ip_ + "/24",
+                  "dev", ns_if_})
+          && run({"netns", "exec", ns_, ip_, "link", "set", ns_if_, "up"})
+          && run({"netns", "exec", ns_, ip_, "link", "set", "lo", "up"});
+  }
+  ~veth_namespace() {
+    run({"netns", "del", ns_});
+    run({"link", "del", host_if_});
+  }
+  bool ok() const {
+    return ok_;
+  }
+  const std::string& why() const {
+    return why_;
+  }
+  /// Cuts the link (true) or restores it (false).
+  bool cut(bool down) {
+    return run({"link", "set", host_if_, down ? "down" : "up"});
+  }
+  /// The command that runs `argv` inside the namespace.
+  std::vector<std::string> inside(std::vector<std::string> argv) const {
+    argv.insert(argv.begin(), {ip_, "netns", "exec", ns_});
+    return argv;
+  }
+  const std::string& host_ip() const {
+    return host_ip_;
+  }
+  const std::string& ns_ip() const {
+    return ns_ip_;
+  }
+
+private:
+  bool run(std::vector<std::string> args) {
+    if (ip_.empty())
+      return false;
+    args.insert(args.begin(), ip_);
+    auto r = run_process(args, 10s);
+    if (!r.status.success() && why_.empty())
+      why_ = args[1] + " " + args[2] + ": " + r.err;
+    return r.status.success();
+  }
+
+  std::string ip_, ns_, host_if_, ns_if_, host_ip_, ns_ip_, why_;
+  bool ok_ = false;
+};
+
+/// The global steps of "worker N: step S (global G)" lines, in order.
+std::vector<int64_t> global_steps(const std::string& out, int worker) {
+  std::regex line{"worker " + std::to_string(worker)
+                  + R"(: step \d+ \(global (\d+)\))"};
+  std::vector<int64_t> result;
+  for (std::sregex_iterator i{out.begin(), out.end(), line}, end; i != end;
+       ++i)
+    result.push_back(std::stoll((*i)[1].str()));
+  return result;
+}
+
+} // namespace
+
+TEST_CASE("partition: a cut link to the ps is reported, and training goes "
+          "on from where it was when the link returns",
+          "[partition][failures]") {
+  if (!have_fashion_mnist()) {
+    WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
+    return;
+  }
+  if (::geteuid() != 0) {
+    WARN("not root: network namespaces cannot be made; not run");
+    return;
+  }
+  veth_namespace net;
+  if (!net.ok()) {
+    WARN("cannot make a network namespace (" << net.why() << "); not run");
+    return;
+  }
+  using Catch::Contains;
+  auto ports = examples::free_ports(3);
+  auto ps = net.ns_ip() + ":" + std::to_string(ports[0]);
+  auto w0 = net.host_ip() + ":" + std::to_string(ports[1]);
+  auto w1 = net.host_ip() + ":" + std::to_string(ports[2]);
+  auto parent = std::to_string(::getpid());
+  std::vector<std::string> cluster{"--ps_hosts", ps, "--worker_hosts",
+                                   w0 + "," + w1, "--parent-pid", parent};
+  auto ps_argv = net.inside({train_path, "--job_name", "ps", "--task_index",
+                             "0"});
+  ps_argv.insert(ps_argv.end(), cluster.begin(), cluster.end());
+  child_process ps_task{ps_argv};
+  INFO("ps:\n" << ps_task.out() << ps_task.err());
+  REQUIRE(ps_task.wait_for_line("serving", 15s));
+  auto worker_argv = [&](int task) {
+    std::vector<std::string> argv{
+      train_path, "--job_name", "worker", "--task_index",
+      std::to_string(task), "--model", "mlp", "--hidden", "32",
+      "--train_steps", "4000", "--log_every", "100", "--step_timeout", "30",
+      "--startup_timeout", "60"};
+    argv.insert(argv.end(), cluster.begin(), cluster.end());
+    return argv;
+  };
+  child_process worker0{worker_argv(0)};
+  child_process worker1{worker_argv(1)};
+  REQUIRE(worker0.wait_for_line("worker 0: step 300 (global ", 90s));
+  // Cut: silence, no reset. The workers notice by CAF's heartbeat.
+  auto cut_at = std::chrono::steady_clock::now();
+  REQUIRE(net.cut(true));
+  auto lost = "warning: lost /job:ps/replica:0/task:0 at " + ps;
+  bool reported = false;
+  while (!reported && seconds_since(cut_at) < 15.0) {
+    reported = worker0.err().find(lost) != std::string::npos;
+    if (!reported)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto took = seconds_since(cut_at);
+  INFO("worker 0:\n" << worker0.out() << worker0.err());
+  INFO("worker 1:\n" << worker1.out() << worker1.err());
+  CHECK(reported);
+  // CAF's heartbeat timeout (4 s, checked every 0.5 s), not a deadline.
+  CHECK(took < 8.0);
+  auto before = global_steps(worker0.out(), 0);
+  REQUIRE_FALSE(before.empty());
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  REQUIRE(net.cut(false));
+  auto st0 = worker0.wait(120s);
+  auto st1 = worker1.wait(60s);
+  REQUIRE(st0);
+  REQUIRE(st1);
+  CHECK(st0->success());
+  CHECK(st1->success());
+  // Back, and the chief went on with the ps's state.
+  CHECK_THAT(worker0.err(), Contains("reconnected to /job:ps/replica:0/"
+                                     "task:0 at " + ps));
+  CHECK_THAT(worker0.out(), Contains("a new session will be created"));
+  CHECK_THAT(worker0.out(), Contains("The model is still initialized"));
+  CHECK_THAT(worker0.out(), Contains("worker 0: the ps tasks kept their "
+                                     "state: going on from global step "));
+  CHECK(worker0.out().find("Restoring parameters") == std::string::npos);
+  // The global step never went back: no update was undone.
+  auto steps = global_steps(worker0.out(), 0);
+  for (size_t i = 1; i < steps.size(); ++i)
+    CHECK(steps[i] >= steps[i - 1]);
+  CHECK(steps.back() > before.back());
+  CHECK(test_accuracy(worker0.out()) > 0.6);
+  ps_task.stop();
+}
