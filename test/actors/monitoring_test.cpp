@@ -315,10 +315,16 @@ TEST_CASE("monitoring: metrics_text is Prometheus' text format with the "
   // The figures move: a message more for the queue actor.
   self->request(q, max_wait, std::string{"done"})
     .receive([](int) {}, [](caf::error& err) { FAIL(caf::to_string(err)); });
+  // The reply leaves from inside the handler, before the record counts
+  // the message: wait (briefly) for the count.
+  auto counted = "actorflow_actor_messages_total{task=\"" + task
+                 + "\",kind=\"queue\",actor=\"in\\\"put\",actor_id=\"" + id
+                 + "\"} 1\n";
   auto later = metrics_text(opts);
-  CHECK(later.find("actorflow_actor_messages_total{task=\"" + task
-                   + "\",kind=\"queue\",actor=\"in\\\"put\",actor_id=\""
-                   + id + "\"} 1\n")
-        != std::string::npos);
+  for (int i = 0; i < 200 && later.find(counted) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    later = metrics_text(opts);
+  }
+  CHECK(later.find(counted) != std::string::npos);
   caf::anon_send_exit(q, caf::exit_reason::user_shutdown);
 }
