@@ -980,9 +980,9 @@ task_actor::behavior_type task(task_self self, task_options opts) {
         if (!sess.lost_tasks.empty()) {
           // Still down: Unavailable within about a second (a dead process
           // refuses at once; a silent one is given the connect request's
-          // 5 s), as any step that needs it. Back from the same process:
-          // the session goes on. Back from another one (a restart):
-          // Aborted, once.
+          // 5 s), as any step that needs it. The same task actor back:
+          // the session goes on. Another one (a restarted task): Aborted,
+          // once.
           auto [task, lost] = *sess.lost_tasks.begin();
           auto ms = req.options.timeout_in_ms > 0
                       ? req.options.timeout_in_ms
