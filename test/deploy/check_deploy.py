@@ -119,6 +119,23 @@ for name, (job, n, env) in pods.items():
                             "task": {"type": job, "index": i}},
               pod_env["HOSTNAME"] + ": TF_CONFIG " + out.stdout.strip())
 
+# Only the cluster's own pods reach a task's port.
+policies = [d for d in docs if d["kind"] == "NetworkPolicy"]
+check(len(policies) == 1, "a NetworkPolicy guards the pods")
+policy = policies[0]["spec"]
+check(all(policy["podSelector"]["matchLabels"].items()
+          <= sts["spec"]["template"]["metadata"]["labels"].items()
+          for sts in sets.values()),
+      "the NetworkPolicy selects every task's pods")
+task_rules = [r for r in policy["ingress"]
+              if any(int(p["port"]) == int(next(iter(ports)))
+                     for p in r.get("ports", []))]
+check(len(task_rules) == 1
+      and all(f.get("podSelector", {}).get("matchLabels")
+              == policy["podSelector"]["matchLabels"]
+              for f in task_rules[0]["from"]),
+      "the task port admits the cluster's pods only")
+
 # The image.
 with open(os.path.join(source_dir, "deploy", "Dockerfile")) as f:
     dockerfile = f.read()
