@@ -622,15 +622,17 @@ void plan_and_run(task_self self, step_promise rp,
     device_name::parse(dev, parsed);
     auto task = "/job:" + parsed.job.value_or("") + "/replica:0/task:"
                 + std::to_string(parsed.task.value_or(0));
+    // `not_up`: the task could not be reached by the deadline (its other
+    // errors fail the step at once).
     auto on_registered = [self, rp, handle, plan, left, failed, p, shared_req,
                           timeout_ms, dev, unreachable,
                           fail_unreachable](status err, executor_actor exec,
-                                            std::string inbox) mutable {
+                                            std::string inbox,
+                                            bool not_up = false) mutable {
       if (*failed)
         return;
       if (!err.ok()) {
-        if (err.code() == error_code::unavailable
-            && err.message().rfind("Could not connect to ", 0) == 0) {
+        if (not_up) {
           unreachable->push_back(err.message());
           if (--*left == 0) {
             *failed = true;
@@ -677,7 +679,8 @@ void plan_and_run(task_self self, step_promise rp,
       [self, bytes, dev, handle, task,
        on_registered](status err, task_actor peer) mutable {
         if (!err.ok())
-          return on_registered(err, {}, {});
+          return on_registered(err, {}, {},
+                               err.code() == error_code::unavailable);
         auto id = self->state.next_registration++;
         if (peer->node() != self->node())
           self->state.registering[task][id]

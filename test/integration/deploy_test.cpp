@@ -56,8 +56,8 @@ TEST_CASE("deploy: the entrypoint's pods form a cluster and train",
   auto serving = ps.wait_for_line("serving", 30s);
   INFO("ps stdout:\n" << ps.out() << "\nps stderr:\n" << ps.err());
   REQUIRE(serving);
-  CHECK_THAT(*serving, Contains("serving /job:ps/replica:0/task:0 at 127.1.0.10:"
-                                + std::to_string(port)));
+  CHECK_THAT(*serving, Contains("serving /job:ps/replica:0/task:0 at "
+                                "127.1.0.10:" + std::to_string(port)));
   std::vector<std::unique_ptr<examples::child_process>> workers;
   for (int i = 0; i < 2; ++i) {
     examples::spawn_options o;

@@ -2,6 +2,7 @@
 // with TensorFlow's code and a message naming what failed, and none may
 // hang.
 
+#include <optional>
 #include <thread>
 
 #include "integration_util.hpp"
@@ -139,22 +140,35 @@ TEST_CASE("errors: a step waiting on an unreachable task times out",
 // failures below reach a caller waiting that way too.
 constexpr int warm_up_steps = 30;
 
+/// Two tasks, a constant pinned on task 1, and a session on task 0 that
+/// has run it warm_up_steps times.
+struct warmed_up_cluster {
+  local_cluster nodes{node_path, {{"local", 2}}, captured()};
+  graph g;
+  output on_task1;
+  std::optional<session> sess;
+
+  warmed_up_cluster() {
+    auto as_default = g.as_default();
+    {
+      device_scope pin{"/job:local/task:1"};
+      on_task1 = constant(2.0f, "on_task1");
+    }
+    sess.emplace(nodes.target("local", 0), bounded(), &g);
+    for (int i = 0; i < warm_up_steps; ++i)
+      REQUIRE(sess->run(on_task1).scalar_value<float>() == 2.0f);
+  }
+};
+
 // A lost task must be noticed (the header promises Unavailable for a lost
 // master or task): the step fails with Unavailable instead of running into
 // its deadline, which is set only so that a broken build cannot hang.
 TEST_CASE("errors: a lost task fails the step with Unavailable",
           "[errors]") {
-  local_cluster nodes{node_path, {{"local", 2}}, captured()};
-  graph g;
-  auto as_default = g.as_default();
-  output on_task1;
-  {
-    device_scope pin{"/job:local/task:1"};
-    on_task1 = constant(2.0f, "on_task1");
-  }
-  session sess{nodes.target("local", 0), bounded(), &g};
-  for (int i = 0; i < warm_up_steps; ++i)
-    REQUIRE(sess.run(on_task1).scalar_value<float>() == 2.0f);
+  warmed_up_cluster c;
+  auto& nodes = c.nodes;
+  auto& sess = *c.sess;
+  const auto& on_task1 = c.on_task1;
   auto st = nodes.process("local", 1).stop();
   CHECK(st.success());
   run_options options;
@@ -280,17 +294,10 @@ TEST_CASE("errors: a dead task is named with its address at once, later "
           "steps fail within about a second, and its restart aborts the "
           "session once",
           "[errors][failures]") {
-  local_cluster nodes{node_path, {{"local", 2}}, captured()};
-  graph g;
-  auto as_default = g.as_default();
-  output on_task1;
-  {
-    device_scope pin{"/job:local/task:1"};
-    on_task1 = constant(2.0f, "on_task1");
-  }
-  session sess{nodes.target("local", 0), bounded(), &g};
-  for (int i = 0; i < warm_up_steps; ++i)
-    REQUIRE(sess.run(on_task1).scalar_value<float>() == 2.0f);
+  warmed_up_cluster c;
+  auto& nodes = c.nodes;
+  auto& sess = *c.sess;
+  const auto& on_task1 = c.on_task1;
   nodes.process("local", 1).send_signal(SIGKILL);
   run_options options;
   options.timeout_in_ms = 20000;
@@ -388,8 +395,8 @@ TEST_CASE("errors: a silent task (SIGSTOP) is reported within seconds, and "
 }
 
 TEST_CASE("errors: a step on tasks that are not up waits for them until its "
-          "deadline, then names every missing one, and uses a task that comes up "
-          "in time",
+          "deadline, then names every missing one, and uses a task that "
+          "comes up in time",
           "[errors][failures]") {
   auto opts = captured();
   opts.not_started = {{"worker", 1}, {"worker", 2}};

@@ -21,6 +21,7 @@
 
 #include "actorflow/graph/wire.hpp"
 #include "integration_util.hpp"
+#include "tensor_frame.hpp"
 
 using namespace actorflow;
 using namespace actorflow::testing;
@@ -89,18 +90,12 @@ std::string be32(uint32_t x) {
           static_cast<char>(x >> 8), static_cast<char>(x)};
 }
 
-/// The tensor channel's frame prefix (actors/src/tensor_frame.hpp).
+/// A tensor channel frame prefix for inbox 1, step 1.
 std::string prefix(uint32_t key_len, uint32_t head_len, uint32_t flags,
                    uint64_t data_len) {
   std::string out;
   byte_writer w{out};
-  w.u32(0x46544641);
-  w.u32(key_len);
-  w.u64(1);
-  w.i64(1);
-  w.u32(head_len);
-  w.u32(flags);
-  w.u64(data_len);
+  tensor_channel::write_prefix(w, 1, 1, key_len, head_len, flags, data_len);
   return out;
 }
 
@@ -128,7 +123,7 @@ TEST_CASE("wire: garbage on a node's ports leaves it alive, its variables "
   // listens by now.
   CHECK(sess.run(doubled).scalar_value<float>() == 82.0f);
 
-  const std::string hello = "AFTCHAN1";
+  const std::string hello{tensor_channel::hello, sizeof(tensor_channel::hello)};
   tensor matrix{dtype::float32, tensor_shape{3, 4}};
   auto header = tensor_header_bytes(matrix);
   std::mt19937 gen{20261125};
@@ -143,10 +138,11 @@ TEST_CASE("wire: garbage on a node's ports leaves it alive, its variables "
     {"random bytes", random_bytes(4096)},
     {"random bytes after the hello", hello + random_bytes(4096)},
     {"a truncated prefix", hello + prefix(4, 0, 0, 0).substr(0, 17)},
-    {"a truncated frame", hello + prefix(8, static_cast<uint32_t>(header.size()),
-                                         0, 48) + "key"},
+    {"a truncated frame",
+     hello + prefix(8, static_cast<uint32_t>(header.size()), 0, 48) + "key"},
     {"a huge key", hello + prefix(0xFFFFFFFF, 0, 0, 0)},
-    {"a huge head", hello + prefix(3, 0xFFFFFFF0, 1, 0) + "key"},
+    {"a huge head",
+     hello + prefix(3, 0xFFFFFFF0, tensor_channel::flag_encoded, 0) + "key"},
     {"huge data", hello + prefix(3, static_cast<uint32_t>(header.size()), 0,
                                  uint64_t{1} << 62)
                     + "key" + header},
@@ -154,9 +150,11 @@ TEST_CASE("wire: garbage on a node's ports leaves it alive, its variables "
      hello + prefix(3, static_cast<uint32_t>(header.size()), 0, 5) + "key"
        + header + "12345"},
     {"a message frame with a bad body",
-     hello + prefix(9, 16, 2, 0) + "run_graph" + random_bytes(16)},
+     hello + prefix(9, 16, tensor_channel::flag_message, 0) + "run_graph"
+       + random_bytes(16)},
     {"a ring offer of a path that is not a ring",
-     hello + prefix(11, 0, 4, 1 << 20) + "/etc/passwd"},
+     hello + prefix(11, 0, tensor_channel::flag_ring_offer, 1 << 20)
+       + "/etc/passwd"},
     {"unknown flags", hello + prefix(3, 0, 0x80, 0) + "key"},
     // CAF's BASP: a header announcing 64 KiB of payload, then random
     // bytes. Not 2 GiB: CAF 0.17 allocates whatever a header announces
@@ -182,8 +180,9 @@ TEST_CASE("wire: garbage on a node's ports leaves it alive, its variables "
   };
   for (const auto& [job, task] : {std::pair{"ps", 0}, std::pair{"worker", 0}}) {
     auto ports = listening_ports(nodes.process(job, task).pid());
-    auto caf_port = static_cast<uint16_t>(std::stoi(
-      nodes.address(job, task).substr(nodes.address(job, task).rfind(':') + 1)));
+    const auto& address = nodes.address(job, task);
+    auto caf_port = static_cast<uint16_t>(
+      std::stoi(address.substr(address.rfind(':') + 1)));
     INFO(job << " listens on " << ports.size() << " ports");
     // CAF's port and the tensor channel's.
     CHECK(ports.count(caf_port) == 1);
