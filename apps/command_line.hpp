@@ -4,7 +4,10 @@
 // parsed with CLI11, an INI file (--config-file) and CAF's own options;
 // errors are usage_error (exit status 2) naming the flag at fault.
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <cstdlib>
 #include <deque>
 #include <fstream>
 #include <map>
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "actorflow/graph/status.hpp"
 #include "actorflow/net/runtime.hpp"
@@ -69,7 +73,28 @@ Configuration (every actorflow program):
                        --caf.scheduler.max-threads=2
   --log_level LEVEL    trace, debug, info, warning, error or off (default
                        info)
+
+TLS (every connection between processes; off unless a file is given):
+  --tls_cert FILE      this process's PEM certificate (chain)
+  --tls_key FILE       its private key (PEM)
+  --tls_key_passphrase TEXT   the key's passphrase, if it is encrypted
+  --tls_ca FILE        the CA certificate(s) that sign every peer
+  --tls_allowed_peers NAMES   certificate names accepted from connecting
+                       processes besides the cluster's hosts (default
+                       client; "" for none)
+  --tls_handshake_timeout_ms MS   drop a connection whose TCP connect or
+                       TLS handshake takes longer (default 10000)
+  TF_CONFIG's "tls" object takes the same fields without "tls_" ("cert",
+  "key", "key_passphrase", "ca", "allowed_peers" as a list); flags win.
 )";
+
+/// The common TLS flags (tls_config's fields).
+inline const std::vector<std::string>& tls_flag_names() {
+  static const std::vector<std::string> names{
+    "--tls_cert",          "--tls_key",           "--tls_key_passphrase",
+    "--tls_ca",            "--tls_allowed_peers", "--tls_handshake_timeout_ms"};
+  return names;
+}
 
 /// A flag an app takes: its names ("--job_name,--job": the first is the
 /// one `flag_reader::name` reports) and whether it takes a value.
@@ -154,6 +179,8 @@ public:
     add("-h,--help", false);
     add("--config-file", true);
     add("--log_level", true);
+    for (const auto& name : tls_flag_names())
+      add(name, true);
     for (const auto& f : flags)
       add(f.names, f.takes_value);
     try {
@@ -169,6 +196,11 @@ public:
       log_level = l->as<std::string>();
       common_.push_back("--log_level=" + log_level);
     }
+    for (const auto& name : tls_flag_names())
+      if (auto* t = app_.get_option(name); t->count() > 0) {
+        tls_flags[name] = t->as<std::string>();
+        common_.push_back(name + "=" + tls_flags[name]);
+      }
     // Command-line order, then what only the file set.
     for (auto* opt : app_.parse_order())
       take(opt);
@@ -213,6 +245,9 @@ public:
   std::vector<std::string> caf_args;
   /// The configuration file's CAF sections, as CAF 0.17 reads them.
   std::string caf_ini;
+  /// The TLS flags given ("--tls_cert" -> file), from the command line or
+  /// the file.
+  std::map<std::string, std::string> tls_flags;
 
   /// --log_level and --caf.* as given, for child processes (which get the
   /// file's [actorflow] flags as flags, and its CAF sections in a file of
@@ -224,7 +259,9 @@ public:
 private:
   void take(CLI::Option* opt) {
     auto name = opt->get_name();
-    if (name == "--config-file" || name == "--log_level")
+    if (name == "--config-file" || name == "--log_level"
+        || std::ranges::find(tls_flag_names(), name)
+             != tls_flag_names().end())
       return;
     // "sync = false" in the file: not given.
     if (auto i = switch_of_.find(opt); i != switch_of_.end() && !*i->second)
@@ -312,6 +349,69 @@ private:
   std::string name_;
 };
 
+/// The TLS configuration of the process: TF_CONFIG's "tls" object, then
+/// the --tls_* flags over it. usage_error naming the flag or field.
+inline tls_config read_tls_config(const flag_reader& flags) {
+  tls_config cfg;
+  if (const char* text = std::getenv("TF_CONFIG"); text && *text) {
+    auto doc = nlohmann::json::parse(text, nullptr, false);
+    if (doc.is_object() && doc.contains("tls")) {
+      const auto& tls = doc["tls"];
+      if (!tls.is_object())
+        throw usage_error("TF_CONFIG: \"tls\" must be an object");
+      for (auto& [key, value] : tls.items()) {
+        auto field = "TF_CONFIG: tls." + key;
+        if (key == "allowed_peers") {
+          if (!value.is_array())
+            throw usage_error(field + " must be a list of names");
+          cfg.allowed_peers.clear();
+          for (auto& name : value) {
+            if (!name.is_string())
+              throw usage_error(field + " must be a list of names");
+            cfg.allowed_peers.push_back(name.get<std::string>());
+          }
+          continue;
+        }
+        if (!value.is_string())
+          throw usage_error(field + " must be a string");
+        auto v = value.get<std::string>();
+        if (key == "cert")
+          cfg.cert_file = v;
+        else if (key == "key")
+          cfg.key_file = v;
+        else if (key == "key_passphrase")
+          cfg.key_passphrase = v;
+        else if (key == "ca")
+          cfg.ca_file = v;
+        else
+          throw usage_error(field + ": unknown (cert, key, key_passphrase, "
+                                    "ca, allowed_peers)");
+      }
+    }
+  }
+  for (const auto& [name, value] : flags.tls_flags) {
+    if (name == "--tls_cert")
+      cfg.cert_file = value;
+    else if (name == "--tls_key")
+      cfg.key_file = value;
+    else if (name == "--tls_key_passphrase")
+      cfg.key_passphrase = value;
+    else if (name == "--tls_ca")
+      cfg.ca_file = value;
+    else if (name == "--tls_allowed_peers")
+      cfg.allowed_peers = value.empty() ? std::vector<std::string>{}
+                                        : split_list(name, value);
+    else if (name == "--tls_handshake_timeout_ms") {
+      auto ms = parse_index(value);
+      if (!ms || *ms == 0)
+        throw usage_error(name + ": expected a positive number of "
+                                 "milliseconds, got '" + value + "'");
+      cfg.handshake_timeout = std::chrono::milliseconds(*ms);
+    }
+  }
+  return cfg;
+}
+
 /// Applies what every app takes (flag_reader): sets up the log (log.hpp)
 /// for `program` at --log_level, and configures the process-wide actor
 /// system with CAF's options. usage_error naming the flag, the file or the
@@ -334,6 +434,18 @@ inline void apply_common(const flag_reader& flags, const std::string& program) {
       if (message.starts_with(arg))
         message = "--caf." + message.substr(2);
     throw usage_error(message);
+  }
+  auto tls = read_tls_config(flags);
+  if (!tls.enabled())
+    return;
+  tls.log = [](const std::string& line) { log::warning(line); };
+  try {
+    configure_default_tls(tls);
+  } catch (const op_error& e) {
+    // "tls_cert: ..." names the flag ("--tls_cert").
+    auto message = e.get_status().message();
+    throw usage_error(message.starts_with("tls_") ? "--" + message
+                                                  : message);
   }
 }
 

@@ -8,7 +8,7 @@ packages=(g++ cmake ninja-build ccache pkg-config
           libcaf-dev libeigen3-dev libboost-serialization-dev catch2
           nlohmann-json3-dev zlib1g-dev dataset-fashion-mnist
           libncurses-dev tmux libcpp-httplib-dev chromium python3-yaml
-          doxygen libcli11-dev libspdlog-dev)
+          doxygen libcli11-dev libspdlog-dev libssl-dev openssl)
 scripts/install_packages.sh "${packages[@]}"
 
 # From the npm registry, as each package-lock.json pins them: the console

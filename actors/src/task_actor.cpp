@@ -18,6 +18,7 @@
 #include "actorflow/actors/deadline_table.hpp"
 #include "actorflow/actors/instrumented.hpp"
 #include "actorflow/actors/task.hpp"
+#include "actorflow/actors/transport.hpp"
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/graph/device_name.hpp"
 #include "actorflow/graph/matmul_pipelining.hpp"
@@ -300,7 +301,7 @@ void connect_peer(task_self self, const std::string& task,
                    {});
     return;
   }
-  auto mm = self->home_system().middleman().actor_handle();
+  auto mm = transport_actor(self->home_system());
   self->request(mm, std::chrono::seconds(5), caf::connect_atom::value, host, port)
     .then(
       [self, task](const caf::node_id&, caf::strong_actor_ptr& ptr,
@@ -323,17 +324,19 @@ void connect_peer(task_self self, const std::string& task,
         self->monitor(peer);
         finish_connect(self, task, {}, peer);
       },
-      [self, task, address, deadline, attempt](caf::error& err) {
+      [self, task, address, host, port, deadline, attempt](caf::error& err) {
         auto now = self->clock().now();
         // Tasks of a cluster start in any order: retry with back-off
         // until the step's deadline.
         auto delay = std::chrono::milliseconds(
           std::min(1000, 50 * (1 << std::min(attempt, 5))));
         if (now + delay >= deadline) {
+          auto tls = last_tls_failure(self->home_system(), host, port);
           finish_connect(self, task,
                          {error_code::unavailable,
                           "Could not connect to " + task + " at " + address
-                            + ": " + self->system().render(err)},
+                            + ": " + self->system().render(err)
+                            + (tls.empty() ? "" : " (" + tls + ")")},
                          {});
           return;
         }

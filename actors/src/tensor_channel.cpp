@@ -52,6 +52,7 @@
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/graph/wire.hpp"
 #include "runtime.hpp"
+#include "actorflow/actors/transport.hpp"
 #include "shared_ring.hpp"
 #include "tensor_frame.hpp"
 
@@ -775,6 +776,10 @@ private:
 // -- API ----------------------------------------------------------------------
 
 std::string open_inbox(const std::string& host, const caf::actor& exec) {
+  // The channel speaks plain TCP: with TLS on, tensors go over CAF's
+  // (encrypted) connections instead.
+  if (tls_enabled(exec->home_system()))
+    return {};
   auto& r = reg();
   std::lock_guard<std::mutex> guard{r.mtx};
   auto p = r.ports.find(host);

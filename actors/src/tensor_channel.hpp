@@ -31,7 +31,8 @@ namespace actorflow::tensor_channel {
 /// `host` (bound to that host on a free port when first needed). Returns
 /// the inbox's address ("host:port/id") for the executors that send to
 /// `exec`, or "" when no listener can be bound there (said once on
-/// stderr): those senders then use CAF. Does not block beyond bind().
+/// stderr) or TLS is on for `exec`'s system: those senders then use CAF.
+/// Does not block beyond bind().
 std::string open_inbox(const std::string& host, const caf::actor& exec);
 
 /// Closes an inbox that open_inbox returned. When it returns, nothing is

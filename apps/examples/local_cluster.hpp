@@ -543,6 +543,8 @@ struct cluster_options {
   int attempts = 3;
   /// See spawn_options::env: the nodes' environment changes.
   std::vector<std::string> env;
+  /// More flags for every node (e.g. --tls_cert FILE).
+  std::vector<std::string> args;
 };
 
 /// A cluster of `actorflow-node` processes on free loopback ports, one per
@@ -619,6 +621,12 @@ private:
     return true;
   }
 
+  std::vector<std::string> command(const std::string& job, int task) const {
+    auto cmd = node_command(node_, spec_, job, task);
+    cmd.insert(cmd.end(), opts_.args.begin(), opts_.args.end());
+    return cmd;
+  }
+
   bool try_start(std::string& why) {
     size_t total = 0;
     for (const auto& [_, n] : jobs_)
@@ -638,9 +646,8 @@ private:
     for (const auto& [job, n] : jobs_)
       for (int i = 0; i < n; ++i)
         if (started(job, i))
-          procs_.emplace(key(job, i),
-                         std::make_unique<child_process>(
-                           node_command(node_, spec_, job, i), sopts));
+          procs_.emplace(key(job, i), std::make_unique<child_process>(
+                                        command(job, i), sopts));
     auto deadline = steady::now() + opts_.startup_timeout;
     for (const auto& [job, n] : jobs_) {
       for (int i = 0; i < n; ++i) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "actorflow/actors/transport.hpp"
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/graph/status.hpp"
 
@@ -26,6 +27,7 @@ struct user_config {
   std::mutex mtx;
   std::vector<std::string> args;
   std::string ini;
+  std::optional<tls_config> tls;
   bool system_created = false;
 };
 
@@ -75,7 +77,11 @@ std::optional<std::string> parse_into(checked_config& cfg,
 
 struct default_runtime {
   default_runtime() : sys(init(cfg)) {
-    // nop
+    auto& stored = stored_config();
+    std::lock_guard<std::mutex> guard{stored.mtx};
+    // Checked by configure_default_tls; a file broken since fails here.
+    if (stored.tls)
+      enable_tls(sys, *stored.tls);
   }
   static caf::actor_system_config& init(checked_config& cfg) {
     auto& stored = stored_config();
@@ -85,6 +91,8 @@ struct default_runtime {
     // values were checked by configure_default_system already.
     add_types(cfg);
     parse_into(cfg, stored.args, stored.ini, "");
+    if (stored.tls)
+      caf::put(cfg.content, "middleman.enable-automatic-connections", false);
     add_options(cfg);
     return cfg;
   }
@@ -108,6 +116,16 @@ void configure_default_system(std::vector<std::string> args, std::string ini,
                    "already");
   stored.args = std::move(args);
   stored.ini = std::move(ini);
+}
+
+void configure_default_tls(const tls_config& cfg) {
+  check_tls_config(cfg);
+  auto& stored = stored_config();
+  std::lock_guard<std::mutex> guard{stored.mtx};
+  if (stored.system_created)
+    throw op_error(error_code::failed_precondition,
+                   "configure_default_tls: the actor system exists already");
+  stored.tls = cfg;
 }
 
 caf::actor_system& default_system() {

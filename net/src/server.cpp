@@ -7,8 +7,10 @@
 #include <httplib.h>
 
 #include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
 
 #include "actorflow/actors/task.hpp"
+#include "actorflow/actors/transport.hpp"
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/graph/device_name.hpp"
 #include "actorflow/net/runtime.hpp"
@@ -80,7 +82,23 @@ server::server(caf::actor_system& sys, const cluster_spec& cluster,
   // SO_REUSEADDR, as gRPC's server: a restarted task binds its port again
   // although connections of its old process linger in TIME_WAIT (a live
   // listener on the port still fails the bind).
-  auto res = sys.middleman().publish(impl_->actor, parsed->port, in, true);
+  // With TLS, peers with a certificate for a host of this cluster may
+  // connect (besides the allowed peers).
+  std::vector<std::string> hosts;
+  for (auto& [name, addr] : opts.cluster)
+    hosts.push_back(addr);
+  trust_hosts(sys, hosts);
+  caf::expected<uint16_t> res{caf::sec::runtime_error};
+  {
+    caf::scoped_actor self{sys};
+    self
+      ->request(transport_actor(sys), std::chrono::seconds(30),
+                caf::publish_atom::value, parsed->port,
+                caf::actor_cast<caf::strong_actor_ptr>(impl_->actor),
+                std::set<std::string>{}, std::string{in ? in : ""}, true)
+      .receive([&](uint16_t actual) { res = actual; },
+               [&](caf::error& err) { res = std::move(err); });
+  }
   if (!res) {
     caf::anon_send_exit(impl_->actor, caf::exit_reason::user_shutdown);
     throw op_error(error_code::unknown,
@@ -170,7 +188,15 @@ void server::stop() {
       return;
     impl_->stopped = true;
   }
-  impl_->sys->middleman().unpublish(impl_->actor, impl_->port);
+  {
+    // Closed when stop returns: a new server may bind the port at once.
+    caf::scoped_actor self{*impl_->sys};
+    self
+      ->request(transport_actor(*impl_->sys), std::chrono::seconds(5),
+                caf::unpublish_atom::value, impl_->actor.address(),
+                impl_->port)
+      .receive([] {}, [](caf::error&) {});
+  }
   if (impl_->http) {
     impl_->http->stop();
     impl_->http_thread.join();

@@ -7,6 +7,7 @@
 #include "actorflow/actors/instrumented.hpp"
 #include "actorflow/actors/run_actors.hpp"
 #include "actorflow/actors/task.hpp"
+#include "actorflow/actors/transport.hpp"
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/graph/wire.hpp"
 #include "actorflow/net/runtime.hpp"
@@ -145,7 +146,7 @@ task_actor connect_master(caf::actor_system& sys, const std::string& target,
   caf::scoped_actor self{sys};
   status err;
   task_actor master;
-  auto mm = sys.middleman().actor_handle();
+  auto mm = transport_actor(sys);
   self
     ->request(mm, connect_timeout(config), caf::connect_atom::value,
               parsed->host, parsed->port)
@@ -158,9 +159,10 @@ task_actor connect_master(caf::actor_system& sys, const std::string& target,
                  "No master published at " + std::string{address}};
       },
       [&](caf::error& e) {
+        auto tls = last_tls_failure(sys, parsed->host, parsed->port);
         err = {error_code::unavailable,
                "Could not connect to master at " + std::string{address} + ": "
-                 + sys.render(e)};
+                 + sys.render(e) + (tls.empty() ? "" : " (" + tls + ")")};
       });
   throw_if_error(err);
   return master;

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "actorflow/actors/tls_config.hpp"
+
 namespace caf {
 class actor_system;
 class actor_system_config;
@@ -34,6 +36,18 @@ void add_options(caf::actor_system_config& cfg);
 void configure_default_system(std::vector<std::string> args,
                               std::string ini = {},
                               std::string source = "the CAF configuration");
+
+/// Turns on mutual TLS for every connection of the process-wide actor
+/// system (its servers, sessions and the tasks they reach), before its
+/// first use. Checks `cfg`'s files first (see enable_tls in
+/// actors/transport.hpp) and changes nothing on error: InvalidArgument
+/// naming the option and file; FailedPrecondition if the system exists
+/// already. The system is then created with CAF's automatic connections
+/// off (they would bypass TLS), and tensors travel over CAF's encrypted
+/// connections (the tensor channel speaks plain TCP). An embedding
+/// application with its own system calls enable_tls on it instead.
+/// Blocks for the file reads.
+void configure_default_tls(const tls_config& cfg);
 
 /// The process-wide actor system used when a server or session is created
 /// without one. Created on first use with add_types and add_options;

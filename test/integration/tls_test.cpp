@@ -1,0 +1,497 @@
+// Mutual TLS between real processes: a cluster of actorflow-node processes
+// with certificates from scripts/make_certs.sh, and clients in this process
+// with actor systems of their own (as an embedding application has). Who
+// may connect, what the nodes say about those who may not, what travels
+// in the clear, bad files at start, handshake deadlines and certificates
+// replaced while running.
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+
+#include "actorflow/actors/transport.hpp"
+#include "common/temp_dir.hpp"
+#include "integration_util.hpp"
+
+using namespace actorflow;
+using namespace actorflow::testing;
+
+namespace {
+
+const std::string make_certs = std::string{ACTORFLOW_SOURCE_DIR}
+                               + "/scripts/make_certs.sh";
+
+// The port of "127.0.0.1:PORT".
+uint16_t port_of(const std::string& address) {
+  return static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
+}
+
+// Runs scripts/make_certs.sh DIR ARGS... (the README's way to make them).
+void certs(const std::string& dir, std::vector<std::string> args) {
+  std::vector<std::string> argv{make_certs, dir};
+  argv.insert(argv.end(), args.begin(), args.end());
+  examples::spawn_options opts;
+  opts.capture_stderr = true;
+  opts.echo_stdout = false;
+  auto res = run_process(argv, 30s, opts);
+  INFO(res.err);
+  REQUIRE(res.status.success());
+}
+
+// A cluster CA with certificates for the tasks (all on 127.0.0.1), a
+// client, a stranger (same CA, another name), and a second CA whose
+// certificate names the right host.
+struct pki {
+  temp_dir dir{"actorflow-tls-test"};
+  std::string ca = dir / "ca.pem";
+  pki() {
+    certs(dir / "", {"node:127.0.0.1,localhost", "client:client",
+                     "stranger:stranger"});
+    certs(dir / "other", {"node:127.0.0.1,localhost"});
+  }
+  std::string cert(const std::string& name) const {
+    return dir / (name + ".pem");
+  }
+  std::string key(const std::string& name) const {
+    return dir / (name + ".key");
+  }
+  std::vector<std::string> node_flags() const {
+    return {"--tls_cert", cert("node"), "--tls_key", key("node"), "--tls_ca",
+            ca};
+  }
+  tls_config as(const std::string& name) const {
+    tls_config cfg;
+    cfg.cert_file = cert(name);
+    cfg.key_file = key(name);
+    cfg.ca_file = ca;
+    return cfg;
+  }
+};
+
+// An actor system of the test's own, TLS on when `tls` is enabled: the
+// embedding application's path (enable_tls, automatic connections off).
+struct client_system {
+  caf::actor_system_config cfg;
+  caf::actor_system sys;
+  std::vector<std::string> said;
+  std::mutex mtx;
+
+  explicit client_system(tls_config tls) : sys(init(cfg)) {
+    if (tls.enabled()) {
+      tls.log = [this](const std::string& line) {
+        std::lock_guard<std::mutex> guard{mtx};
+        said.push_back(line);
+      };
+      enable_tls(sys, tls);
+    }
+  }
+
+  static caf::actor_system_config& init(caf::actor_system_config& cfg) {
+    add_types(cfg);
+    caf::put(cfg.content, "middleman.enable-automatic-connections", false);
+    add_options(cfg);
+    return cfg;
+  }
+};
+
+session_config quick() {
+  session_config config;
+  config.operation_timeout_in_ms = 5000;
+  return config;
+}
+
+// The stderr of `proc` once it has `needle`, or after `timeout`.
+std::string err_with(child_process& proc, const std::string& needle,
+                     std::chrono::milliseconds timeout = 10s) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto err = proc.err();
+  while (err.find(needle) == std::string::npos
+         && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+    err = proc.err();
+  }
+  return err;
+}
+
+// Checks that `proc` says `needle` on stderr within 10 s.
+void check_said(child_process& proc, const std::string& needle) {
+  CHECK_THAT(err_with(proc, needle), Catch::Contains(needle));
+}
+
+// A TCP forwarder from a local port to `to_port` that keeps every byte it
+// carries both ways: what an eavesdropper on the link would read.
+class recording_proxy {
+public:
+  explicit recording_proxy(uint16_t to_port) : to_port_(to_port) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), len) == 0);
+    REQUIRE(::listen(listener_, 8) == 0);
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    threads_.emplace_back([this] { accept_loop(); });
+  }
+
+  ~recording_proxy() {
+    ::shutdown(listener_, SHUT_RDWR);
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      for (int fd : fds_)
+        ::shutdown(fd, SHUT_RDWR);
+    }
+    for (auto& t : threads_)
+      t.join();
+    for (int fd : fds_)
+      ::close(fd);
+    ::close(listener_);
+  }
+
+  uint16_t port() const noexcept {
+    return port_;
+  }
+
+  std::string seen() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return seen_;
+  }
+
+private:
+  void accept_loop() {
+    for (;;) {
+      int in = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (in < 0)
+        return;
+      int out = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      addr.sin_port = htons(to_port_);
+      if (::connect(out, reinterpret_cast<sockaddr*>(&addr), sizeof(addr))
+          != 0) {
+        ::close(in);
+        ::close(out);
+        continue;
+      }
+      std::lock_guard<std::mutex> guard{mtx_};
+      fds_.push_back(in);
+      fds_.push_back(out);
+      threads_.emplace_back([this, in, out] { pump(in, out); });
+      threads_.emplace_back([this, in, out] { pump(out, in); });
+    }
+  }
+
+  void pump(int from, int to) {
+    char buf[65536];
+    for (;;) {
+      auto n = ::recv(from, buf, sizeof(buf), 0);
+      if (n <= 0)
+        break;
+      {
+        std::lock_guard<std::mutex> guard{mtx_};
+        seen_.append(buf, static_cast<size_t>(n));
+      }
+      if (::send(to, buf, static_cast<size_t>(n), MSG_NOSIGNAL) != n)
+        break;
+    }
+    ::shutdown(to, SHUT_WR);
+  }
+
+  uint16_t to_port_;
+  uint16_t port_ = 0;
+  int listener_ = -1;
+  std::mutex mtx_;
+  std::string seen_;
+  std::vector<int> fds_;
+  // Only the accepting thread adds to it while it runs.
+  std::vector<std::thread> threads_;
+};
+
+// A step that crosses processes both ways: a variable on the ps, updated
+// through a worker's master, fetched back; its name and values are what
+// must not travel in the clear.
+float train_step(session& sess, const variable& var, const output& add) {
+  sess.run(add);
+  return sess.run(var).scalar_value<float>();
+}
+
+} // namespace
+
+TEST_CASE("tls: a cluster runs with mutual TLS and no byte in the clear",
+          "[tls]") {
+  pki keys;
+  auto opts = captured();
+  opts.args = keys.node_flags();
+  local_cluster nodes{node_path, {{"ps", 1}, {"worker", 2}}, opts};
+  graph g;
+  auto as_default = g.as_default();
+  variable var;
+  output add;
+  {
+    device_scope on_ps{"/job:ps/task:0"};
+    var = variable{0.0f, named("tls_secret_weights")};
+  }
+  {
+    device_scope on_worker{"/job:worker/task:1"};
+    add = var.assign_add(constant(1234.5f) * constant(2.0f));
+  }
+  auto master_port = port_of(nodes.address("worker", 0));
+
+  SECTION("a client with the client role trains; the link is encrypted") {
+    client_system client{keys.as("client")};
+    recording_proxy wire{master_port};
+    session sess{client.sys, "grpc://127.0.0.1:" + std::to_string(wire.port()),
+                 quick(), &g};
+    sess.run(global_variables_initializer());
+    CHECK(train_step(sess, var, add) == 2469.0f);
+    CHECK(train_step(sess, var, add) == 4938.0f);
+    auto seen = wire.seen();
+    // The proxy did carry the session (handshake and steps).
+    CHECK(seen.size() > 2000);
+    CHECK(seen.find("tls_secret_weights") == std::string::npos);
+    CHECK(seen.find("AssignAdd") == std::string::npos);
+    float value = 4938.0f;
+    CHECK(seen.find(std::string(reinterpret_cast<char*>(&value),
+                                sizeof(value)))
+          == std::string::npos);
+  }
+
+  SECTION("control: the same session in plain TCP shows its graph") {
+    // A plain cluster beside it, through the same kind of proxy: proves
+    // the checks above can fail.
+    local_cluster plain{node_path, {{"ps", 1}, {"worker", 2}}, captured()};
+    recording_proxy wire{port_of(plain.address("worker", 0))};
+    graph g2;
+    auto as_default2 = g2.as_default();
+    variable v2;
+    {
+      device_scope on_ps{"/job:ps/task:0"};
+      v2 = variable{0.0f, named("tls_secret_weights")};
+    }
+    session sess{"grpc://127.0.0.1:" + std::to_string(wire.port()), quick(),
+                 &g2};
+    sess.run(global_variables_initializer());
+    sess.run(v2);
+    CHECK(wire.seen().find("tls_secret_weights") != std::string::npos);
+  }
+
+  SECTION("the trainer's own tasks reach each other") {
+    // Worker 0's master runs a step on worker 1 and the ps: every
+    // connection between the nodes is TLS with their certificates.
+    client_system client{keys.as("client")};
+    session sess{client.sys, nodes.target("worker", 0), quick(), &g};
+    sess.run(global_variables_initializer());
+    CHECK(train_step(sess, var, add) == 2469.0f);
+    auto& ps = nodes.process("ps", 0);
+    CHECK(ps.err().find("refused") == std::string::npos);
+  }
+}
+
+TEST_CASE("tls: strangers cannot connect, and the node says who they were",
+          "[tls]") {
+  pki keys;
+  auto opts = captured();
+  opts.args = keys.node_flags();
+  local_cluster nodes{node_path, {{"local", 1}}, opts};
+  auto& node = nodes.process("local", 0);
+  graph g;
+  auto as_default = g.as_default();
+  auto c = constant(1.0f, "c");
+
+  SECTION("no certificate (plain TCP)") {
+    client_system plain{tls_config{}};
+    auto err = error_of([&] {
+      session sess{plain.sys, nodes.target("local", 0), quick(), &g};
+      sess.run(c);
+    });
+    REQUIRE(err);
+    CHECK(err->code() == error_code::unavailable);
+    check_said(node, "refused TLS peer 127.0.0.1:");
+  }
+  SECTION("a certificate from another CA") {
+    // It trusts both CAs (so that it gets as far as showing its
+    // certificate); the node trusts only its own.
+    std::ifstream a{keys.ca}, b{keys.dir / "other/ca.pem"};
+    std::stringstream both;
+    both << a.rdbuf() << b.rdbuf();
+    auto cfg = keys.as("node");
+    cfg.cert_file = keys.dir / "other/node.pem";
+    cfg.key_file = keys.dir / "other/node.key";
+    cfg.ca_file = keys.dir.write("both.pem", both.str());
+    client_system other{cfg};
+    auto err = error_of([&] {
+      session sess{other.sys, nodes.target("local", 0), quick(), &g};
+      sess.run(c);
+    });
+    REQUIRE(err);
+    CHECK(err->code() == error_code::unavailable);
+    check_said(node, "certificate '/CN=127.0.0.1' (IP:127.0.0.1, "
+                     "DNS:localhost) signed by '/CN=actorflow cluster CA "
+                     "other'");
+  }
+  SECTION("a valid certificate for another name") {
+    client_system stranger{keys.as("stranger")};
+    auto err = error_of([&] {
+      session sess{stranger.sys, nodes.target("local", 0), quick(), &g};
+      sess.run(c);
+    });
+    REQUIRE(err);
+    CHECK(err->code() == error_code::unavailable);
+    check_said(node, "certificate '/CN=stranger' (DNS:stranger) is not for a "
+                     "host of the cluster nor an allowed peer");
+  }
+  SECTION("a node whose certificate is not for the host dialed") {
+    // The client dials 127.0.0.1 but the node shows the stranger's
+    // certificate: the client refuses it.
+    auto stranger_opts = captured();
+    stranger_opts.args = {"--tls_cert", keys.cert("stranger"), "--tls_key",
+                          keys.key("stranger"), "--tls_ca", keys.ca};
+    local_cluster impostor{node_path, {{"local", 1}}, stranger_opts};
+    client_system client{keys.as("client")};
+    auto err = error_of([&] {
+      session sess{client.sys, impostor.target("local", 0), quick(), &g};
+      sess.run(c);
+    });
+    REQUIRE(err);
+    CHECK(err->code() == error_code::unavailable);
+    CHECK_THAT(err->get_status().message(),
+               Catch::Contains("(DNS:stranger) is not for 127.0.0.1"));
+  }
+  // The node is alive and serves a client it accepts.
+  client_system client{keys.as("client")};
+  session sess{client.sys, nodes.target("local", 0), quick(), &g};
+  CHECK(sess.run(c).scalar_value<float>() == 1.0f);
+}
+
+TEST_CASE("tls: bad certificate files fail at start, naming the flag",
+          "[tls]") {
+  pki keys;
+  certs(keys.dir / "", {"--passphrase", "s3cret", "locked:127.0.0.1"});
+  auto address = "127.0.0.1:" + std::to_string(examples::free_port());
+  auto start = [&](std::vector<std::string> flags) {
+    std::vector<std::string> argv{node_path, "--ps_hosts", address,
+                                  "--job_name", "ps", "--task_index", "0"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    examples::spawn_options opts;
+    opts.capture_stderr = true;
+    opts.echo_stdout = false;
+    return run_process(argv, 20s, opts);
+  };
+  struct bad_case {
+    std::vector<std::string> flags;
+    std::string says;
+  };
+  std::vector<bad_case> cases{
+    {{"--tls_cert", keys.cert("node"), "--tls_ca", keys.ca},
+     "missing: tls_key"},
+    {{"--tls_cert", keys.dir / "nope.pem", "--tls_key", keys.key("node"),
+      "--tls_ca", keys.ca},
+     "--tls_cert: cannot load a certificate from " + keys.dir / "nope.pem"},
+    {{"--tls_cert", keys.cert("node"), "--tls_key", keys.key("client"),
+      "--tls_ca", keys.ca},
+     "--tls_key: " + keys.key("client") + " is not the key of the certificate"},
+    {{"--tls_cert", keys.cert("locked"), "--tls_key", keys.key("locked"),
+      "--tls_ca", keys.ca},
+     "if it is encrypted, give tls_key_passphrase"},
+    {{"--tls_cert", keys.cert("locked"), "--tls_key", keys.key("locked"),
+      "--tls_key_passphrase", "wrong", "--tls_ca", keys.ca},
+     "wrong tls_key_passphrase?"},
+    {{"--tls_cert", keys.cert("node"), "--tls_key", keys.key("node"),
+      "--tls_ca", keys.dir / "other/ca.pem"},
+     "--tls_cert: " + keys.cert("node") + " is not valid under the CA in "
+       + keys.dir / "other/ca.pem"},
+    {{"--tls_cert", keys.cert("node"), "--tls_key", keys.key("node"),
+      "--tls_ca", keys.cert("node") + ".missing"},
+     "--tls_ca: cannot load CA certificates"},
+  };
+  for (const auto& bad : cases) {
+    auto res = start(bad.flags);
+    INFO(res.err);
+    CHECK_FALSE(res.timed_out);
+    CHECK(res.status.exited);
+    CHECK(res.status.code == 2);
+    CHECK_THAT(res.err, Catch::Contains(bad.says));
+    CHECK(res.out.find("serving") == std::string::npos);
+  }
+  // The right passphrase opens the encrypted key: the node serves.
+  child_process good{{node_path, "--ps_hosts", address, "--job_name", "ps",
+                      "--task_index", "0", "--tls_cert", keys.cert("locked"),
+                      "--tls_key", keys.key("locked"),
+                      "--tls_key_passphrase", "s3cret", "--tls_ca", keys.ca},
+                     {}};
+  CHECK(good.wait_for_line("serving /job:ps", 15s));
+}
+
+TEST_CASE("tls: a handshake that does not finish in time is dropped",
+          "[tls]") {
+  pki keys;
+  auto opts = captured();
+  opts.args = keys.node_flags();
+  opts.args.insert(opts.args.end(), {"--tls_handshake_timeout_ms", "500"});
+  local_cluster nodes{node_path, {{"local", 1}}, opts};
+  auto port = port_of(nodes.address("local", 0));
+  // A peer that connects and says nothing.
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr))
+          == 0);
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  // The node closes it: recv sees EOF (0) or a reset, not the 10 s timeout.
+  char byte;
+  auto n = ::recv(fd, &byte, 1, 0);
+  auto err = errno;
+  ::close(fd);
+  CHECK((n == 0 || (n < 0 && err == ECONNRESET)));
+  check_said(nodes.process("local", 0), "handshake not done within 500 ms");
+}
+
+TEST_CASE("tls: a certificate replaced by rename serves the next connection",
+          "[tls]") {
+  pki keys;
+  // The node's files are copies that the test replaces.
+  auto cert = keys.dir / "live.pem";
+  auto key = keys.dir / "live.key";
+  std::filesystem::copy_file(keys.cert("node"), cert);
+  std::filesystem::copy_file(keys.key("node"), key);
+  auto opts = captured();
+  opts.args = {"--tls_cert", cert, "--tls_key", key, "--tls_ca", keys.ca};
+  local_cluster nodes{node_path, {{"local", 1}}, opts};
+  graph g;
+  auto as_default = g.as_default();
+  auto c = constant(2.0f, "c");
+  {
+    client_system client{keys.as("client")};
+    session sess{client.sys, nodes.target("local", 0), quick(), &g};
+    CHECK(sess.run(c).scalar_value<float>() == 2.0f);
+  }
+  // A certificate for another name takes the files' place (rename, as a
+  // certificate manager does): the next client refuses the node.
+  std::filesystem::copy_file(keys.cert("stranger"), keys.dir / "next.pem");
+  std::filesystem::copy_file(keys.key("stranger"), keys.dir / "next.key");
+  std::filesystem::rename(keys.dir / "next.key", key);
+  std::filesystem::rename(keys.dir / "next.pem", cert);
+  client_system client{keys.as("client")};
+  auto err = error_of([&] {
+    session sess{client.sys, nodes.target("local", 0), quick(), &g};
+    sess.run(c);
+  });
+  REQUIRE(err);
+  CHECK_THAT(err->get_status().message(),
+             Catch::Contains("'/CN=stranger' (DNS:stranger) is not for "
+                             "127.0.0.1"));
+}
