@@ -54,7 +54,11 @@
 #include <Eigen/Core>
 #include <nlohmann/json.hpp>
 
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+
 #include "actorflow/actorflow.hpp"
+#include "actorflow/actors/transport.hpp"
 
 #include "command_line.hpp"
 #include "bench/caf_rtt.hpp"
@@ -111,6 +115,11 @@ Figures (group: names):
   rss:          rss_peak_ps, rss_peak_worker (peak resident MiB of each
                 task while 1 GiB streams through a queue on the ps;
                 baseline: the task's peak before streaming)
+  tls:          tls_fetch_remote_64MiB (MB/s), tls_step_remote_small (us):
+                fetch_remote_64MiB and step_remote_small on a second
+                cluster with mutual TLS (certificates from
+                actorflow-make-certs); baseline: the same on a plain
+                cluster, in alternating slices in this run
   train:        train_examples_per_s_1worker, train_examples_per_s_2workers
                 (Fashion-MNIST MLP with actorflow-train --local 1 / 2;
                 baseline: a single-process plain Eigen loop doing the same
@@ -161,7 +170,7 @@ struct options {
 
 const std::vector<std::string> groups = {"step_local", "matmul", "fetch_remote",
                                          "step_remote", "queue", "monitoring",
-                                         "rss", "train"};
+                                         "tls",        "rss",    "train"};
 
 /// The fetch sizes: powers of 4 from 1 KiB to 64 MiB (the plot's x axis);
 /// 1KiB, 1MiB and 64MiB are the figures.
@@ -188,6 +197,8 @@ std::map<std::string, std::string> figure_groups() {
     {"queue_dequeue_many", "queue"},
     {"queue_enqueue_many_MBps", "queue"},
     {"queue_dequeue_many_MBps", "queue"},
+    {"tls_fetch_remote_64MiB", "tls"},
+    {"tls_step_remote_small", "tls"},
     {"rss_peak", "rss"},
     {"rss_peak_ps", "rss"},
     {"rss_peak_worker", "rss"},
@@ -361,6 +372,10 @@ const std::map<std::string, target>& targets() {
      {"ratio <= 1.03", [](const figure& f) { return *f.ratio() <= 1.03; }}},
     {"monitoring_step_remote_small",
      {"ratio <= 1.03", [](const figure& f) { return *f.ratio() <= 1.03; }}},
+    {"tls_fetch_remote_64MiB",
+     {"ratio >= 0.75", [](const figure& f) { return *f.ratio() >= 0.75; }}},
+    {"tls_step_remote_small",
+     {"ratio <= 1.25", [](const figure& f) { return *f.ratio() <= 1.25; }}},
     {"train_examples_per_s_1worker",
      {"ratio >= 0.7", [](const figure& f) { return *f.ratio() >= 0.7; }}}};
   return result;
@@ -865,6 +880,151 @@ void run_step_remote(context& ctx, remote_cluster& cluster,
                       .baseline_value = raw.per_second});
 }
 
+// -- tls ------------------------------------------------------------------------
+
+/// A cluster like remote_cluster with mutual TLS: the ps node with the
+/// certificate `certs`/node.pem, the worker server in an actor system of
+/// its own with TLS on (this process's default system stays plain, for the
+/// other figures). Certificates from actorflow-make-certs (next to this
+/// program, else on $PATH). Members stop in reverse order.
+class tls_cluster {
+public:
+  explicit tls_cluster(const std::string& node)
+    : certs_(make_certs(dir_.path)),
+      sys_(system_config(cfg_)),
+      nodes_(node, {{"ps", 1}, {"worker", 1}}, node_options(certs_)) {
+    enable_tls(sys_, certs_);
+    srv_.emplace(sys_, nodes_.spec(), "worker", 0);
+  }
+
+  ~tls_cluster() {
+    if (srv_)
+      srv_->stop();
+  }
+
+  caf::actor_system& system() {
+    return sys_;
+  }
+
+  std::string target() const {
+    return srv_->target();
+  }
+
+private:
+  struct scratch {
+    scratch() {
+      auto tmpl = (std::filesystem::temp_directory_path()
+                   / "actorflow-bench-certs-XXXXXX")
+                    .string();
+      if (::mkdtemp(tmpl.data()) == nullptr)
+        throw std::runtime_error("mkdtemp failed for " + tmpl);
+      path = tmpl;
+    }
+    ~scratch() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+    std::string path;
+  };
+
+  static tls_config make_certs(const std::string& dir) {
+    auto script = find_binary("actorflow-make-certs", "", "");
+    examples::spawn_options opts;
+    opts.capture_stderr = true;
+    opts.echo_stdout = false;
+    auto res = examples::run_process({script, dir, "node:127.0.0.1,localhost"},
+                                     30s, opts);
+    if (!res.status.success())
+      throw std::runtime_error("actorflow-make-certs failed: " + res.err);
+    tls_config cfg;
+    cfg.cert_file = dir + "/node.pem";
+    cfg.key_file = dir + "/node.key";
+    cfg.ca_file = dir + "/ca.pem";
+    return cfg;
+  }
+
+  static caf::actor_system_config& system_config(caf::actor_system_config& cfg) {
+    add_types(cfg);
+    // They would bypass TLS (enable_tls refuses them).
+    caf::put(cfg.content, "middleman.enable-automatic-connections", false);
+    add_options(cfg);
+    return cfg;
+  }
+
+  static examples::cluster_options node_options(const tls_config& certs) {
+    examples::cluster_options o;
+    o.not_started = {{"worker", 0}};
+    o.capture_stderr = true;
+    o.echo_stdout = false;
+    o.args = {"--tls_cert", certs.cert_file, "--tls_key", certs.key_file,
+              "--tls_ca", certs.ca_file};
+    return o;
+  }
+
+  scratch dir_;
+  tls_config certs_;
+  caf::actor_system_config cfg_;
+  caf::actor_system sys_;
+  examples::local_cluster nodes_;
+  std::optional<server> srv_;
+};
+
+void run_tls(context& ctx, const std::string& node) {
+  auto plain = remote_cluster::start(node);
+  tls_cluster secure{node};
+  graph g;
+  auto as_default = g.as_default();
+  constexpr int64_t bytes = int64_t{64} << 20;
+  variable big;
+  {
+    device_scope on_ps{"/job:ps/task:0"};
+    big = variable{random_uniform({bytes / 4}, 0.0, 1.0, dtype::float32, 7),
+                   named("tls_fetch_64MiB")};
+  }
+  auto counter = counter_on_ps();
+  auto increment = counter.assign_add(1.0);
+  session plain_sess{plain->target(), bounded_config(), &g};
+  session tls_sess{secure.system(), secure.target(), bounded_config(), &g};
+  for (auto* s : {&plain_sess, &tls_sess}) {
+    s->run(global_variables_initializer());
+    for (int i = 0; i < 3; ++i)
+      s->run(big);
+  }
+  auto check = [&](session& s) {
+    if (static_cast<int64_t>(s.run(big).byte_size()) != bytes)
+      throw std::runtime_error("a fetch did not return 64 MiB");
+  };
+  if (ctx.wanted("tls", "tls_fetch_remote_64MiB")) {
+    auto [tls, clear] = measure_interleaved(
+      [&] { check(tls_sess); }, [&] { check(plain_sess); },
+      {.budget = ctx.budget(2.0, 0.5), .min_reps = 1}, slice_pick::median);
+    figure f{.name = "tls_fetch_remote_64MiB",
+             .value = mb_per_s(tls, double(bytes)),
+             .unit = "MB/s",
+             .baseline = "fetch_remote_64MiB_plain",
+             .baseline_value = mb_per_s(clear, double(bytes))};
+    f.note = "path: tcp (tensor channel) with TLS 1.3 AES-128-GCM against "
+             "the same path in plain TCP; 64 MiB is past the ring of shared "
+             "memory either way";
+    ctx.out->add(f);
+  }
+  if (ctx.wanted("tls", "tls_step_remote_small")) {
+    auto [tls, clear] = measure_interleaved(
+      [&] { tls_sess.run(increment); }, [&] { plain_sess.run(increment); },
+      {.budget = ctx.budget(2.0, 0.4), .min_reps = 10, .warmup = 10},
+      slice_pick::median);
+    figure f{.name = "tls_step_remote_small",
+             .value = 1e6 / tls.per_second,
+             .unit = "us/step",
+             .baseline = "step_remote_small_plain",
+             .baseline_value = 1e6 / clear.per_second};
+    f.note = "assign_add on the ps from the worker, TLS against plain "
+             "(steps after the first ride the tensor channel); lower is "
+             "better";
+    ctx.out->add(f);
+  }
+}
+
 // -- monitoring -----------------------------------------------------------------
 
 /// One instrumentation figure: `on` (monitoring on) against `off` in
@@ -1309,7 +1469,7 @@ int run(int argc, char** argv) {
   std::string node;
   bool remote = ctx.wanted("fetch_remote") || ctx.wanted("step_remote")
                 || ctx.wanted("queue") || ctx.wanted("rss")
-                || ctx.wanted("monitoring");
+                || ctx.wanted("monitoring") || ctx.wanted("tls");
   if (remote)
     node = examples::find_node_binary(opts.node);
   if (ctx.wanted("train") && have_fashion_mnist(opts.data_dir))
@@ -1341,6 +1501,7 @@ int run(int argc, char** argv) {
     });
   }
   run_group(ctx, "monitoring", [&] { run_monitoring(ctx, node); });
+  run_group(ctx, "tls", [&] { run_tls(ctx, node); });
   run_group(ctx, "rss", [&] { run_rss(ctx, node); });
   run_group(ctx, "train", [&] { run_train(ctx); });
   out.print_table();

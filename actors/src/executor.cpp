@@ -1298,7 +1298,8 @@ executor_actor::behavior_type executor(executor_self self, task_actor task,
           st.peers.emplace(device, caf::actor_cast<executor_actor>(peers[p]));
           if (p < req.peer_inboxes.size() && !req.peer_inboxes[p].empty()
               && peers[p] && peers[p]->node() != self->node())
-            if (auto r = tensor_channel::route_to(req.peer_inboxes[p]))
+            if (auto r = tensor_channel::route_to(req.peer_inboxes[p],
+                                                  &self->home_system()))
               st.routes.emplace(device, std::move(r));
         }
         st.sinks = std::move(req.sink_devices);
@@ -1308,7 +1309,8 @@ executor_actor::behavior_type executor(executor_self self, task_actor task,
         st.reply_route = {};
         if (!req.reply_inbox.empty() && st.master
             && st.master->node() != self->node())
-          st.reply_route = tensor_channel::route_to(req.reply_inbox);
+          st.reply_route = tensor_channel::route_to(req.reply_inbox,
+                                                    &self->home_system());
       }
       start_step(self, req, rp, false);
       return rp;

@@ -650,7 +650,8 @@ void plan_and_run(task_self self, step_promise rp,
       plan->peers[p] = caf::actor_cast<caf::actor>(exec);
       if (!inbox.empty() && !self->state.reply_inbox.empty() && exec
           && exec->node() != self->node()) {
-        plan->parts[p].route = tensor_channel::route_to(inbox);
+        plan->parts[p].route
+          = tensor_channel::route_to(inbox, &self->home_system());
         // Its requests get no CAF error once they go over the channel.
         if (plan->parts[p].route)
           self->monitor(exec);

@@ -52,9 +52,9 @@
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/graph/wire.hpp"
 #include "runtime.hpp"
-#include "actorflow/actors/transport.hpp"
 #include "shared_ring.hpp"
 #include "tensor_frame.hpp"
+#include "tls_socket.hpp"
 
 namespace actorflow::tensor_channel {
 
@@ -90,11 +90,18 @@ bool split_host_port(const std::string& hp, std::string& host,
   return port.find_first_not_of("0123456789") == std::string::npos;
 }
 
+// An incoming connection: its blocking socket, and its TLS when the
+// process's system has TLS on.
+struct channel_in {
+  int fd = -1;
+  tls_socket* tls = nullptr;
+};
+
 // Reads exactly n bytes from a blocking socket; false on EOF or error.
-bool read_all(int fd, void* data, size_t n) {
+bool read_all(const channel_in& in, void* data, size_t n) {
   auto* p = static_cast<char*>(data);
   while (n > 0) {
-    auto r = ::recv(fd, p, n, 0);
+    auto r = in.tls ? in.tls->read(p, n) : ::recv(in.fd, p, n, 0);
     if (r > 0) {
       p += r;
       n -= static_cast<size_t>(r);
@@ -137,11 +144,15 @@ registry& reg() {
 
 // Whether the next frame on `fd`, if its prefix is there yet, is for
 // `inbox` too (read without taking it off the socket).
-bool next_frame_for(int fd, uint64_t inbox) {
+bool next_frame_for(const channel_in& in, uint64_t inbox) {
   char bytes[prefix_size];
-  auto n = ::recv(fd, bytes, prefix_size, MSG_PEEK | MSG_DONTWAIT);
-  if (n < static_cast<ssize_t>(prefix_size))
+  if (in.tls) {
+    if (!in.tls->peek_buffered(bytes, prefix_size))
+      return true;
+  } else if (::recv(in.fd, bytes, prefix_size, MSG_PEEK | MSG_DONTWAIT)
+             < static_cast<ssize_t>(prefix_size)) {
     return true;
+  }
   frame_prefix next;
   return parse_prefix({bytes, prefix_size}, next) && next.inbox == inbox;
 }
@@ -155,7 +166,7 @@ bool next_frame_for(int fd, uint64_t inbox) {
 // frame for another one is there, the rest of the chain goes to the
 // scheduler's threads, so that one actor's work does not hold up
 // another's.
-void deliver(int fd, uint64_t inbox, caf::message msg) {
+void deliver(const channel_in& in, uint64_t inbox, caf::message msg) {
   auto& r = reg();
   std::unique_lock<std::mutex> guard{r.mtx};
   auto i = r.inboxes.find(inbox);
@@ -171,14 +182,15 @@ void deliver(int fd, uint64_t inbox, caf::message msg) {
   // The registered inbox keeps the actor, and so its system, alive until
   // run_actors_after holds the system's scheduler.
   run_actors_after(dest->home_system(), send,
-                   [fd, inbox] { return next_frame_for(fd, inbox); });
+                   [&in, inbox] { return next_frame_for(in, inbox); });
 }
 
 
 // The rest of a frame whose prefix is `p`, off the wire; false ends
 // the connection (EOF, error, or a peer that does not speak the
 // protocol).
-bool read_frame(int fd, const frame_prefix& p, ring_reader& ring) {
+bool read_frame(const channel_in& in, const frame_prefix& p,
+                ring_reader& ring) {
   auto [magic, key_len, inbox, step, head_len, flags, data_len] = p;
   auto kind = check_prefix(p);
   if (kind == frame_kind::invalid)
@@ -187,29 +199,30 @@ bool read_frame(int fd, const frame_prefix& p, ring_reader& ring) {
   bool offer = kind == frame_kind::ring_offer;
   bool in_ring = kind == frame_kind::in_ring;
   std::string key(key_len, '\0');
-  if (!read_all(fd, key.data(), key.size()))
+  if (!read_all(in, key.data(), key.size()))
     return false;
   if (offer) {
     // Only the first offer of a connection can be taken.
     char answer = !ring && ring.open(key, data_len, static_cast<uint64_t>(step))
                     ? 'Y'
                     : 'N';
-    return ::send(fd, &answer, 1, MSG_NOSIGNAL) == 1;
+    return in.tls ? in.tls->write(&answer, 1) == 1
+                  : ::send(in.fd, &answer, 1, MSG_NOSIGNAL) == 1;
   }
   if (message) {
     // Not zero-filled first: a request's feeds may be megabytes.
     std::unique_ptr<char[]> body{new char[head_len]};
-    if (!read_all(fd, body.get(), head_len))
+    if (!read_all(in, body.get(), head_len))
       return false;
     auto msg = parse_message(key, step, {body.get(), head_len});
     if (msg.empty())
       return false;
     n_messages.fetch_add(1, std::memory_order_relaxed);
-    deliver(fd, inbox, std::move(msg));
+    deliver(in, inbox, std::move(msg));
     return true;
   }
   std::string head(head_len, '\0');
-  if (!read_all(fd, head.data(), head.size()))
+  if (!read_all(in, head.data(), head.size()))
     return false;
   tensor value;
   if (!decode_tensor_head(p, kind, head, value))
@@ -219,7 +232,7 @@ bool read_frame(int fd, const frame_prefix& p, ring_reader& ring) {
       char where[8];
       uint64_t pos = 0;
       byte_reader r{std::string_view{where, sizeof(where)}};
-      if (!read_all(fd, where, sizeof(where)) || !r.u64(pos))
+      if (!read_all(in, where, sizeof(where)) || !r.u64(pos))
         return false;
       auto lease = ring.take(pos, data_len);
       if (!lease)
@@ -232,13 +245,13 @@ bool read_frame(int fd, const frame_prefix& p, ring_reader& ring) {
         value = tensor::borrow(value.type(), value.shape(), lease->data,
                                std::move(lease->owner));
       n_ring_frames.fetch_add(1, std::memory_order_relaxed);
-    } else if (!read_all(fd, value.raw(), data_len)) {
+    } else if (!read_all(in, value.raw(), data_len)) {
       return false;
     }
     if (!check_received_data(value).ok())
       return false;
   }
-  deliver(fd, inbox,
+  deliver(in, inbox,
           caf::make_message(recv_tensor_atom_v, step, std::move(key),
                             std::move(value)));
   return true;
@@ -246,10 +259,12 @@ bool read_frame(int fd, const frame_prefix& p, ring_reader& ring) {
 
 // Polls `fd` for up to `spin` for the next frame, yielding the core to
 // whatever else is runnable on it meanwhile.
-void await_frame(int fd, std::chrono::nanoseconds spin) {
+void await_frame(const channel_in& in, std::chrono::nanoseconds spin) {
+  if (in.tls && in.tls->has_pending())
+    return;
   auto deadline = std::chrono::steady_clock::now() + spin;
   do {
-    pollfd p{fd, POLLIN, 0};
+    pollfd p{in.fd, POLLIN, 0};
     if (::poll(&p, 1, 0) != 0)
       return;
     std::this_thread::yield();
@@ -282,7 +297,11 @@ std::string peer_of(int fd) {
   return std::string{host} + ":" + port;
 }
 
-void serve(int fd) {
+void serve(int fd, tls_socket::security_ptr sec) {
+  std::unique_ptr<tls_socket> tls;
+  if (sec)
+    tls = tls_socket::accept(sec, fd);
+  channel_in in{fd, tls.get()};
   auto stat = std::make_shared<incoming_stat>();
   stat->peer = peer_of(fd);
   {
@@ -292,7 +311,7 @@ void serve(int fd) {
   }
   char greeting[sizeof(hello)];
   try {
-    if (read_all(fd, greeting, sizeof(greeting))
+    if ((!sec || tls) && read_all(in, greeting, sizeof(greeting))
         && std::memcmp(greeting, hello, sizeof(hello)) == 0) {
       using clock = std::chrono::steady_clock;
       auto spin = channel_spin();
@@ -307,8 +326,8 @@ void serve(int fd) {
       for (;;) {
         auto idle_since = clock::now();
         if (spin.count() > 0 && gap_ns < spin.count())
-          await_frame(fd, spin);
-        if (!read_all(fd, prefix, prefix_size))
+          await_frame(in, spin);
+        if (!read_all(in, prefix, prefix_size))
           break;
         auto gap = std::chrono::duration_cast<std::chrono::nanoseconds>(
                      clock::now() - idle_since)
@@ -317,7 +336,7 @@ void serve(int fd) {
                   / 8;
         frame_prefix parsed;
         if (!parse_prefix({prefix, prefix_size}, parsed)
-            || !read_frame(fd, parsed, ring))
+            || !read_frame(in, parsed, ring))
           break;
         constexpr auto relaxed = std::memory_order_relaxed;
         stat->frames.store(stat->frames.load(relaxed) + 1, relaxed);
@@ -331,6 +350,7 @@ void serve(int fd) {
   } catch (const std::exception&) {
     // An allocation the frame announced failed: drop the connection.
   }
+  tls.reset();
   close_fd(fd);
   auto& r = reg();
   std::lock_guard<std::mutex> guard{r.mtx};
@@ -338,7 +358,7 @@ void serve(int fd) {
   std::erase(r.incoming_stats, stat);
 }
 
-void accept_loop(int fd) {
+void accept_loop(int fd, tls_socket::security_ptr sec) {
   for (;;) {
     int conn = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
     if (conn < 0) {
@@ -361,13 +381,14 @@ void accept_loop(int fd) {
     }
     int one = 1;
     ::setsockopt(conn, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    std::thread{serve, conn}.detach();
+    std::thread{serve, conn, sec}.detach();
   }
 }
 
 // Binds a listener on `host`, port 0, and serves it on a thread of its
 // own; its port, or 0 (and why on stderr) if it cannot.
-uint16_t listen_on(const std::string& host) {
+uint16_t listen_on(const std::string& host,
+                   const tls_socket::security_ptr& sec) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -395,7 +416,7 @@ uint16_t listen_on(const std::string& host) {
         && ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len)
              == 0) {
       ::freeaddrinfo(res);
-      std::thread{accept_loop, fd}.detach();
+      std::thread{accept_loop, fd, sec}.detach();
       return ntohs(bound.ss_family == AF_INET6
                      ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                      : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
@@ -417,8 +438,8 @@ uint16_t listen_on(const std::string& host) {
 
 class link {
 public:
-  link(std::string host, std::string port)
-    : host_(std::move(host)), port_(std::move(port)) {
+  link(std::string host, std::string port, tls_socket::security_ptr sec)
+    : host_(std::move(host)), port_(std::move(port)), sec_(std::move(sec)) {
     // nop
   }
 
@@ -586,6 +607,8 @@ private:
   // Writes what the socket takes without waiting; false if it broke.
   bool write_some(frame& f) {
     move_to_ring(f);
+    if (tls_)
+      return write_some_tls(f);
     while (f.done < f.size()) {
       iovec iov[2];
       int n = 0;
@@ -610,6 +633,38 @@ private:
       } else {
         return false;
       }
+    }
+    return true;
+  }
+
+  // write_some through TLS. A write the socket could not take must come
+  // again with the same bytes: what goes in each call depends on f.done
+  // alone. A small frame goes as one record (head and data copied
+  // together), a large one as its head, then its data in place.
+  bool write_some_tls(frame& f) {
+    constexpr size_t coalesce = 16 << 10;
+    while (f.done < f.size()) {
+      const char* from;
+      size_t len;
+      if (f.done < f.head.size() && f.size() <= coalesce) {
+        scratch_.assign(f.head, f.done);
+        scratch_.append(f.data, f.data_len);
+        from = scratch_.data();
+        len = scratch_.size();
+      } else if (f.done < f.head.size()) {
+        from = f.head.data() + f.done;
+        len = f.head.size() - f.done;
+      } else {
+        auto off = f.done - f.head.size();
+        from = f.data + off;
+        len = f.data_len - off;
+      }
+      auto r = tls_->write(from, len);
+      if (r < 0)
+        return false;
+      if (r == 0)
+        return true;
+      f.done += static_cast<size_t>(r);
     }
     return true;
   }
@@ -664,6 +719,12 @@ private:
     ::freeaddrinfo(res);
     if (fd_ < 0)
       return false;
+    if (sec_) {
+      tls_ = tls_socket::connect(sec_, fd_, host_, port_,
+                                 std::chrono::milliseconds(connect_timeout_ms));
+      if (!tls_)
+        return false;
+    }
     frame greeting;
     greeting.head.assign(hello, sizeof(hello));
     return write_all(greeting) && offer_ring();
@@ -686,14 +747,35 @@ private:
                  ring_.path().size(), 0, flag_ring_offer, capacity);
     w.raw(ring_.path().data(), ring_.path().size());
     char answer = 0;
-    pollfd p{fd_, POLLIN, 0};
-    bool answered = write_all(offer)
-                    && ::poll(&p, 1, connect_timeout_ms) == 1
-                    && ::recv(fd_, &answer, 1, 0) == 1;
+    bool answered = write_all(offer) && read_answer(answer);
     ring_.close_file();
     if (answer != 'Y')
       ring_.reset();
     return answered;
+  }
+
+  // The peer's one-byte answer to a ring offer, within the connect
+  // timeout; false if none came.
+  bool read_answer(char& answer) {
+    auto deadline = std::chrono::steady_clock::now()
+                    + std::chrono::milliseconds(connect_timeout_ms);
+    for (;;) {
+      if (!tls_ || !tls_->has_pending()) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      deadline - std::chrono::steady_clock::now())
+                      .count();
+        pollfd p{fd_, POLLIN, 0};
+        if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) != 1)
+          return false;
+      }
+      if (!tls_)
+        return ::recv(fd_, &answer, 1, 0) == 1;
+      auto r = tls_->read(&answer, 1);
+      if (r == 1)
+        return true;
+      if (r != -2)
+        return false;
+    }
   }
 
   // The link is down: every queued frame (and `extra`) goes over CAF.
@@ -736,6 +818,7 @@ private:
       });
       if (state_ == state::down) {
         // A sender's direct write found the socket broken.
+        tls_.reset();
         close_fd(fd_);
         return;
       }
@@ -750,6 +833,7 @@ private:
         // The frame went partly or not at all; the receiver drops a
         // partial one with the connection.
         fail(guard, &f);
+        tls_.reset();
         close_fd(fd_);
         return;
       }
@@ -758,7 +842,12 @@ private:
 
   std::string host_;
   std::string port_;
+  tls_socket::security_ptr sec_;
   int fd_ = -1;
+  // With TLS: the connection's session, and the writer's copy of a small
+  // frame (both used by the writer holding busy_).
+  std::unique_ptr<tls_socket> tls_;
+  std::string scratch_;
   std::mutex mtx_;
   std::condition_variable cv_;
   state state_ = state::connecting;
@@ -776,15 +865,14 @@ private:
 // -- API ----------------------------------------------------------------------
 
 std::string open_inbox(const std::string& host, const caf::actor& exec) {
-  // The channel speaks plain TCP: with TLS on, tensors go over CAF's
-  // (encrypted) connections instead.
-  if (tls_enabled(exec->home_system()))
-    return {};
+  // A system with TLS has a listener of its own that speaks it.
+  auto sec = tls_socket::security_of(exec->home_system());
+  auto key = host + tls_socket::key_of(sec);
   auto& r = reg();
   std::lock_guard<std::mutex> guard{r.mtx};
-  auto p = r.ports.find(host);
+  auto p = r.ports.find(key);
   if (p == r.ports.end())
-    p = r.ports.emplace(host, listen_on(host)).first;
+    p = r.ports.emplace(key, listen_on(host, sec)).first;
   if (p->second == 0)
     return {};
   auto id = r.next_inbox++;
@@ -802,7 +890,7 @@ void close_inbox(const std::string& address) {
   r.inboxes.erase(id);
 }
 
-route route_to(const std::string& address) {
+route route_to(const std::string& address, caf::actor_system* sys) {
   auto slash = address.rfind('/');
   if (slash == std::string::npos || slash + 1 == address.size()
       || address.find_first_not_of("0123456789", slash + 1)
@@ -815,13 +903,14 @@ route route_to(const std::string& address) {
     return {};
   route result;
   result.inbox = std::strtoull(address.c_str() + slash + 1, nullptr, 10);
+  auto sec = sys ? tls_socket::security_of(*sys) : nullptr;
   auto& r = reg();
   std::lock_guard<std::mutex> guard{r.mtx};
-  auto& to = r.links[hp];
+  auto& to = r.links[hp + tls_socket::key_of(sec)];
   // A link that went down stays down for its senders; new routes (a
   // restarted peer registers again) get a fresh connection.
   if (to == nullptr || to->down()) {
-    to = std::make_shared<link>(host, port);
+    to = std::make_shared<link>(host, port, sec);
     to->start(to);
   }
   result.to = to;

@@ -31,8 +31,8 @@ namespace actorflow::tensor_channel {
 /// `host` (bound to that host on a free port when first needed). Returns
 /// the inbox's address ("host:port/id") for the executors that send to
 /// `exec`, or "" when no listener can be bound there (said once on
-/// stderr) or TLS is on for `exec`'s system: those senders then use CAF.
-/// Does not block beyond bind().
+/// stderr): those senders then use CAF. With TLS on for `exec`'s system,
+/// the listener speaks it (tls_socket.hpp). Does not block beyond bind().
 std::string open_inbox(const std::string& host, const caf::actor& exec);
 
 /// Closes an inbox that open_inbox returned. When it returns, nothing is
@@ -53,10 +53,11 @@ struct route {
   }
 };
 
-/// The route to the inbox at `address` (from open_inbox in some process).
-/// The connection is made on first use, on the link's own thread; an
-/// empty route for a malformed address.
-route route_to(const std::string& address);
+/// The route from an executor of `sys` to the inbox at `address` (from
+/// open_inbox in some process). The connection is made on first use, on
+/// the link's own thread, with TLS if `sys` has it on (plain TCP without
+/// a system: tests); an empty route for a malformed address.
+route route_to(const std::string& address, caf::actor_system* sys = nullptr);
 
 /// Sends `value` as the tensor of `key` in step `step` to the executor
 /// behind `r`. Never blocks. With `write_now`, the caller's thread writes

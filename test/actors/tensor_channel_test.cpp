@@ -9,7 +9,8 @@
 // channel). A step's request and its answer travel as messages. A large
 // value's bytes go through a ring of shared memory when the reader could
 // map it, and a ring frame that does not match the ring loses its
-// connection.
+// connection. With TLS on, frames travel encrypted and a plain sender is
+// refused.
 
 #include <catch2/catch.hpp>
 
@@ -22,6 +23,8 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -30,11 +33,14 @@
 #include <caf/binary_serializer.hpp>
 
 #include "actorflow/actors/task.hpp"
+#include "actorflow/actors/transport.hpp"
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/graph/ops.hpp"
 #include "actorflow/graph/partition.hpp"
 #include "actorflow/graph/placer.hpp"
 #include "actorflow/graph/subgraph.hpp"
+#include "common/recording_proxy.hpp"
+#include "common/temp_dir.hpp"
 #include "shared_ring.hpp"
 #include "tensor_channel.hpp"
 
@@ -827,4 +833,79 @@ TEST_CASE("tensor_channel: a value received in the ring holds its room "
   // Once they are gone, the room is back.
   held.clear();
   CHECK(send_and_hold(200, held) >= 1);
+}
+
+TEST_CASE("tensor_channel: with TLS on, frames travel encrypted and a plain "
+          "sender is refused",
+          "[tensor_channel][tls]") {
+  actorflow::testing::temp_dir certs{"actorflow-channel-tls"};
+  auto cmd = std::string{ACTORFLOW_MAKE_CERTS} + " '" + certs.path.string()
+             + "' node:127.0.0.1 > /dev/null";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  tls_config tls;
+  tls.cert_file = certs / "node.pem";
+  tls.key_file = certs / "node.key";
+  tls.ca_file = certs / "ca.pem";
+  std::mutex mtx;
+  std::string said;
+  tls.log = [&](const std::string& line) {
+    std::lock_guard<std::mutex> guard{mtx};
+    said += line + "\n";
+  };
+  caf::actor_system_config cfg;
+  add_types_impl(cfg);
+  caf::put(cfg.content, "middleman.enable-automatic-connections", false);
+  add_options_impl(cfg);
+  caf::actor_system sys{cfg};
+  enable_tls(sys, tls);
+  // Incoming peers must have a certificate for a host of the cluster.
+  trust_hosts(sys, {"127.0.0.1:2222"});
+  caf::scoped_actor self{sys};
+  auto me = caf::actor_cast<caf::actor>(self);
+  auto address = inbox_for(self);
+  REQUIRE_FALSE(address.empty());
+  auto slash = address.rfind('/');
+  auto colon = address.rfind(':', slash);
+  auto port = static_cast<uint16_t>(
+    std::stoi(address.substr(colon + 1, slash - colon - 1)));
+  // A sender of the same system, through a proxy that records the wire.
+  actorflow::testing::recording_proxy wire{port};
+  auto route = tensor_channel::route_to(
+    "127.0.0.1:" + std::to_string(wire.port()) + address.substr(slash), &sys);
+  REQUIRE(route);
+  // Below the size that goes through the ring of shared memory.
+  std::vector<float> marker(1024, 1234.5f);
+  auto value = tensor::vec<float>(marker);
+  auto before = tensor_channel::fallbacks();
+  REQUIRE(tensor_channel::send(route, 5, "tls_marker_key", value, me, true));
+  auto r = receive_one(self);
+  CHECK(r.key == "tls_marker_key");
+  CHECK(r.value == value);
+  CHECK(tensor_channel::fallbacks() == before);
+  auto seen = wire.seen();
+  // The frame did cross the proxy, as ciphertext.
+  CHECK(seen.size() > marker.size() * sizeof(float));
+  CHECK(seen.find("tls_marker_key") == std::string::npos);
+  CHECK(seen.find(std::string(reinterpret_cast<const char*>(marker.data()),
+                              64))
+        == std::string::npos);
+  // A sender without TLS does not get through: its frame falls back to
+  // CAF, and the listener says whom it refused.
+  auto plain = tensor_channel::route_to(address);
+  REQUIRE(plain);
+  REQUIRE(tensor_channel::send(plain, 6, "plain", value, me, true));
+  auto fallback = receive_one(self);
+  CHECK(fallback.key == "plain");
+  CHECK(tensor_channel::fallbacks() == before + 1);
+  auto deadline = std::chrono::steady_clock::now() + max_wait;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> guard{mtx};
+      if (said.find("(tensor channel): TLS handshake failed") != std::string::npos)
+        break;
+    }
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  tensor_channel::close_inbox(address);
 }

@@ -28,7 +28,7 @@ cmake --install "$build_dir" --prefix "$prefix" > /dev/null
 
 # Lean: the commands only, without debug info.
 commands=$(cd "$prefix/bin" && ls)
-[ "$commands" = "$(printf 'actorflow-bench\nactorflow-console\nactorflow-node\nactorflow-train')" ] ||
+[ "$commands" = "$(printf 'actorflow-bench\nactorflow-console\nactorflow-make-certs\nactorflow-node\nactorflow-train')" ] ||
   fail "bin/ holds: $commands"
 for program in "$prefix"/bin/* "$prefix"/lib/*.a; do
   if readelf -S "$program" | grep -q '\.debug_info'; then
