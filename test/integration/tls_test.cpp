@@ -405,3 +405,36 @@ TEST_CASE("tls: a certificate replaced by rename serves the next connection",
              Catch::Contains("'/CN=stranger' (DNS:stranger) is not for "
                              "127.0.0.1"));
 }
+
+TEST_CASE("tls: actorflow-train --local trains with its tasks on TLS",
+          "[tls]") {
+  if (!have_fashion_mnist()) {
+    WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
+    return;
+  }
+  pki keys;
+  std::vector<std::string> argv{ACTORFLOW_TRAIN_PATH, "--local", "2",
+                                "--model", "softmax", "--train_steps", "300"};
+  for (const auto& flag : keys.node_flags())
+    argv.push_back(flag);
+  examples::spawn_options opts;
+  opts.capture_stderr = true;
+  opts.echo_stdout = false;
+  child_process trainer{argv, opts};
+  // Every task the trainer starts gets the TLS flags.
+  const std::string started = "started /job:ps/task:0 (pid ";
+  auto err = err_with(trainer, started, 30s);
+  REQUIRE_THAT(err, Catch::Contains(started));
+  auto pid = std::stoi(err.substr(err.find(started) + started.size()));
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/cmdline"};
+  std::string cmdline((std::istreambuf_iterator<char>(in)),
+                      std::istreambuf_iterator<char>());
+  CHECK_THAT(cmdline, Catch::Contains("--tls_cert=" + keys.cert("node")));
+  CHECK_THAT(cmdline, Catch::Contains("--tls_ca=" + keys.ca));
+  auto st = trainer.wait(120s);
+  REQUIRE(st);
+  INFO(trainer.err());
+  CHECK(st->success());
+  CHECK(trainer.wait_for_line("test accuracy: ", 1s));
+  CHECK(trainer.err().find("refused") == std::string::npos);
+}
