@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: unit tests per layer, multi-process integration
-# tests, the seed examples and the installed-package consumer.
+# tests, the seed examples and the installed-package consumer; then the
+# graph, actors and net unit tests under ASan and UBSan (sanitize.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -20,4 +21,6 @@ if grep -s -e 'No test cases matched' -e 'No tests ran' "$log" "$last"; then
   status=1
 fi
 scripts/check_test_count.sh "$build_dir" || status=1
+# The unit tests again under ASan and UBSan (a build of their own).
+scripts/sanitize.sh || status=1
 exit "$status"

@@ -317,7 +317,7 @@ struct tls_state {
     failures[endpoint] = why;
   }
 
-  void succeeded(const std::string& endpoint) {
+  void clear_failure(const std::string& endpoint) {
     std::lock_guard<std::mutex> guard{mtx};
     failures.erase(endpoint);
   }
@@ -387,6 +387,7 @@ public:
       started_ = true;
       std::thread{[this] { run(); }}.detach();
     }
+    cv_.notify_one();
   }
 
   // Called before the socket closes (the session goes before its
@@ -400,7 +401,16 @@ private:
   void run() {
     std::unique_lock<std::mutex> guard{mtx_};
     for (;;) {
-      cv_.wait_for(guard, std::chrono::milliseconds(100));
+      // Asleep until the earliest deadline, or a new connection.
+      if (pending_.empty()) {
+        cv_.wait(guard);
+      } else {
+        auto first = std::min_element(
+          pending_.begin(), pending_.end(), [](const auto& a, const auto& b) {
+            return a.second.deadline < b.second.deadline;
+          });
+        cv_.wait_until(guard, first->second.deadline);
+      }
       auto now = clock_type::now();
       for (auto i = pending_.begin(); i != pending_.end();) {
         if (i->second.deadline > now) {
@@ -529,11 +539,15 @@ public:
     auto e = SSL_get_error(ssl_, r);
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
       return rw_state::success;
+    // TLS 1.3: the client's handshake is done before the server checked
+    // the client's certificate; a refusal arrives as the first read.
     if (!got_data_ && !incoming_)
       state_->failed(endpoint_,
-                     "the peer closed the connection right after the TLS "
-                     "handshake (does it accept this process's certificate "
-                     "name?)");
+                     e == SSL_ERROR_SSL
+                       ? "the peer refused this process: " + ssl_errors()
+                       : "the peer closed the connection right after the "
+                         "TLS handshake (does it accept this process's "
+                         "certificate name?)");
     return rw_state::failure;
   }
 
@@ -605,7 +619,7 @@ private:
       return false;
     }
     if (!incoming_)
-      state_->succeeded(endpoint_);
+      state_->clear_failure(endpoint_);
     return true;
   }
 
@@ -860,10 +874,12 @@ public:
 protected:
   caf::expected<caf::io::scribe_ptr> connect(const std::string& host,
                                              uint16_t port) override {
+    auto endpoint = host + ":" + std::to_string(port);
+    // A reason from an earlier attempt must not explain this one.
+    state_->clear_failure(endpoint);
     auto fd = connect_within(host, port, state_->cfg.handshake_timeout);
     if (!fd)
       return std::move(fd.error());
-    auto endpoint = host + ":" + std::to_string(port);
     auto s = std::make_unique<tls_session>(state_, *fd, false, endpoint);
     if (!s->valid()) {
       caf::io::network::close_socket(*fd);
@@ -997,8 +1013,9 @@ bool tls_socket::handshake(int fd, bool incoming, const std::string& endpoint,
     }
   }
   ::fcntl(fd, F_SETFL, flags);
-  if (why.empty() && !peer_accepted(state, ssl_, incoming, endpoint, why))
-    why = why.empty() ? "refused" : why;
+  // peer_accepted says why when it refuses.
+  if (why.empty())
+    peer_accepted(state, ssl_, incoming, endpoint, why);
   if (!why.empty())
     return refuse(why);
   return true;

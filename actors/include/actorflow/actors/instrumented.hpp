@@ -36,9 +36,12 @@ public:
     auto result = Impl::consume(x);
     auto end = monitoring::ticks();
     // A thread that moved to another core may read a slightly earlier
-    // counter there.
-    record_->handled(end > start ? end - start : 0,
-                     static_cast<uint32_t>(this->mailbox().size()), end);
+    // counter there. The queued messages: mailbox().size() would also move
+    // newly arrived ones into the queues in the middle of CAF's round
+    // (those count at the next round).
+    record_->handled(
+      end > start ? end - start : 0,
+      static_cast<uint32_t>(this->mailbox().queue().total_task_size()), end);
     return result;
   }
 
