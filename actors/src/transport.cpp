@@ -405,11 +405,15 @@ private:
       if (pending_.empty()) {
         cv_.wait(guard);
       } else {
+        // A copy: wait_until reads it again after waking, when forget()
+        // may have erased its entry meanwhile (ASan caught it).
         auto first = std::min_element(
-          pending_.begin(), pending_.end(), [](const auto& a, const auto& b) {
-            return a.second.deadline < b.second.deadline;
-          });
-        cv_.wait_until(guard, first->second.deadline);
+                       pending_.begin(), pending_.end(),
+                       [](const auto& a, const auto& b) {
+                         return a.second.deadline < b.second.deadline;
+                       })
+                       ->second.deadline;
+        cv_.wait_until(guard, first);
       }
       auto now = clock_type::now();
       for (auto i = pending_.begin(); i != pending_.end();) {
