@@ -611,7 +611,10 @@ TEST_CASE("tensor_channel: frames for a peer that cannot be reached go "
           "[tensor_channel]") {
   system_holder s;
   caf::scoped_actor self{*s.sys};
-  // A port nothing listens on: bound, never listened to.
+  // A listener whose one-place accept queue a first connection fills: the
+  // link's connect then hangs (its SYNs are dropped), so the frames below
+  // queue whatever the machine's speed; closing the listener makes the
+  // next SYN get a reset.
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -619,6 +622,10 @@ TEST_CASE("tensor_channel: frames for a peer that cannot be reached go "
   REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
   socklen_t len = sizeof(addr);
   REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  REQUIRE(::listen(fd, 0) == 0);
+  int filler = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(::connect(filler, reinterpret_cast<sockaddr*>(&addr), sizeof(addr))
+          == 0);
   auto address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/1";
   auto route = tensor_channel::route_to(address);
   REQUIRE(route);
@@ -629,6 +636,8 @@ TEST_CASE("tensor_channel: frames for a peer that cannot be reached go "
                                          caf::actor_cast<caf::actor>(self)));
   REQUIRE(tensor_channel::send(route, 5, "late", value,
                                caf::actor_cast<caf::actor>(self), false));
+  ::close(filler);
+  ::close(fd);
   check_request(receive_request(self), 4);
   auto r = receive_one(self);
   CHECK(r.step == 5);
@@ -642,7 +651,6 @@ TEST_CASE("tensor_channel: frames for a peer that cannot be reached go "
   CHECK_FALSE(tensor_channel::send_run_graph(
     route, request_of(7), caf::actor_cast<caf::actor>(self)));
   check_request(receive_request(self), 7);
-  ::close(fd);
   CHECK_FALSE(tensor_channel::route_to("127.0.0.1:1"));
   CHECK_FALSE(tensor_channel::route_to("no-port/3"));
   CHECK_FALSE(tensor_channel::route_to("127.0.0.1:1/x"));

@@ -65,6 +65,12 @@ TEST_CASE("tensor buffers: zero-filled and 64-byte aligned at every size, "
 TEST_CASE("tensor buffers: 2 GiB of 1 MiB tensors allocated on one thread "
           "and freed on another leave memory bounded",
           "[tensor]") {
+#ifdef __SANITIZE_ADDRESS__
+  // ASan keeps freed memory in its quarantine (256 MiB): resident memory
+  // says nothing about the buffers' reuse there (scripts/sanitize.sh).
+  WARN("built with AddressSanitizer: resident-memory bound not checked");
+  return;
+#endif
   auto before = resident_mib();
   REQUIRE(before > 0);
   constexpr int count = 2048;
