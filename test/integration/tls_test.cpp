@@ -196,7 +196,7 @@ TEST_CASE("tls: a cluster runs with mutual TLS and no byte in the clear",
     CHECK(wire.seen().find("tls_secret_weights") != std::string::npos);
   }
 
-  SECTION("the trainer's own tasks reach each other") {
+  SECTION("the tasks reach each other with their own certificates") {
     // Worker 0's master runs a step on worker 1 and the ps: every
     // connection between the nodes is TLS with their certificates.
     client_system client{keys.as("client")};
