@@ -438,3 +438,39 @@ TEST_CASE("tls: actorflow-train --local trains with its tasks on TLS",
   CHECK(trainer.wait_for_line("test accuracy: ", 1s));
   CHECK(trainer.err().find("refused") == std::string::npos);
 }
+
+TEST_CASE("tls: TF_CONFIG's tls object turns TLS on, and a bad field is "
+          "named",
+          "[tls]") {
+  pki keys;
+  auto opts = captured();
+  opts.env = {"TF_CONFIG={\"tls\": {\"cert\": \"" + keys.cert("node")
+              + "\", \"key\": \"" + keys.key("node") + "\", \"ca\": \""
+              + keys.ca + "\"}}"};
+  local_cluster nodes{node_path, {{"local", 1}}, opts};
+  graph g;
+  auto as_default = g.as_default();
+  auto c = constant(3.0f, "c");
+  client_system plain{tls_config{}};
+  auto err = error_of([&] {
+    session sess{plain.sys, nodes.target("local", 0), quick(), &g};
+    sess.run(c);
+  });
+  REQUIRE(err);
+  CHECK(err->code() == error_code::unavailable);
+  check_said(nodes.process("local", 0), "refused TLS peer 127.0.0.1:");
+  client_system client{keys.as("client")};
+  session sess{client.sys, nodes.target("local", 0), quick(), &g};
+  CHECK(sess.run(c).scalar_value<float>() == 3.0f);
+  // A misspelt field stops the start, named.
+  examples::spawn_options bad;
+  bad.capture_stderr = true;
+  bad.echo_stdout = false;
+  bad.env = {"TF_CONFIG={\"tls\": {\"certs\": \"x\"}}"};
+  auto res = run_process({node_path, "--ps_hosts",
+                          "127.0.0.1:" + std::to_string(examples::free_port()),
+                          "--job_name", "ps", "--task_index", "0"},
+                         20s, bad);
+  CHECK(res.status.code == 2);
+  CHECK_THAT(res.err, Catch::Contains("TF_CONFIG: tls.certs: unknown"));
+}
