@@ -1068,7 +1068,7 @@ void check_tls_config(const tls_config& cfg) {
     throw op_error(error_code::invalid_argument, why);
   if (cfg.handshake_timeout.count() <= 0)
     throw op_error(error_code::invalid_argument,
-                   "tls_handshake_timeout must be positive");
+                   "tls_handshake_timeout_ms must be positive");
 }
 
 void enable_tls(caf::actor_system& sys, const tls_config& cfg) {

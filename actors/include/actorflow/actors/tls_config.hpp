@@ -29,11 +29,12 @@ struct tls_config {
   /// (tls_allowed_peers); clients use certificates for these names.
   std::vector<std::string> allowed_peers{"client"};
   /// A connection whose TLS handshake is not done by then is dropped
-  /// (tls_handshake_timeout); so is a TCP connect.
+  /// (tls_handshake_timeout_ms); so is a TCP connect.
   std::chrono::milliseconds handshake_timeout{10000};
   /// Where refusals and dropped handshakes are said (the peer's address,
   /// its certificate's names and why); stderr when empty. Called on CAF's
-  /// network thread or the watchdog's: must not block.
+  /// network thread, the tensor channel's threads or the handshake
+  /// watchdog's: must not block for long.
   std::function<void(const std::string&)> log;
 
   /// True if any of the files or the passphrase is set: TLS is wanted.
