@@ -66,6 +66,7 @@
 #include "bench/measure.hpp"
 #include "bench/raw_tcp.hpp"
 #include "local_cluster.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
@@ -890,7 +891,7 @@ void run_step_remote(context& ctx, remote_cluster& cluster,
 class tls_cluster {
 public:
   explicit tls_cluster(const std::string& node)
-    : certs_(make_certs(dir_.path)),
+    : certs_(make_certs(dir_.path.string())),
       sys_(system_config(cfg_)),
       nodes_(node, {{"ps", 1}, {"worker", 1}}, node_options(certs_)) {
     enable_tls(sys_, certs_);
@@ -911,22 +912,6 @@ public:
   }
 
 private:
-  struct scratch {
-    scratch() {
-      auto tmpl = (std::filesystem::temp_directory_path()
-                   / "actorflow-bench-certs-XXXXXX")
-                    .string();
-      if (::mkdtemp(tmpl.data()) == nullptr)
-        throw std::runtime_error("mkdtemp failed for " + tmpl);
-      path = tmpl;
-    }
-    ~scratch() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-    std::string path;
-  };
-
   static tls_config make_certs(const std::string& dir) {
     auto script = find_binary("actorflow-make-certs", "", "");
     examples::spawn_options opts;
@@ -961,7 +946,7 @@ private:
     return o;
   }
 
-  scratch dir_;
+  examples::temp_dir dir_{"actorflow-bench-certs"};
   tls_config certs_;
   caf::actor_system_config cfg_;
   caf::actor_system sys_;

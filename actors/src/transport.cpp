@@ -17,7 +17,6 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -141,6 +140,24 @@ void block_sigpipe() {
   sigaddset(&set, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   blocked = true;
+}
+
+// One SSL_read or SSL_write of up to 1 GiB: the bytes moved, or 0 with
+// `err` set to SSL_get_error's verdict.
+size_t ssl_io(SSL* ssl, bool write, void* buf, size_t len, int& err) {
+  block_sigpipe();
+  ERR_clear_error();
+  auto n = static_cast<int>(std::min<size_t>(len, 1 << 30));
+  auto r = write ? SSL_write(ssl, buf, n) : SSL_read(ssl, buf, n);
+  if (r > 0)
+    return static_cast<size_t>(r);
+  err = SSL_get_error(ssl, r);
+  return 0;
+}
+
+// True if `err` (ssl_io's) only means "not now": the socket would block.
+bool would_block(int err) {
+  return err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE;
 }
 
 // -- contexts -----------------------------------------------------------------
@@ -532,16 +549,13 @@ public:
     }
     if (len == 0)
       return rw_state::indeterminate;
-    ERR_clear_error();
-    auto r = SSL_read(ssl_, buf, static_cast<int>(std::min<size_t>(
-                                   len, std::numeric_limits<int>::max())));
-    if (r > 0) {
-      result = static_cast<size_t>(r);
+    int e = 0;
+    result = ssl_io(ssl_, false, buf, len, e);
+    if (result > 0) {
       got_data_ = true;
       return rw_state::success;
     }
-    auto e = SSL_get_error(ssl_, r);
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+    if (would_block(e))
       return rw_state::success;
     // TLS 1.3: the client's handshake is done before the server checked
     // the client's certificate; a refusal arrives as the first read.
@@ -571,17 +585,10 @@ public:
     }
     if (len == 0)
       return rw_state::indeterminate;
-    ERR_clear_error();
-    auto r = SSL_write(ssl_, buf, static_cast<int>(std::min<size_t>(
-                                    len, std::numeric_limits<int>::max())));
-    if (r > 0) {
-      result = static_cast<size_t>(r);
-      return rw_state::success;
-    }
-    auto e = SSL_get_error(ssl_, r);
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
-      return rw_state::success;
-    return rw_state::failure;
+    int e = 0;
+    result = ssl_io(ssl_, true, const_cast<void*>(buf), len, e);
+    return result > 0 || would_block(e) ? rw_state::success
+                                        : rw_state::failure;
   }
 
   bool must_read_more(native_socket, size_t threshold) {
@@ -608,7 +615,7 @@ private:
     }
     auto e = SSL_get_error(ssl_, r);
     want_read_ = e == SSL_ERROR_WANT_READ;
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+    if (would_block(e))
       return 0;
     watchdog::instance().forget(this);
     failed_ = true;
@@ -1000,7 +1007,7 @@ bool tls_socket::handshake(int fd, bool incoming, const std::string& endpoint,
     if (r == 1)
       break;
     auto e = SSL_get_error(ssl_, r);
-    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
+    if (!would_block(e)) {
       why = handshake_failure(e, verify_error_);
       break;
     }
@@ -1026,30 +1033,19 @@ bool tls_socket::handshake(int fd, bool incoming, const std::string& endpoint,
 }
 
 long tls_socket::read(void* buf, size_t n) {
-  ERR_clear_error();
-  auto r = SSL_read(ssl_, buf,
-                    static_cast<int>(std::min<size_t>(n, 1 << 30)));
-  if (r > 0)
-    return r;
-  auto e = SSL_get_error(ssl_, r);
+  int e = 0;
+  if (auto done = ssl_io(ssl_, false, buf, n, e); done > 0)
+    return static_cast<long>(done);
   if (e == SSL_ERROR_ZERO_RETURN)
     return 0;
-  if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
-    return -2;
-  return -1;
+  return would_block(e) ? -2 : -1;
 }
 
 long tls_socket::write(const void* buf, size_t n) {
-  block_sigpipe();
-  ERR_clear_error();
-  auto r = SSL_write(ssl_, buf,
-                     static_cast<int>(std::min<size_t>(n, 1 << 30)));
-  if (r > 0)
-    return r;
-  auto e = SSL_get_error(ssl_, r);
-  if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
-    return 0;
-  return -1;
+  int e = 0;
+  if (auto done = ssl_io(ssl_, true, const_cast<void*>(buf), n, e); done > 0)
+    return static_cast<long>(done);
+  return would_block(e) ? 0 : -1;
 }
 
 bool tls_socket::has_pending() const {

@@ -132,14 +132,8 @@ uint16_t port_of(const std::string& address) {
 }
 
 int connect_raw(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int fd = actorflow::testing::connect_loopback(port);
   REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr))
-          == 0);
   return fd;
 }
 

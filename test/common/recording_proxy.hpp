@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/session_util.hpp"
+
 namespace actorflow::testing {
 
 // A TCP forwarder from a local port to `to_port` that keeps every byte it
@@ -63,15 +65,9 @@ private:
       int in = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
       if (in < 0)
         return;
-      int out = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      sockaddr_in addr{};
-      addr.sin_family = AF_INET;
-      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      addr.sin_port = htons(to_port_);
-      if (::connect(out, reinterpret_cast<sockaddr*>(&addr), sizeof(addr))
-          != 0) {
+      int out = connect_loopback(to_port_);
+      if (out < 0) {
         ::close(in);
-        ::close(out);
         continue;
       }
       std::lock_guard<std::mutex> guard{mtx_};

@@ -42,6 +42,23 @@ inline uint16_t free_port() {
   return ntohs(addr.sin_port);
 }
 
+/// A TCP connection to 127.0.0.1:`port` (blocking, close-on-exec), or -1
+/// if it was refused.
+inline int connect_loopback(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 inline std::string loopback(uint16_t port) {
   return "127.0.0.1:" + std::to_string(port);
 }

@@ -128,6 +128,20 @@ void check_said(child_process& proc, const std::string& needle) {
   CHECK_THAT(err_with(proc, needle), Catch::Contains(needle));
 }
 
+// A client without TLS cannot run `fetch` on task 0 of `job`: Unavailable,
+// and the node says whom it refused.
+void check_plain_refused(local_cluster& nodes, const std::string& job,
+                         graph& g, const output& fetch) {
+  client_system plain{tls_config{}};
+  auto err = error_of([&] {
+    session sess{plain.sys, nodes.target(job, 0), quick(), &g};
+    sess.run(fetch);
+  });
+  REQUIRE(err);
+  CHECK(err->code() == error_code::unavailable);
+  check_said(nodes.process(job, 0), "refused TLS peer 127.0.0.1:");
+}
+
 // A step that crosses processes both ways: a variable on the ps, updated
 // through a worker's master, fetched back; its name and values are what
 // must not travel in the clear.
@@ -220,14 +234,7 @@ TEST_CASE("tls: strangers cannot connect, and the node says who they were",
   auto c = constant(1.0f, "c");
 
   SECTION("no certificate (plain TCP)") {
-    client_system plain{tls_config{}};
-    auto err = error_of([&] {
-      session sess{plain.sys, nodes.target("local", 0), quick(), &g};
-      sess.run(c);
-    });
-    REQUIRE(err);
-    CHECK(err->code() == error_code::unavailable);
-    check_said(node, "refused TLS peer 127.0.0.1:");
+    check_plain_refused(nodes, "local", g, c);
   }
   SECTION("a certificate from another CA") {
     // It trusts both CAs (so that it gets as far as showing its
@@ -352,13 +359,8 @@ TEST_CASE("tls: a handshake that does not finish in time is dropped",
   local_cluster nodes{node_path, {{"local", 1}}, opts};
   auto port = port_of(nodes.address("local", 0));
   // A peer that connects and says nothing.
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr))
-          == 0);
+  int fd = connect_loopback(port);
+  REQUIRE(fd >= 0);
   timeval tv{10, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   // The node closes it: recv sees EOF (0) or a reset, not the 10 s timeout.
@@ -451,14 +453,7 @@ TEST_CASE("tls: TF_CONFIG's tls object turns TLS on, and a bad field is "
   graph g;
   auto as_default = g.as_default();
   auto c = constant(3.0f, "c");
-  client_system plain{tls_config{}};
-  auto err = error_of([&] {
-    session sess{plain.sys, nodes.target("local", 0), quick(), &g};
-    sess.run(c);
-  });
-  REQUIRE(err);
-  CHECK(err->code() == error_code::unavailable);
-  check_said(nodes.process("local", 0), "refused TLS peer 127.0.0.1:");
+  check_plain_refused(nodes, "local", g, c);
   client_system client{keys.as("client")};
   session sess{client.sys, nodes.target("local", 0), quick(), &g};
   CHECK(sess.run(c).scalar_value<float>() == 3.0f);

@@ -61,17 +61,9 @@ std::set<uint16_t> listening_ports(pid_t pid) {
 /// Connects to 127.0.0.1:port, sends `bytes`, reads what comes back for up
 /// to 200 ms and closes. False if the connection was refused.
 bool send_garbage(uint16_t port, const std::string& bytes) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int fd = connect_loopback(port);
   if (fd < 0)
     return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return false;
-  }
   timeval tv{0, 200'000};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
