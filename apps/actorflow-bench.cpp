@@ -58,6 +58,7 @@
 #include <caf/actor_system_config.hpp>
 
 #include "actorflow/actorflow.hpp"
+#include "actorflow/actors/channel_totals.hpp"
 #include "actorflow/actors/transport.hpp"
 
 #include "command_line.hpp"
@@ -65,6 +66,7 @@
 #include "bench/eigen_mlp.hpp"
 #include "bench/measure.hpp"
 #include "bench/raw_tcp.hpp"
+#include "bench/shm_ring.hpp"
 #include "local_cluster.hpp"
 #include "temp_dir.hpp"
 
@@ -171,7 +173,8 @@ struct options {
 
 const std::vector<std::string> groups = {"step_local", "matmul", "fetch_remote",
                                          "step_remote", "queue", "monitoring",
-                                         "tls",        "rss",    "train"};
+                                         "tls",        "rss",    "scale",
+                                         "train"};
 
 /// The fetch sizes: powers of 4 from 1 KiB to 64 MiB (the plot's x axis);
 /// 1KiB, 1MiB and 64MiB are the figures.
@@ -181,6 +184,11 @@ const std::vector<std::pair<std::string, int64_t>> fetch_sizes = {
   {"256KiB", int64_t{256} << 10}, {"1MiB", int64_t{1} << 20},
   {"4MiB", int64_t{4} << 20},  {"16MiB", int64_t{16} << 20},
   {"64MiB", int64_t{64} << 20}};
+
+/// The worker counts of the fan-in figures and the variable counts of the
+/// graph-size figures.
+const std::vector<int> fanin_workers = {1, 2, 4, 8, 16};
+const std::vector<int> graph_variables = {1, 10, 100, 1000};
 
 /// Figure names -> their group, for --only.
 std::map<std::string, std::string> figure_groups() {
@@ -208,6 +216,14 @@ std::map<std::string, std::string> figure_groups() {
     {"train_examples_per_s_2workers", "train"}};
   for (const auto& [label, _] : fetch_sizes)
     result.emplace("fetch_remote_" + label, "fetch_remote");
+  result.emplace("tcp_stream_ceiling", "fetch_remote");
+  result.emplace("fetch_remote_64MiB_of_stream", "fetch_remote");
+  for (int n : fanin_workers)
+    result.emplace("scale_fanin_" + std::to_string(n)
+                     + (n == 1 ? "worker" : "workers"),
+                   "scale");
+  for (int n : graph_variables)
+    result.emplace("scale_vars_" + std::to_string(n), "scale");
   return result;
 }
 
@@ -321,8 +337,18 @@ struct figure {
   /// Why there is no value (a skip), or what failed.
   std::string skipped = {};
   std::string error = {};
+  /// The path the figure's bytes took, checked by the channel's counters
+  /// where it crosses processes: "tcp" (a socket), "ring" (shared memory
+  /// between processes of this host), "in_process"; "" where none applies.
+  std::string path = {};
+  /// The median of the ratios of pairs measured back to back
+  /// (measure_rounds), which then is the figure's ratio instead of
+  /// value / baseline_value (the medians of each side).
+  std::optional<double> pair_ratio = {};
 
   std::optional<double> ratio() const {
+    if (pair_ratio && value)
+      return pair_ratio;
     if (!value || !baseline_value || *baseline_value == 0)
       return std::nullopt;
     return *value / *baseline_value;
@@ -342,6 +368,10 @@ struct figure {
                                      : nlohmann::ordered_json(baseline);
     j["baseline_value"] = num(baseline_value, 4);
     j["ratio"] = num(ratio(), 3);
+    if (pair_ratio && value)
+      j["ratio_from"] = "pairs";
+    if (!path.empty())
+      j["path"] = path;
     if (!note.empty())
       j["note"] = note;
     if (!skipped.empty())
@@ -362,9 +392,21 @@ struct target {
 const std::map<std::string, target>& targets() {
   static const std::map<std::string, target> result{
     {"fetch_remote_64MiB",
-     {"ratio >= 0.85", [](const figure& f) { return *f.ratio() >= 0.85; }}},
+     {"ratio >= 0.9", [](const figure& f) { return *f.ratio() >= 0.9; }}},
+    {"fetch_remote_1MiB",
+     {"ratio >= 0.8", [](const figure& f) { return *f.ratio() >= 0.8; }}},
+    {"fetch_remote_4MiB",
+     {"ratio >= 0.8", [](const figure& f) { return *f.ratio() >= 0.8; }}},
     {"step_remote_small",
      {"ratio <= 3", [](const figure& f) { return *f.ratio() <= 3.0; }}},
+    {"fetch_remote_64MiB_of_stream",
+     {"ratio >= 0.8", [](const figure& f) { return *f.ratio() >= 0.8; }}},
+    {"queue_enqueue_many",
+     {"ratio >= 0.8", [](const figure& f) { return *f.ratio() >= 0.8; }}},
+    {"queue_dequeue_many",
+     {"ratio >= 0.8", [](const figure& f) { return *f.ratio() >= 0.8; }}},
+    {"rss_peak_ps",
+     {"ratio <= 1.5", [](const figure& f) { return *f.ratio() <= 1.5; }}},
     {"matmul_1024",
      {"ratio >= 0.95", [](const figure& f) { return *f.ratio() >= 0.95; }}},
     {"step_local_trivial",
@@ -513,9 +555,9 @@ session_config bounded_config() {
 class baseline_server {
 public:
   baseline_server(const std::string& self, const char* mode,
-                  const char* marker, const std::string& what)
-    : proc_({self, mode, "--parent-pid", std::to_string(::getpid())},
-            quiet()) {
+                  const char* marker, const std::string& what,
+                  std::vector<std::string> args = {})
+    : proc_(argv(self, mode, std::move(args)), quiet()) {
     auto line = proc_.wait_for_line(marker, 10s);
     if (!line)
       throw std::runtime_error("the " + what
@@ -534,6 +576,15 @@ public:
   }
 
 private:
+  static std::vector<std::string> argv(const std::string& self,
+                                       const char* mode,
+                                       std::vector<std::string> args) {
+    std::vector<std::string> out{self, mode, "--parent-pid",
+                                 std::to_string(::getpid())};
+    out.insert(out.end(), args.begin(), args.end());
+    return out;
+  }
+
   static examples::spawn_options quiet() {
     examples::spawn_options o;
     o.capture_stderr = true;
@@ -568,8 +619,8 @@ public:
 
   /// One request of `request_bytes` and its reply of `reply_bytes`.
   void round_trip(uint64_t request_bytes, uint64_t reply_bytes,
-                  bool poll = false) {
-    client_->round_trip(request_bytes, reply_bytes, poll);
+                  raw_mode mode = {}) {
+    client_->round_trip(request_bytes, reply_bytes, mode);
   }
 
 private:
@@ -753,7 +804,131 @@ void run_matmul(context& ctx) {
   ctx.out->add(f);
 }
 
+// -- paths --------------------------------------------------------------------
+
+/// The path tensors took into this process between two readings of the
+/// channel's counters, when `expected` data bytes came in with `replies`
+/// step replies: "ring" or "tcp" when all the bytes took that path (on
+/// the channel's socket, as tensor frames or inside the replies when no
+/// frame carried them), "tcp (CAF)" when the channel carried neither
+/// (CAF's own connection did), "ring+tcp" when they split. `detail` gets
+/// the bytes each way.
+std::string received_path(const tensor_channel::received_totals& before,
+                          const tensor_channel::received_totals& after,
+                          uint64_t expected, uint64_t replies,
+                          std::string* detail = nullptr) {
+  auto ring = after.ring_bytes - before.ring_bytes;
+  auto socket = after.socket_bytes - before.socket_bytes;
+  auto messages = after.messages - before.messages;
+  if (detail)
+    *detail = std::to_string(ring) + " bytes through the ring, "
+              + std::to_string(socket) + " through the socket as tensor "
+              "frames, of " + std::to_string(expected) + "; "
+              + std::to_string(messages) + " channel replies in "
+              + std::to_string(replies) + " steps";
+  if (ring == 0 && socket == 0)
+    return messages >= replies ? "tcp" : "tcp (CAF)";
+  if (ring >= expected && socket == 0)
+    return "ring";
+  if (socket >= expected && ring == 0)
+    return "tcp";
+  return "ring+tcp";
+}
+
+/// The shared-memory baseline (bench/shm_ring.hpp): a server process and
+/// the region, of the channel's ring size. The destructor tells the
+/// server to stop and reaps it.
+class shm_ring_baseline {
+public:
+  shm_ring_baseline(const std::string& self, uint64_t capacity)
+    : client_(std::in_place, capacity),
+      server_(self, "--shm-ring-server", shm_ring_marker, "shared-memory",
+              {"--shm", client_->path(), "--capacity",
+               std::to_string(capacity)}) {
+  }
+
+  ~shm_ring_baseline() {
+    client_.reset();
+    server_.process().wait(2s);
+  }
+
+  void round_trip(uint64_t bytes) {
+    client_->round_trip(bytes);
+  }
+
+private:
+  std::optional<shm_ring_client> client_;
+  baseline_server server_;
+};
+
+/// The channel's ring size (its ACTORFLOW_CHANNEL_RING_MIB, default 4).
+uint64_t channel_ring_bytes() {
+  uint64_t mib = 4;
+  if (auto* env = std::getenv("ACTORFLOW_CHANNEL_RING_MIB"))
+    mib = std::strtoull(env, nullptr, 10);
+  return mib << 20;
+}
+
+/// iperf3's rate on loopback (one stream, 1 MiB writes, for `seconds`),
+/// in MB/s, or nullopt without iperf3 (`why` says).
+std::optional<double> iperf3_mb_per_s(double seconds, std::string& why) {
+  std::string iperf;
+  try {
+    iperf = examples::find_program("iperf3", "", "");
+  } catch (const std::exception&) {
+    why = "iperf3 not installed";
+    return std::nullopt;
+  }
+  auto port = std::to_string(examples::free_port());
+  examples::spawn_options quiet;
+  quiet.capture_stderr = true;
+  examples::child_process srv({iperf, "-s", "-1", "-B", "127.0.0.1", "-p", port},
+                              quiet);
+  if (!srv.wait_for_line("Server listening", 10s)) {
+    why = "iperf3 -s did not start: " + srv.err();
+    srv.stop(2s);
+    return std::nullopt;
+  }
+  auto res = examples::run_process(
+    {iperf, "-c", "127.0.0.1", "-p", port, "-l", "1M", "-J", "-t",
+     fixed(seconds, 1)},
+    std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000) + 20000),
+    quiet);
+  srv.stop(2s);
+  try {
+    auto j = nlohmann::json::parse(res.out);
+    return j.at("end").at("sum_received").at("bits_per_second").get<double>()
+           / 8e6;
+  } catch (const std::exception& e) {
+    why = "iperf3's output unreadable (" + res.status.to_string() + ")";
+    return std::nullopt;
+  }
+}
+
 // -- fetch_remote -------------------------------------------------------------
+
+/// Measures TCP's streaming ceiling on this host (the better of the raw
+/// stream loop and iperf3) and adds its figure; returns it in MB/s.
+double run_stream_ceiling(context& ctx, raw_tcp_baseline& tcp) {
+  const uint64_t bytes = (ctx.opts.quick ? uint64_t{128} : uint64_t{512}) << 20;
+  auto loop = measure([&] { tcp.round_trip(0, bytes, {.stream = true}); },
+                      {.budget = ctx.budget(2.0, 0.3), .min_reps = 3,
+                       .warmup = 1});
+  auto loop_mb = mb_per_s(loop, double(bytes));
+  std::string why;
+  auto iperf = iperf3_mb_per_s(ctx.opts.quick ? 0.5 : 2.0, why);
+  auto best = std::max(loop_mb, iperf.value_or(0.0));
+  figure f{.name = "tcp_stream_ceiling",
+           .value = best,
+           .unit = "MB/s",
+           .path = "tcp"};
+  f.note = "the better of a raw stream loop (1 MiB writes into one 1 MiB "
+           "read buffer, " + std::to_string(bytes >> 20) + " MiB per "
+           "request): " + fixed(loop_mb, 0) + " MB/s, and iperf3 -l 1M: "
+           + (iperf ? fixed(*iperf, 0) + " MB/s" : why);
+  ctx.out->add(f);
+  return best;
+}
 
 void run_fetch_remote(context& ctx, remote_cluster& cluster,
                       raw_tcp_baseline& tcp) {
@@ -773,39 +948,89 @@ void run_fetch_remote(context& ctx, remote_cluster& cluster,
       vars.emplace_back(size, v);
     }
   }
+  std::optional<double> ceiling;
+  if (ctx.wanted("fetch_remote", "fetch_remote_64MiB"))
+    ceiling = run_stream_ceiling(ctx, tcp);
   session sess{cluster.target(), bounded_config(), &g};
   sess.run(global_variables_initializer());
-  // Steady state first, as for the raw baseline: the largest fetch a few
-  // times grows the connection's windows.
-  if (!vars.empty())
-    for (int i = 0; i < 4; ++i)
-      sess.run(vars.back().second);
+  std::unique_ptr<shm_ring_baseline> shm;
   for (auto& [size, v] : vars) {
     const auto& [label, bytes] = size;
+    auto fetch = [&] {
+      auto t = sess.run(v);
+      if (static_cast<int64_t>(t.byte_size()) != bytes)
+        throw std::runtime_error("fetched " + std::to_string(t.byte_size())
+                                 + " bytes, expected "
+                                 + std::to_string(bytes));
+    };
+    // Each size on its own: a few fetches of it first (the connection's
+    // windows and the ring in the state this size leaves them), then the
+    // path it takes from here on.
+    for (int i = 0; i < 4; ++i)
+      fetch();
     auto big = bytes >= (int64_t{16} << 20);
-    auto budget = ctx.budget(big ? 2.0 : 1.0, big ? 0.5 : 0.2);
-    measure_options mopts{.budget = budget, .min_reps = big ? 3 : 5,
-                          .warmup = 2};
-    auto ours = measure(
-      [&] {
-        auto t = sess.run(v);
-        if (static_cast<int64_t>(t.byte_size()) != bytes)
-          throw std::runtime_error("fetched " + std::to_string(t.byte_size())
-                                   + " bytes, expected "
-                                   + std::to_string(bytes));
-      },
-      mopts);
-    auto raw = measure([&] { tcp.round_trip(0, static_cast<uint64_t>(bytes)); },
-                       mopts);
+    measure_options mopts{.budget = ctx.budget(big ? 2.0 : 1.0,
+                                               big ? 0.5 : 0.2),
+                          .min_reps = 1, .warmup = 1};
+    auto probe_before = tensor_channel::totals_received();
+    fetch();
+    auto path = received_path(probe_before, tensor_channel::totals_received(),
+                              uint64_t(bytes), 1);
+    std::vector<std::function<void()>> ops{fetch};
+    std::string baseline;
+    if (path == "ring") {
+      if (!shm)
+        shm = std::make_unique<shm_ring_baseline>(ctx.self,
+                                                  channel_ring_bytes());
+      ops.push_back([&] { shm->round_trip(uint64_t(bytes)); });
+      baseline = "shm_ring";
+    } else {
+      // The polling one first: the blocking one then leaves the server
+      // blocking again before the engine's turn (measure_rounds).
+      ops.push_back([&] { tcp.round_trip(0, uint64_t(bytes), {.poll = true}); });
+      ops.push_back([&] { tcp.round_trip(0, uint64_t(bytes)); });
+      baseline = "raw_tcp_best";
+    }
+    auto before = tensor_channel::totals_received();
+    auto r = measure_rounds(ops, mopts);
+    auto engine_fetches = uint64_t(r.reps[0] + mopts.warmup);
+    std::string moved;
+    auto measured_path = received_path(before,
+                                       tensor_channel::totals_received(),
+                                       engine_fetches * uint64_t(bytes),
+                                       engine_fetches, &moved);
+    auto base_rates = path == "ring" ? r.rates[1] : r.best_of({1, 2});
+    auto base_copy = base_rates;
+    auto to_mb = [&](double per_s) { return per_s * double(bytes) / 1e6; };
     figure f{.name = "fetch_remote_" + label,
-             .value = mb_per_s(ours, double(bytes)),
+             .value = to_mb(r.median(0)),
              .unit = "MB/s",
-             .baseline = "raw_tcp",
-             .baseline_value = mb_per_s(raw, double(bytes))};
+             .baseline = baseline,
+             .baseline_value = to_mb(median_of(base_copy)),
+             .path = measured_path,
+             .pair_ratio = rounds::median_ratio(r.rates[0], base_rates)};
     f.note = std::to_string(bytes) + " bytes per fetch, "
-             + fixed(1e6 / ours.per_second, 1) + " us per fetch vs "
-             + fixed(1e6 / raw.per_second, 1) + " us raw";
+             + fixed(1e6 / r.median(0), 1) + " us per fetch; " + moved
+             + " (" + std::to_string(engine_fetches) + " fetches)";
+    if (path == "ring")
+      f.note += "; shm_ring: copy in, polling hand-off, copy out";
+    else
+      f.note += "; raw TCP blocking " + fixed(to_mb(r.median(2)), 0)
+                + " MB/s, polling " + fixed(to_mb(r.median(1)), 0) + " MB/s";
+    if (measured_path != path)
+      f.note += "; the probe fetch took " + path;
     ctx.out->add(f);
+    if (label == "64MiB" && ceiling) {
+      figure s{.name = "fetch_remote_64MiB_of_stream",
+               .value = f.value,
+               .unit = "MB/s",
+               .baseline = "tcp_stream_ceiling",
+               .baseline_value = *ceiling,
+               .path = measured_path};
+      s.note = "fetch_remote_64MiB against TCP's streaming ceiling on this "
+               "host";
+      ctx.out->add(s);
+    }
   }
 }
 
@@ -827,58 +1052,79 @@ void run_step_remote(context& ctx, remote_cluster& cluster,
   auto increment = counter.assign_add(1.0);
   session sess{cluster.target(), bounded_config(), &g};
   sess.run(counter.initializer());
-  auto ours = measure([&] { sess.run(increment); },
-                      {.budget = budget, .min_reps = 10, .warmup = 10});
-  // 64 bytes each way: a 16-byte header plus 48 of payload, 64 back.
-  auto raw = measure([&] { tcp.round_trip(48, 64); },
-                     {.budget = budget, .min_reps = 10, .warmup = 10});
-  // The same with both ends polling: the kernel's round trip without a
-  // blocked thread's wake-up (the channel's readers poll too).
-  auto polled = measure([&] { tcp.round_trip(48, 64, true); },
-                        {.budget = budget, .min_reps = 10, .warmup = 10});
-  // Back to blocking: a server polling for a next request would take a
-  // core from every figure measured after this one.
-  tcp.round_trip(48, 64);
+  // In rounds: the step, the raw round trip with both ends polling (the
+  // kernel's round trip without a blocked thread's wake-up: the channel's
+  // readers poll too), then blocking (64 bytes each way: a 16-byte header
+  // plus 48 of payload, 64 back), which also puts the server back to
+  // blocking before the step's next turn.
+  auto before = tensor_channel::totals_received();
+  auto r = measure_rounds({[&] { sess.run(increment); },
+                           [&] { tcp.round_trip(48, 64, {.poll = true}); },
+                           [&] { tcp.round_trip(48, 64); }},
+                          {.budget = budget, .min_reps = 10, .warmup = 10});
+  auto after = tensor_channel::totals_received();
+  // The warm-up's first step registers the step's graph (over CAF): the
+  // timed ones are what must have ridden the channel.
+  auto steps = uint64_t(r.reps[0]);
+  // A step after the first is a request to the ps's executor and its
+  // answer: over the tensor channel when the answer came on it.
+  auto answers = after.messages - before.messages;
+  auto path = received_path(before, after, 0, steps);
   // What CAF alone costs for one round trip between two processes.
   caf_baseline caf{ctx.self};
   auto bare = measure([&] { caf.round_trip(); },
                       {.budget = budget, .min_reps = 10, .warmup = 10});
-  auto ours_us = 1e6 / ours.per_second;
-  auto raw_us = 1e6 / raw.per_second;
+  auto ours_us = 1e6 / r.median(0);
+  auto polled_us = 1e6 / r.median(1);
+  auto raw_us = 1e6 / r.median(2);
   auto caf_us = 1e6 / bare.per_second;
-  auto polled_us = 1e6 / polled.per_second;
+  // Latencies: the pairs' ratio of times is the inverse of their rates'.
+  auto slower = [&](size_t base) {
+    return rounds::median_ratio(r.rates[base], r.rates[0]);
+  };
   figure f{.name = "step_remote_small",
            .value = ours_us,
            .unit = "us/step",
-           .baseline = "raw_tcp_rtt_64B",
-           .baseline_value = raw_us};
+           .baseline = "raw_tcp_rtt_polling",
+           .baseline_value = polled_us,
+           .path = path,
+           .pair_ratio = slower(1)};
   f.note = "assign_add on a scalar on the ps from a session on the worker; "
-           "lower is better; " + fixed(ours.per_second, 0) + " steps/s; "
-           + fixed(ours_us / caf_us, 2) + "x caf_rtt_remote, "
-           + fixed(ours_us / polled_us, 2) + "x raw_tcp_rtt_polling";
+           "lower is better; " + fixed(r.median(0), 0) + " steps/s; "
+           + fixed(slower(2), 2) + "x the blocking raw round trip, "
+           + fixed(ours_us / caf_us, 2) + "x caf_rtt_remote; "
+           + std::to_string(answers) + " channel messages in "
+           + std::to_string(steps) + " steps";
   ctx.out->add(f);
   // Another round trip against the raw blocking one.
-  auto rtt_figure = [&](std::string name, double us, std::string note) {
+  auto rtt_figure = [&](std::string name, double us,
+                        std::optional<double> pair, std::string note) {
     ctx.out->add(figure{.name = std::move(name),
                         .value = us,
                         .unit = "us/rtt",
                         .baseline = "raw_tcp_rtt_64B",
                         .baseline_value = raw_us,
-                        .note = std::move(note)});
+                        .note = std::move(note),
+                        .path = "tcp",
+                        .pair_ratio = pair});
   };
   rtt_figure("raw_tcp_rtt_polling", polled_us,
+             rounds::median_ratio(r.rates[2], r.rates[1]),
              "the raw round trip with both ends polling their socket "
              "(yielding) instead of blocking in recv: no wake-up of a "
              "blocked thread");
-  rtt_figure("caf_rtt_remote", caf_us,
+  rtt_figure("caf_rtt_remote", caf_us, std::nullopt,
              "a 48-byte string from a thread of the worker process to an "
              "echo actor in another process and back, over CAF with "
              "actorflow's configuration: no engine work at all");
   ctx.out->add(figure{.name = "step_remote_small_rate",
-                      .value = ours.per_second,
+                      .value = r.median(0),
                       .unit = "steps/s",
-                      .baseline = "raw_tcp_rtt_64B",
-                      .baseline_value = raw.per_second});
+                      .baseline = "raw_tcp_rtt_polling",
+                      .baseline_value = r.median(1),
+                      .path = path,
+                      .pair_ratio = rounds::median_ratio(r.rates[0],
+                                                         r.rates[1])});
 }
 
 // -- tls ------------------------------------------------------------------------
@@ -1125,46 +1371,261 @@ void run_queue(context& ctx, remote_cluster& cluster, raw_tcp_baseline& tcp) {
       flat[i] = static_cast<float>(i % 1009) * 0.001f;
   }
   session sess{cluster.target(), bounded_config(), &g};
-  auto enq = measure([&] { sess.run(enqueue, {{x, values}}); },
-                     {.budget = budget, .max_reps = max_batches,
-                      .min_reps = 3, .warmup = warmup});
-  const int64_t queued = enq.reps + warmup;
-  auto deq = measure(
-    [&] {
-      auto t = sess.run(dequeue[0]);
-      if (t.num_elements() != batch * width)
-        throw std::runtime_error("dequeue_many returned "
-                                 + t.shape().to_string());
-    },
-    {.budget = seconds_d{3600}, .max_reps = queued - warmup,
-     .warmup = warmup});
-  auto up = measure([&] { tcp.round_trip(uint64_t(batch_bytes), 8); },
-                    {.budget = budget, .min_reps = 3});
-  auto down = measure([&] { tcp.round_trip(0, uint64_t(batch_bytes)); },
-                      {.budget = budget, .min_reps = 3});
+  // Each direction in rounds against the raw TCP baseline that moves the
+  // same bytes and stores each batch in memory allocated for it (as a
+  // queue stores a fresh tensor), the better of polling and blocking
+  // (measure_rounds on the order). Enqueue first, at most max_batches,
+  // then dequeue exactly what went in: the queue's capacity bounds the
+  // ps's memory (max_batches MB).
+  constexpr int n_rounds = 9;
+  auto raw_ops = [&](uint64_t up, uint64_t down) {
+    return std::vector<std::function<void()>>{
+      [&tcp, up, down] { tcp.round_trip(up, down, {.poll = true, .fresh = true}); },
+      [&tcp, up, down] { tcp.round_trip(up, down, {.fresh = true}); }};
+  };
+  auto ops = raw_ops(uint64_t(batch_bytes), 8);
+  ops.insert(ops.begin(), [&] { sess.run(enqueue, {{x, values}}); });
+  auto totals_before = tensor_channel::totals_received();
+  auto messages_before = totals_before.messages;
+  auto enq = measure_rounds(ops, {.budget = budget,
+                                  .max_reps = max_batches / n_rounds,
+                                  .min_reps = 1, .warmup = warmup},
+                            n_rounds);
+  auto enq_messages = tensor_channel::totals_received().messages
+                      - messages_before;
+  const int64_t queued = enq.reps[0] + warmup;
+  ops = raw_ops(16, uint64_t(batch_bytes));
+  ops.insert(ops.begin(), [&] {
+    auto t = sess.run(dequeue[0]);
+    if (t.num_elements() != batch * width)
+      throw std::runtime_error("dequeue_many returned "
+                               + t.shape().to_string());
+  });
+  // Every round dequeues its share of what is there (plus a warm-up
+  // batch each).
+  auto deq_before = tensor_channel::totals_received();
+  auto deq = measure_rounds(ops, {.budget = seconds_d{3600},
+                                  .max_reps = (queued - warmup) / n_rounds,
+                                  .min_reps = 1, .warmup = warmup},
+                            n_rounds);
+  std::string moved;
+  auto deq_path = received_path(deq_before, tensor_channel::totals_received(),
+                                uint64_t(deq.reps[0]) * uint64_t(batch_bytes),
+                                uint64_t(deq.reps[0]), &moved);
   auto what = std::to_string(batch) + "x" + std::to_string(width)
               + " float32 per batch, FIFOQueue on the ps, session on the "
                 "worker";
   // One direction's pair of figures: elements/s with its note, and MB/s.
-  auto add = [&](const std::string& name, const rate& ours, const rate& raw,
-                 const std::string& baseline) {
+  auto add = [&](const std::string& name, const rounds& r,
+                 const std::string& baseline, const std::string& path,
+                 const std::string& how) {
     if (!ctx.wanted("queue", name))
       return;
+    auto base = r.best_of({1, 2});
+    auto base_copy = base;
+    auto base_rate = median_of(base_copy);
+    auto pair = rounds::median_ratio(r.rates[0], base);
     ctx.out->add(figure{.name = name,
-                        .value = ours.per_second * batch,
+                        .value = r.median(0) * batch,
                         .unit = "elements/s",
                         .baseline = baseline,
-                        .baseline_value = raw.per_second * batch,
-                        .note = what + "; " + std::to_string(ours.reps)
-                                + " batches"});
+                        .baseline_value = base_rate * batch,
+                        .note = what + "; " + std::to_string(r.reps[0])
+                                + " batches; " + how,
+                        .path = path,
+                        .pair_ratio = pair});
     ctx.out->add(figure{.name = name + "_MBps",
-                        .value = mb_per_s(ours, batch_bytes),
+                        .value = r.median(0) * batch_bytes / 1e6,
                         .unit = "MB/s",
                         .baseline = baseline,
-                        .baseline_value = mb_per_s(raw, batch_bytes)});
+                        .baseline_value = base_rate * batch_bytes / 1e6,
+                        .path = path,
+                        .pair_ratio = pair});
   };
-  add("queue_enqueue_many", enq, up, "raw_tcp_upload");
-  add("queue_dequeue_many", deq, down, "raw_tcp_download");
+  // The feed goes up inside the step's request: a channel message when
+  // the request went on the channel, else CAF's.
+  add("queue_enqueue_many", enq, "raw_tcp_upload_fresh",
+      enq_messages > 0 ? "tcp" : "tcp (CAF)",
+      "the feed inside the step's request (" + std::to_string(enq_messages)
+        + " channel messages read here)");
+  add("queue_dequeue_many", deq, "raw_tcp_download_fresh", deq_path, moved);
+}
+
+// -- scale --------------------------------------------------------------------
+
+/// What a fan-in worker prints once its session is warm, and then its
+/// count.
+constexpr const char* fanin_ready_marker = "fanin-worker ready";
+constexpr const char* fanin_done_marker = "fanin-worker steps ";
+
+/// The hidden `--fanin-worker` mode: a server for /job:worker/task:`task`
+/// of `spec_json`, whose session adds 1 to a scalar of its own on
+/// /job:ps/task:0 (small steps); once warm it says so and waits (at most
+/// two minutes) for SIGUSR1, then steps for `duration_ms` and prints its
+/// count. Dies with its parent.
+int serve_fanin_worker(pid_t parent, const std::string& spec_json, int task,
+                       int64_t duration_ms) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (parent > 0 && ::getppid() != parent)
+    return 1;
+  // Blocked before CAF starts its threads, which inherit the mask: only
+  // sigtimedwait below takes the start signal.
+  sigset_t start;
+  sigemptyset(&start);
+  sigaddset(&start, SIGUSR1);
+  ::pthread_sigmask(SIG_BLOCK, &start, nullptr);
+  auto spec = cluster_spec::from_json(spec_json);
+  server srv{spec, "worker", task};
+  graph g;
+  auto as_default = g.as_default();
+  variable counter;
+  {
+    device_scope on_ps{"/job:ps/task:0"};
+    counter = variable{0.0f, named("fanin_counter_" + std::to_string(task))};
+  }
+  auto increment = counter.assign_add(1.0);
+  session sess{srv.target(), bounded_config(), &g};
+  sess.run(counter.initializer());
+  for (int i = 0; i < 20; ++i)
+    sess.run(increment);
+  std::cout << fanin_ready_marker << std::endl;
+  timespec limit{120, 0};
+  if (::sigtimedwait(&start, nullptr, &limit) != SIGUSR1)
+    return 1;
+  auto begin = steady::now();
+  auto end = begin + milliseconds(duration_ms);
+  int64_t steps = 0;
+  while (steady::now() < end) {
+    sess.run(increment);
+    ++steps;
+  }
+  auto secs = seconds_d(steady::now() - begin).count();
+  std::cout << fanin_done_marker << steps << " seconds " << secs << std::endl;
+  srv.stop();
+  return 0;
+}
+
+/// Steps/s of one ps process serving `n` worker processes at once.
+double fanin_steps_per_s(context& ctx, const std::string& node, int n,
+                         int64_t duration_ms) {
+  examples::cluster_options o;
+  o.capture_stderr = true;
+  o.echo_stdout = false;
+  for (int i = 0; i < n; ++i)
+    o.not_started.emplace_back("worker", i);
+  examples::local_cluster nodes{node, {{"ps", 1}, {"worker", n}}, o};
+  examples::spawn_options quiet;
+  quiet.capture_stderr = true;
+  std::vector<std::unique_ptr<examples::child_process>> workers;
+  for (int i = 0; i < n; ++i)
+    workers.push_back(std::make_unique<examples::child_process>(
+      std::vector<std::string>{ctx.self, "--fanin-worker", "--parent-pid",
+                               std::to_string(::getpid()), "--cluster",
+                               nodes.spec().to_json(), "--task",
+                               std::to_string(i), "--duration_ms",
+                               std::to_string(duration_ms)},
+      quiet));
+  for (int i = 0; i < n; ++i)
+    if (!workers[i]->wait_for_line(fanin_ready_marker, 120s))
+      throw std::runtime_error("fan-in worker " + std::to_string(i) + " of "
+                               + std::to_string(n) + " did not get ready: "
+                               + workers[i]->err());
+  for (auto& w : workers)
+    w->send_signal(SIGUSR1);
+  double total = 0;
+  for (int i = 0; i < n; ++i) {
+    auto line = workers[i]->wait_for_line(fanin_done_marker,
+                                          milliseconds(duration_ms) + 60s);
+    if (!line)
+      throw std::runtime_error("fan-in worker " + std::to_string(i)
+                               + " did not finish: " + workers[i]->err());
+    std::istringstream in{line->substr(line->find(fanin_done_marker)
+                                       + std::strlen(fanin_done_marker))};
+    double steps = 0;
+    std::string word;
+    double secs = 0;
+    in >> steps >> word >> secs;
+    if (secs <= 0)
+      throw std::runtime_error("fan-in worker " + std::to_string(i)
+                               + " printed: " + *line);
+    total += steps / secs;
+  }
+  for (auto& w : workers)
+    w->wait(10s);
+  return total;
+}
+
+void run_scale(context& ctx, const std::string& node) {
+  // Fan-in: every worker a process of its own, all stepping at once.
+  std::optional<double> one_worker;
+  auto duration_ms = ctx.opts.quick ? 400 : 2000;
+  for (int n : fanin_workers) {
+    auto name = "scale_fanin_" + std::to_string(n)
+                + (n == 1 ? "worker" : "workers");
+    if (!ctx.wanted("scale", name) && n != 1)
+      continue;
+    auto rate = fanin_steps_per_s(ctx, node, n, duration_ms);
+    if (n == 1)
+      one_worker = rate;
+    if (!ctx.wanted("scale", name))
+      continue;
+    figure f{.name = name,
+             .value = rate,
+             .unit = "steps/s",
+             .baseline = "scale_fanin_1worker",
+             .baseline_value = one_worker,
+             .path = "tcp"};
+    f.note = std::to_string(n) + " worker processes, each assign_add on a "
+             "scalar of its own on one ps process, for "
+             + std::to_string(duration_ms) + " ms at once; total steps/s "
+             "(ratio: the speed-up over one worker, on "
+             + std::to_string(std::thread::hardware_concurrency())
+             + " cores)";
+    ctx.out->add(f);
+  }
+  // Graph size: one step updates every variable, spread over 4 ps tasks.
+  examples::cluster_options o;
+  o.capture_stderr = true;
+  o.echo_stdout = false;
+  o.not_started = {{"worker", 0}};
+  examples::local_cluster nodes{node, {{"ps", 4}, {"worker", 1}}, o};
+  server srv{nodes.spec(), "worker", 0};
+  std::optional<double> one_var_us;
+  for (int n : graph_variables) {
+    auto name = "scale_vars_" + std::to_string(n);
+    graph g;
+    auto as_default = g.as_default();
+    std::vector<operation> updates;
+    for (int i = 0; i < n; ++i) {
+      device_scope on_ps{"/job:ps/task:" + std::to_string(i % 4)};
+      variable v{0.0f, named("v" + std::to_string(i))};
+      updates.push_back(v.assign_add(1.0).op());
+    }
+    auto step = group(updates);
+    session sess{srv.target(), bounded_config(), &g};
+    sess.run(global_variables_initializer());
+    auto r = measure([&] { sess.run(step); },
+                     {.budget = ctx.budget(1.5, 0.3), .min_reps = 5,
+                      .warmup = 5});
+    auto us = 1e6 / r.per_second;
+    if (n == 1)
+      one_var_us = us;
+    if (!ctx.wanted("scale", name))
+      continue;
+    figure f{.name = name,
+             .value = us,
+             .unit = "us/step",
+             .baseline = "linear_from_1var",
+             .baseline_value = *one_var_us * n,
+             .path = "tcp"};
+    f.note = std::to_string(n) + " scalar variables round-robin over 4 ps "
+             "processes, one step assign_adds every one from a session on "
+             "the worker: " + fixed(us / n, 2) + " us per variable "
+             "(ratio <= 1: the cost grows no faster than linearly); "
+             + std::to_string(r.reps) + " steps";
+    ctx.out->add(f);
+  }
+  srv.stop();
 }
 
 // -- rss ----------------------------------------------------------------------
@@ -1454,7 +1915,8 @@ int run(int argc, char** argv) {
   std::string node;
   bool remote = ctx.wanted("fetch_remote") || ctx.wanted("step_remote")
                 || ctx.wanted("queue") || ctx.wanted("rss")
-                || ctx.wanted("monitoring") || ctx.wanted("tls");
+                || ctx.wanted("monitoring") || ctx.wanted("tls")
+                || ctx.wanted("scale");
   if (remote)
     node = examples::find_node_binary(opts.node);
   if (ctx.wanted("train") && have_fashion_mnist(opts.data_dir))
@@ -1488,6 +1950,7 @@ int run(int argc, char** argv) {
   run_group(ctx, "monitoring", [&] { run_monitoring(ctx, node); });
   run_group(ctx, "tls", [&] { run_tls(ctx, node); });
   run_group(ctx, "rss", [&] { run_rss(ctx, node); });
+  run_group(ctx, "scale", [&] { run_scale(ctx, node); });
   run_group(ctx, "train", [&] { run_train(ctx); });
   out.print_table();
   return out.failed() ? 1 : 0;
@@ -1502,6 +1965,14 @@ pid_t parent_pid_arg(int argc, char** argv) {
   return parent;
 }
 
+/// The value of a hidden server mode's `--name VALUE` ("" if absent).
+std::string hidden_arg(int argc, char** argv, std::string_view name) {
+  for (int i = 2; i + 1 < argc; i += 2)
+    if (name == argv[i])
+      return argv[i + 1];
+  return "";
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -1513,6 +1984,16 @@ int main(int argc, char** argv) {
       code = serve_raw_tcp(parent_pid_arg(argc, argv));
     } else if (mode == "--caf-echo-server") {
       code = serve_caf_echo(parent_pid_arg(argc, argv));
+    } else if (mode == "--fanin-worker") {
+      code = serve_fanin_worker(parent_pid_arg(argc, argv),
+                                hidden_arg(argc, argv, "--cluster"),
+                                std::stoi(hidden_arg(argc, argv, "--task")),
+                                std::stoll(hidden_arg(argc, argv,
+                                                      "--duration_ms")));
+    } else if (mode == "--shm-ring-server") {
+      code = serve_shm_ring(parent_pid_arg(argc, argv),
+                            hidden_arg(argc, argv, "--shm"),
+                            std::stoull(hidden_arg(argc, argv, "--capacity")));
     } else {
       ::signal(SIGPIPE, SIG_IGN);
       struct sigaction sa {};

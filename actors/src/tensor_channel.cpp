@@ -70,6 +70,9 @@ constexpr int connect_timeout_ms = 5000;
 std::atomic<uint64_t> n_fallbacks{0};
 std::atomic<uint64_t> n_messages{0};
 std::atomic<uint64_t> n_ring_frames{0};
+std::atomic<uint64_t> n_tensor_frames{0};
+std::atomic<uint64_t> n_socket_bytes{0};
+std::atomic<uint64_t> n_ring_bytes{0};
 
 void close_fd(int fd) {
   if (fd >= 0)
@@ -245,12 +248,16 @@ bool read_frame(const channel_in& in, const frame_prefix& p,
         value = tensor::borrow(value.type(), value.shape(), lease->data,
                                std::move(lease->owner));
       n_ring_frames.fetch_add(1, std::memory_order_relaxed);
+      n_ring_bytes.fetch_add(data_len, std::memory_order_relaxed);
     } else if (!read_all(in, value.raw(), data_len)) {
       return false;
+    } else {
+      n_socket_bytes.fetch_add(data_len, std::memory_order_relaxed);
     }
     if (!check_received_data(value).ok())
       return false;
   }
+  n_tensor_frames.fetch_add(1, std::memory_order_relaxed);
   deliver(in, inbox,
           caf::make_message(recv_tensor_atom_v, step, std::move(key),
                             std::move(value)));
@@ -965,6 +972,12 @@ uint64_t messages_received() {
 
 uint64_t ring_frames_received() {
   return n_ring_frames.load(std::memory_order_relaxed);
+}
+
+received_totals totals_received() {
+  constexpr auto relaxed = std::memory_order_relaxed;
+  return {n_tensor_frames.load(relaxed), n_socket_bytes.load(relaxed),
+          n_ring_bytes.load(relaxed), n_messages.load(relaxed)};
 }
 
 std::vector<link_stat> link_stats() {

@@ -13,6 +13,8 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <functional>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <string>
@@ -162,6 +164,78 @@ measure_interleaved(A&& a, B&& b, const measure_options& opts,
   };
   result.first.per_second = pick_rate(rates_a);
   result.second.per_second = pick_rate(rates_b);
+  return result;
+}
+
+/// What measure_rounds saw: per operation, its rate in each round.
+struct rounds {
+  /// rates[op][round], operations per second.
+  std::vector<std::vector<double>> rates;
+  /// Operations timed per op (warm-up ones excluded).
+  std::vector<int64_t> reps;
+
+  /// The median over rounds of op `i`'s rate.
+  double median(size_t i) const {
+    auto copy = rates.at(i);
+    return median_of(copy);
+  }
+
+  /// Per round, the best rate among `ops` (e.g. the better of a blocking
+  /// and a polling baseline); one value per round.
+  std::vector<double> best_of(std::initializer_list<size_t> ops) const {
+    std::vector<double> out(rates.front().size(), 0.0);
+    for (auto op : ops)
+      for (size_t r = 0; r < out.size(); ++r)
+        out[r] = std::max(out[r], rates.at(op)[r]);
+    return out;
+  }
+
+  /// The median over rounds of `num[r] / den[r]` (the pairs' ratios):
+  /// each ratio compares two measurements taken back to back, so a slow
+  /// phase of a shared machine moves both sides of it.
+  static double median_ratio(const std::vector<double>& num,
+                             const std::vector<double>& den) {
+    std::vector<double> ratios;
+    for (size_t r = 0; r < num.size() && r < den.size(); ++r)
+      if (den[r] > 0)
+        ratios.push_back(num[r] / den[r]);
+    return median_of(ratios);
+  }
+};
+
+/// Measures `ops` in rounds: in each round every op runs for its share of
+/// the budget in the order given (a, b, c, a, b, c, ...). The order is
+/// fixed on purpose: a baseline that leaves its peer polling (the raw TCP
+/// server after a polling request) is followed by one that puts it back
+/// to blocking before the engine's turn comes again. opts.budget bounds
+/// each op's total (plus one operation per round); min_reps/max_reps are
+/// per round; `warmup` untimed runs of each op first.
+inline rounds measure_rounds(const std::vector<std::function<void()>>& ops,
+                             const measure_options& opts, int n_rounds = 9) {
+  for (int i = 0; i < opts.warmup; ++i)
+    for (auto& op : ops)
+      op();
+  rounds result;
+  result.rates.assign(ops.size(), {});
+  result.reps.assign(ops.size(), 0);
+  auto slice_budget = opts.budget / n_rounds;
+  for (int r = 0; r < n_rounds; ++r) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      auto start = steady::now();
+      auto now = start;
+      int64_t reps = 0;
+      while (reps < opts.max_reps
+             && (reps < opts.min_reps || now - start < slice_budget)) {
+        ops[i]();
+        ++reps;
+        now = steady::now();
+      }
+      auto secs = seconds_d(now - start).count();
+      result.reps[i] += reps;
+      result.rates[i].push_back(secs > 0 ? static_cast<double>(reps) / secs
+                                         : 0.0);
+    }
+  }
   return result;
 }
 

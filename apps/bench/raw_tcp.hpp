@@ -40,6 +40,8 @@
 #include <thread>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -59,6 +61,36 @@ constexpr int raw_tcp_io_timeout_s = 60;
 
 /// Set in a request's reply count: both ends poll (see the top).
 constexpr uint64_t raw_tcp_poll_flag = uint64_t{1} << 63;
+
+/// Set in a request's reply count: the server keeps the request's payload
+/// in memory allocated for it (and freed after the reply), as a receiver
+/// that stores each message in a fresh tensor must; without it the
+/// server reads every request into one reused buffer.
+constexpr uint64_t raw_tcp_fresh_flag = uint64_t{1} << 62;
+
+/// Set in a request's reply count: the server sends the reply as a stream
+/// of raw_tcp_stream_chunk writes from one buffer and the client reads it
+/// into one buffer of that size, overwriting it (what iperf3 does): the
+/// socket's streaming ceiling, with no copy beyond the kernel's.
+constexpr uint64_t raw_tcp_stream_flag = uint64_t{1} << 61;
+
+constexpr uint64_t raw_tcp_flags =
+  raw_tcp_poll_flag | raw_tcp_fresh_flag | raw_tcp_stream_flag;
+
+/// The write and read size of a streamed reply.
+constexpr uint64_t raw_tcp_stream_chunk = uint64_t{1} << 20;
+
+/// How a raw round trip is done (see the flags above).
+struct raw_mode {
+  /// Both ends poll their socket instead of blocking.
+  bool poll = false;
+  /// The receiver of the payload (server for a request, client for a
+  /// reply) puts it in freshly allocated memory each time.
+  bool fresh = false;
+  /// The reply is streamed in raw_tcp_stream_chunk pieces into one
+  /// buffer.
+  bool stream = false;
+};
 
 namespace detail {
 
@@ -170,15 +202,38 @@ inline int serve_raw_tcp(pid_t parent, int accept_timeout_s = 60) {
       break; // the client hung up: done
     auto request = header[0];
     polling = (header[1] & raw_tcp_poll_flag) != 0;
-    auto reply = header[1] & ~raw_tcp_poll_flag;
-    if (request > raw_tcp_max_bytes || reply > raw_tcp_max_bytes)
+    bool fresh = (header[1] & raw_tcp_fresh_flag) != 0;
+    bool stream = (header[1] & raw_tcp_stream_flag) != 0;
+    auto reply = header[1] & ~raw_tcp_flags;
+    if (request > raw_tcp_max_bytes
+        || (!stream && reply > raw_tcp_max_bytes))
       return 1;
-    if (in.size() < request)
-      in.resize(request, 1);
+    if (fresh) {
+      // Not zero-filled first: recv writes every byte, as it would into
+      // a fresh tensor.
+      std::unique_ptr<char[]> body{new char[request]};
+      if (!detail::recv_all(fd, body.get(), request))
+        return 1;
+    } else {
+      if (in.size() < request)
+        in.resize(request, 1);
+      if (!detail::recv_all(fd, in.data(), request))
+        return 1;
+    }
+    if (stream) {
+      if (out.size() < raw_tcp_stream_chunk)
+        out.resize(raw_tcp_stream_chunk, 2);
+      for (uint64_t left = reply; left > 0;) {
+        auto n = std::min(left, raw_tcp_stream_chunk);
+        if (!detail::send_all(fd, out.data(), n))
+          return 1;
+        left -= n;
+      }
+      continue;
+    }
     if (out.size() < reply)
       out.resize(reply, 2);
-    if (!detail::recv_all(fd, in.data(), request)
-        || !detail::send_all(fd, out.data(), reply))
+    if (!detail::send_all(fd, out.data(), reply))
       return 1;
   }
   ::close(fd);
@@ -217,26 +272,46 @@ public:
 
   /// Sends `request_bytes` of payload and waits for `reply_bytes` back.
   /// The header travels in the same send as the payload, so a request is
-  /// one write as a tensor's message would be. With `poll`, this side
-  /// polls for the reply and the server for the next request (see the
-  /// top). Throws on a lost peer or after raw_tcp_io_timeout_s without
-  /// progress.
+  /// one write as a tensor's message would be. `mode`: see raw_mode (a
+  /// polling request also leaves the server polling for the next one:
+  /// end a polling phase with a blocking request). Throws on a lost peer
+  /// or after raw_tcp_io_timeout_s without progress.
   void round_trip(uint64_t request_bytes, uint64_t reply_bytes,
-                  bool poll = false) {
-    if (request_bytes > raw_tcp_max_bytes || reply_bytes > raw_tcp_max_bytes)
+                  raw_mode mode = {}) {
+    if (request_bytes > raw_tcp_max_bytes
+        || (!mode.stream && reply_bytes > raw_tcp_max_bytes)
+        || (reply_bytes & raw_tcp_flags) != 0)
       throw std::invalid_argument("raw tcp: request or reply too large");
     if (out_.size() < request_bytes + 16)
       out_.resize(request_bytes + 16, 3);
-    if (in_.size() < reply_bytes)
-      in_.resize(reply_bytes);
     uint64_t header[2] = {request_bytes,
-                          reply_bytes | (poll ? raw_tcp_poll_flag : 0)};
+                          reply_bytes | (mode.poll ? raw_tcp_poll_flag : 0)
+                            | (mode.fresh ? raw_tcp_fresh_flag : 0)
+                            | (mode.stream ? raw_tcp_stream_flag : 0)};
     std::memcpy(out_.data(), header, sizeof header);
     if (!detail::send_all(fd_, out_.data(), request_bytes + 16))
       throw detail::tcp_error("send");
-    if (!(poll ? detail::recv_all_polling(fd_, in_.data(), reply_bytes)
-               : detail::recv_all(fd_, in_.data(), reply_bytes)))
-      throw std::runtime_error("raw tcp: the server hung up or timed out");
+    auto receive = [&](char* into, uint64_t n) {
+      if (!(mode.poll ? detail::recv_all_polling(fd_, into, n)
+                      : detail::recv_all(fd_, into, n)))
+        throw std::runtime_error("raw tcp: the server hung up or timed out");
+    };
+    if (mode.stream) {
+      if (in_.size() < raw_tcp_stream_chunk)
+        in_.resize(raw_tcp_stream_chunk);
+      for (uint64_t left = reply_bytes; left > 0;) {
+        auto n = std::min(left, raw_tcp_stream_chunk);
+        receive(in_.data(), n);
+        left -= n;
+      }
+    } else if (mode.fresh) {
+      std::unique_ptr<char[]> body{new char[reply_bytes]};
+      receive(body.get(), reply_bytes);
+    } else {
+      if (in_.size() < reply_bytes)
+        in_.resize(reply_bytes);
+      receive(in_.data(), reply_bytes);
+    }
   }
 
 private:
