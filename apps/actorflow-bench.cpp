@@ -64,6 +64,7 @@
 #include "command_line.hpp"
 #include "bench/caf_rtt.hpp"
 #include "bench/eigen_mlp.hpp"
+#include "bench/grpc_peer.hpp"
 #include "bench/measure.hpp"
 #include "bench/raw_tcp.hpp"
 #include "bench/shm_ring.hpp"
@@ -173,7 +174,8 @@ struct options {
 
 const std::vector<std::string> groups = {"step_local", "matmul", "fetch_remote",
                                          "step_remote", "queue", "monitoring",
-                                         "tls",        "rss",    "scale",
+                                         "peers",      "tls",    "rss",
+                                         "scale",
                                          "train"};
 
 /// The fetch sizes: powers of 4 from 1 KiB to 64 MiB (the plot's x axis);
@@ -217,6 +219,9 @@ std::map<std::string, std::string> figure_groups() {
   for (const auto& [label, _] : fetch_sizes)
     result.emplace("fetch_remote_" + label, "fetch_remote");
   result.emplace("tcp_stream_ceiling", "fetch_remote");
+  for (const auto& [label, _] : fetch_sizes)
+    result.emplace("peer_grpc_fetch_" + label, "peers");
+  result.emplace("peer_grpc_rtt", "peers");
   result.emplace("fetch_remote_64MiB_of_stream", "fetch_remote");
   for (int n : fanin_workers)
     result.emplace("scale_fanin_" + std::to_string(n)
@@ -230,13 +235,19 @@ std::map<std::string, std::string> figure_groups() {
 options parse_args(int argc, char** argv) {
   options opts;
   flag_reader flags{argc, argv,
-                    {{"--quick", false}, {"--json-only", false}, {"--only"},
+                    {{"--quick", false}, {"--json-only", false},
+                     {"--peers", false}, {"--only"},
                      {"--node"}, {"--train"}, {"--data_dir"}}};
   apply_common(flags, prog);
   while (flags.next()) {
     const auto& name = flags.name();
     if (name == "--help") {
       opts.help = true;
+      continue;
+    }
+    if (name == "--peers") {
+      flags.no_value();
+      opts.only.push_back("peers");
       continue;
     }
     if (name == "--quick" || name == "--json-only") {
@@ -532,7 +543,9 @@ struct context {
     // A figure of the group was named: the group runs; within it only the
     // named figure where figures are separable (fetch sizes), every
     // figure otherwise.
-    return any_figure_of_group && (name.empty() || group != "fetch_remote");
+    return any_figure_of_group
+           && (name.empty()
+               || (group != "fetch_remote" && group != "peers"));
   }
 
   seconds_d budget(double full, double quick) const {
@@ -1451,6 +1464,143 @@ void run_queue(context& ctx, remote_cluster& cluster, raw_tcp_baseline& tcp) {
   add("queue_dequeue_many", deq, "raw_tcp_download_fresh", deq_path, moved);
 }
 
+// -- peers --------------------------------------------------------------------
+
+/// The peer figures' sizes: every fetch size, or three with --quick.
+std::vector<std::pair<std::string, int64_t>> peer_sizes(const context& ctx) {
+  if (!ctx.opts.quick)
+    return fetch_sizes;
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const auto& size : fetch_sizes)
+    if (size.first == "1KiB" || size.first == "1MiB" || size.first == "64MiB")
+      out.push_back(size);
+  return out;
+}
+
+#ifdef ACTORFLOW_BENCH_PEERS
+
+/// The gRPC peer (bench/grpc_peer.hpp): its server process and a client.
+class grpc_peer_baseline {
+public:
+  explicit grpc_peer_baseline(const std::string& self)
+    : server_(self, "--grpc-peer-server", grpc_peer_marker, "gRPC peer") {
+    client_.emplace(server_.port());
+  }
+
+  ~grpc_peer_baseline() {
+    client_.reset();
+    server_.process().stop(2s);
+  }
+
+  grpc_peer_client& client() {
+    return *client_;
+  }
+
+private:
+  baseline_server server_;
+  std::optional<grpc_peer_client> client_;
+};
+
+/// The engine against TensorFlow's transport, gRPC, on the same sizes and
+/// the same small round trip, in rounds (each ratio the median of
+/// back-to-back pairs); the peer's better variant (unary or streaming)
+/// per round.
+void run_peers(context& ctx, remote_cluster& cluster) {
+  grpc_peer_baseline peer{ctx.self};
+  graph g;
+  auto as_default = g.as_default();
+  std::vector<std::pair<std::pair<std::string, int64_t>, variable>> vars;
+  {
+    device_scope on_ps{"/job:ps/task:0"};
+    int64_t seed = 40;
+    for (const auto& size : peer_sizes(ctx)) {
+      if (!ctx.wanted("peers", "peer_grpc_fetch_" + size.first))
+        continue;
+      variable v{random_uniform({size.second / 4}, 0.0, 1.0, dtype::float32,
+                                ++seed),
+                 named("peer_fetch_" + size.first)};
+      vars.emplace_back(size, v);
+    }
+  }
+  auto counter = counter_on_ps();
+  auto increment = counter.assign_add(1.0);
+  session sess{cluster.target(), bounded_config(), &g};
+  sess.run(global_variables_initializer());
+  for (auto& [size, v] : vars) {
+    const auto& [label, bytes] = size;
+    auto fetch = [&] {
+      if (static_cast<int64_t>(sess.run(v).byte_size()) != bytes)
+        throw std::runtime_error("a fetch did not return "
+                                 + std::to_string(bytes) + " bytes");
+    };
+    auto n = uint64_t(bytes);
+    // Warm: the peer builds each size's reply on its first fetch.
+    for (int i = 0; i < 3; ++i) {
+      fetch();
+      peer.client().recv_tensor(n);
+      peer.client().recv_tensor_streaming(n);
+    }
+    auto big = bytes >= (int64_t{16} << 20);
+    auto before = tensor_channel::totals_received();
+    auto r = measure_rounds(
+      {fetch, [&] { peer.client().recv_tensor(n); },
+       [&] { peer.client().recv_tensor_streaming(n); }},
+      {.budget = ctx.budget(big ? 1.5 : 0.8, big ? 0.5 : 0.2), .min_reps = 1,
+       .warmup = 0});
+    std::string moved;
+    auto path = received_path(before, tensor_channel::totals_received(),
+                              uint64_t(r.reps[0]) * n, uint64_t(r.reps[0]),
+                              &moved);
+    auto best = r.best_of({1, 2});
+    auto best_copy = best;
+    auto to_mb = [&](double per_s) { return per_s * double(bytes) / 1e6; };
+    figure f{.name = "peer_grpc_fetch_" + label,
+             .value = to_mb(r.median(0)),
+             .unit = "MB/s",
+             .baseline = "grpc_recv_tensor",
+             .baseline_value = to_mb(median_of(best_copy)),
+             .path = path,
+             .pair_ratio = rounds::median_ratio(r.rates[0], best)};
+    f.note = "fetch_remote_" + label + " against TF-style RecvTensor over "
+             "gRPC on TCP (the better per round of unary: "
+             + fixed(to_mb(r.median(1)), 1) + " MB/s, and streaming: "
+             + fixed(to_mb(r.median(2)), 1) + " MB/s); actorflow: " + moved;
+    ctx.out->add(f);
+  }
+  if (!ctx.wanted("peers", "peer_grpc_rtt"))
+    return;
+  sess.run(counter.initializer());
+  auto r = measure_rounds({[&] { sess.run(increment); },
+                           [&] { peer.client().ping(); }},
+                          {.budget = ctx.budget(1.5, 0.4), .min_reps = 10,
+                           .warmup = 10});
+  figure f{.name = "peer_grpc_rtt",
+           .value = 1e6 / r.median(0),
+           .unit = "us/step",
+           .baseline = "grpc_ping_64B",
+           .baseline_value = 1e6 / r.median(1),
+           .path = "tcp",
+           .pair_ratio = rounds::median_ratio(r.rates[1], r.rates[0])};
+  f.note = "step_remote_small against a unary gRPC call of 48 bytes up "
+           "and 64 back; lower is better";
+  ctx.out->add(f);
+}
+
+#else
+
+void run_peers(context& ctx, remote_cluster&) {
+  auto why = "actorflow-bench was built without its gRPC peer (cmake "
+             "-DACTORFLOW_BENCH_PEERS=ON; scripts/setup.sh turns it on)";
+  for (const auto& size : peer_sizes(ctx))
+    if (ctx.wanted("peers", "peer_grpc_fetch_" + size.first))
+      ctx.out->add(figure{.name = "peer_grpc_fetch_" + size.first,
+                          .skipped = why});
+  if (ctx.wanted("peers", "peer_grpc_rtt"))
+    ctx.out->add(figure{.name = "peer_grpc_rtt", .skipped = why});
+}
+
+#endif
+
 // -- scale --------------------------------------------------------------------
 
 /// What a fan-in worker prints once its session is warm, and then its
@@ -1916,7 +2066,7 @@ int run(int argc, char** argv) {
   bool remote = ctx.wanted("fetch_remote") || ctx.wanted("step_remote")
                 || ctx.wanted("queue") || ctx.wanted("rss")
                 || ctx.wanted("monitoring") || ctx.wanted("tls")
-                || ctx.wanted("scale");
+                || ctx.wanted("scale") || ctx.wanted("peers");
   if (remote)
     node = examples::find_node_binary(opts.node);
   if (ctx.wanted("train") && have_fashion_mnist(opts.data_dir))
@@ -1945,6 +2095,10 @@ int run(int argc, char** argv) {
     run_group(ctx, "queue", [&] {
       ensure();
       run_queue(ctx, *cluster, *tcp);
+    });
+    run_group(ctx, "peers", [&] {
+      ensure();
+      run_peers(ctx, *cluster);
     });
   }
   run_group(ctx, "monitoring", [&] { run_monitoring(ctx, node); });
@@ -1984,6 +2138,10 @@ int main(int argc, char** argv) {
       code = serve_raw_tcp(parent_pid_arg(argc, argv));
     } else if (mode == "--caf-echo-server") {
       code = serve_caf_echo(parent_pid_arg(argc, argv));
+#ifdef ACTORFLOW_BENCH_PEERS
+    } else if (mode == "--grpc-peer-server") {
+      code = serve_grpc_peer(parent_pid_arg(argc, argv));
+#endif
     } else if (mode == "--fanin-worker") {
       code = serve_fanin_worker(parent_pid_arg(argc, argv),
                                 hidden_arg(argc, argv, "--cluster"),

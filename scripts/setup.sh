@@ -8,7 +8,9 @@ packages=(g++ cmake ninja-build ccache pkg-config
           libcaf-dev libeigen3-dev libboost-serialization-dev catch2
           nlohmann-json3-dev zlib1g-dev dataset-fashion-mnist
           libncurses-dev tmux libcpp-httplib-dev chromium python3-yaml
-          doxygen libcli11-dev libspdlog-dev libssl-dev openssl)
+          doxygen libcli11-dev libspdlog-dev libssl-dev openssl
+          libgrpc++-dev libprotobuf-dev protobuf-compiler
+          protobuf-compiler-grpc iperf3)
 scripts/install_packages.sh "${packages[@]}"
 
 # From the npm registry, as each package-lock.json pins them: the console
@@ -24,7 +26,12 @@ for web in apps/console/web test/integration/web; do
 done
 
 build_dir=${ACTORFLOW_BUILD_DIR:-build}
-if [ ! -f "$build_dir/build.ninja" ]; then
-  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# The bench's gRPC peer (grpc++, protobuf) is built too: the bench's
+# --quick run in the tests measures it. A build directory configured
+# before it existed is configured again.
+if [ ! -f "$build_dir/build.ninja" ] \
+   || ! grep -q '^ACTORFLOW_BENCH_PEERS:BOOL=ON' "$build_dir/CMakeCache.txt"; then
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DACTORFLOW_BENCH_PEERS=ON
 fi
 cmake --build "$build_dir" -j "$(nproc)"

@@ -537,7 +537,7 @@ private:
     last_us_ = monitoring::wall_us();
     // Data that fits in the ring costs this thread a copy there and a
     // short frame, less than waking the link's thread.
-    bool ring_now = f.ring_candidate && ring_;
+    bool ring_now = f.ring_candidate && ring_ && fits_ring(f);
     if ((write_now || ring_now) && state_ == state::up && !busy_
         && queue_.empty()) {
       // Nothing ahead of it: write what the socket takes now, from this
@@ -590,12 +590,21 @@ private:
     return f;
   }
 
+  // Data of up to half the ring takes it: two such frames fit at any
+  // position, so a size that took the ring takes it every time once its
+  // reader lets go of the one before. Larger data would fit only when
+  // the ring happened to be empty at the right place, and the same
+  // transfer took the ring or the socket depending on what ran before.
+  bool fits_ring(const frame& f) const {
+    return f.data_len <= ring_.capacity() / 2;
+  }
+
   // Puts f's element data in the ring if it is a candidate that fits now:
   // the frame then carries the data's position instead. Only the writer
   // of the frame's first byte calls it, so frames take the ring in the
   // order they go on the wire.
   void move_to_ring(frame& f) {
-    if (!f.ring_candidate || f.done != 0)
+    if (!f.ring_candidate || f.done != 0 || !fits_ring(f))
       return;
     f.ring_candidate = false;
     auto pos = ring_.put(f.data, f.data_len);

@@ -64,10 +64,11 @@ route route_to(const std::string& address, caf::actor_system* sys = nullptr);
 /// behind `r`. Never blocks. With `write_now`, the caller's thread writes
 /// what the socket takes at once (when nothing is queued before it) and
 /// the link's thread the rest; without, the link's thread writes it all,
-/// beside the caller's work. Either way, data of 16 KiB or more that fits
-/// in the link's ring (a peer on this host) is copied there by the
-/// caller's thread when nothing is queued before it. False when the link is down (it could not
-/// connect, or broke): the caller then sends over CAF. A frame that was
+/// beside the caller's work. Either way, data from 16 KiB up to half the
+/// link's ring (a peer on this host) is copied there by the caller's
+/// thread when nothing is queued before it and the ring has room. False
+/// when the link is down (it could not connect, or broke): the caller
+/// then sends over CAF. A frame that was
 /// queued when the link went down goes to `fallback` as one CAF message
 /// instead.
 bool send(const route& r, int64_t step, const std::string& key,

@@ -694,6 +694,39 @@ TEST_CASE("tensor_channel: large values go through the ring, more of them "
   CHECK(through_ring <= values.size());
 }
 
+TEST_CASE("tensor_channel: the path of a value depends on its size alone",
+          "[tensor_channel]") {
+  system_holder s;
+  caf::scoped_actor self{*s.sys};
+  loopback channel{self};
+  // Half the 4 MiB ring (rows of 4 KiB) takes the ring every time its
+  // reader has let go of the one before; the whole ring's size never
+  // does, whatever the ring's position (it fit only when the ring
+  // happened to be empty where it wrapped).
+  auto half = floats_of(512, 1.0f);
+  auto whole = floats_of(1024, 2.0f);
+  auto odd = floats_of(48, 3.0f);
+  for (int round = 0; round < 3; ++round) {
+    INFO("round " << round);
+    for (const auto* value : {&half, &whole, &odd}) {
+      auto before = tensor_channel::totals_received();
+      REQUIRE(tensor_channel::send(channel.route, round, "k", *value,
+                                   channel.me, round % 2 == 0));
+      CHECK(receive_one(self).value == *value);
+      auto after = tensor_channel::totals_received();
+      auto bytes = value->byte_size();
+      if (value == &whole) {
+        CHECK(after.socket_bytes - before.socket_bytes == bytes);
+        CHECK(after.ring_bytes == before.ring_bytes);
+      } else {
+        CHECK(after.ring_bytes - before.ring_bytes == bytes);
+        CHECK(after.socket_bytes == before.socket_bytes);
+      }
+      CHECK(after.tensor_frames == before.tensor_frames + 1);
+    }
+  }
+}
+
 TEST_CASE("tensor_channel: with ACTORFLOW_CHANNEL_RING_MIB=0 a link offers "
           "no ring",
           "[tensor_channel]") {

@@ -41,7 +41,11 @@ const std::vector<std::string> required = {
   "fetch_remote_64MiB_of_stream", "raw_tcp_rtt_polling",
   "scale_fanin_1worker", "scale_fanin_2workers", "scale_fanin_4workers",
   "scale_fanin_8workers", "scale_fanin_16workers", "scale_vars_1",
-  "scale_vars_10", "scale_vars_100", "scale_vars_1000"};
+  "scale_vars_10", "scale_vars_100", "scale_vars_1000",
+  // TensorFlow's transport (gRPC) measured in the same run (--quick: three
+  // sizes and the round trip).
+  "peer_grpc_fetch_1KiB", "peer_grpc_fetch_1MiB", "peer_grpc_fetch_64MiB",
+  "peer_grpc_rtt"};
 
 /// The paths a figure that crosses processes may name.
 const std::set<std::string> paths = {"tcp", "ring", "tcp (CAF)", "ring+tcp",
@@ -117,6 +121,12 @@ TEST_CASE("bench: --quick prints every figure as a JSON line", "[bench]") {
     for (const char* key :
          {"name", "value", "unit", "baseline", "baseline_value", "ratio"})
       CHECK(f.contains(key));
+    if (!ACTORFLOW_BENCH_PEERS_BUILT && name.starts_with("peer_")) {
+      CHECK(f["value"].is_null());
+      CHECK_THAT(f.value("skipped", ""),
+                 Catch::Contains("ACTORFLOW_BENCH_PEERS"));
+      continue;
+    }
     if (!have_data && name.starts_with("train_")) {
       CHECK(f["value"].is_null());
       CHECK(f.contains("skipped"));
@@ -140,7 +150,8 @@ TEST_CASE("bench: --quick prints every figure as a JSON line", "[bench]") {
                  .epsilon(0.01));
     CHECK_FALSE(f.contains("error"));
     if (name.starts_with("fetch_remote") || name.starts_with("step_remote")
-        || name.starts_with("queue_") || name.starts_with("scale_"))
+        || name.starts_with("queue_") || name.starts_with("scale_")
+        || name.starts_with("peer_"))
       CHECK(paths.count(f.value("path", "")) == 1);
   }
   // The path each fetch took is the one it must take: a peer on this
@@ -152,6 +163,10 @@ TEST_CASE("bench: --quick prints every figure as a JSON line", "[bench]") {
   CHECK(got["fetch_remote_64MiB"]["path"] == "tcp");
   CHECK(got["fetch_remote_64MiB"]["baseline"] == "raw_tcp_best");
   CHECK(got["step_remote_small"]["baseline"] == "raw_tcp_rtt_polling");
+  if (ACTORFLOW_BENCH_PEERS_BUILT) {
+    CHECK(got["peer_grpc_fetch_64MiB"]["baseline"] == "grpc_recv_tensor");
+    CHECK(got["peer_grpc_rtt"]["baseline"] == "grpc_ping_64B");
+  }
   // TCP's streaming ceiling has no baseline: it is one.
   REQUIRE(got.count("tcp_stream_ceiling") == 1);
   CHECK(got["tcp_stream_ceiling"]["value"].get<double>() > 0);
