@@ -895,7 +895,9 @@ std::optional<double> iperf3_mb_per_s(double seconds, std::string& why) {
   auto port = std::to_string(examples::free_port());
   examples::spawn_options quiet;
   quiet.capture_stderr = true;
-  examples::child_process srv({iperf, "-s", "-1", "-B", "127.0.0.1", "-p", port},
+  // --forceflush: its stdout is a pipe here, which stdio would buffer.
+  examples::child_process srv({iperf, "-s", "-1", "--forceflush", "-B",
+                               "127.0.0.1", "-p", port},
                               quiet);
   if (!srv.wait_for_line("Server listening", 10s)) {
     why = "iperf3 -s did not start: " + srv.err();

@@ -100,14 +100,38 @@ struct channel_in {
   tls_socket* tls = nullptr;
 };
 
+std::chrono::nanoseconds channel_spin();
+
 // Reads exactly n bytes from a blocking socket; false on EOF or error.
+// While the rest of what it waits for is on its way (a large frame's
+// data, written by the peer as the socket drains), it polls for up to
+// channel_spin() since the last bytes came before it blocks: a blocked
+// thread's wake-up per socket buffer's worth cost a 16 MiB fetch a
+// quarter of its rate against a raw polling reader.
 bool read_all(const channel_in& in, void* data, size_t n) {
   auto* p = static_cast<char*>(data);
+  auto spin_until = std::chrono::steady_clock::time_point::min();
   while (n > 0) {
-    auto r = in.tls ? in.tls->read(p, n) : ::recv(in.fd, p, n, 0);
+    ssize_t r;
+    if (in.tls) {
+      r = in.tls->read(p, n);
+    } else {
+      r = ::recv(in.fd, p, n, MSG_DONTWAIT);
+      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        auto now = std::chrono::steady_clock::now();
+        if (spin_until == std::chrono::steady_clock::time_point::min())
+          spin_until = now + channel_spin();
+        if (now < spin_until) {
+          std::this_thread::yield();
+          continue;
+        }
+        r = ::recv(in.fd, p, n, 0);
+      }
+    }
     if (r > 0) {
       p += r;
       n -= static_cast<size_t>(r);
+      spin_until = std::chrono::steady_clock::time_point::min();
     } else if (r < 0 && errno == EINTR) {
       continue;
     } else {

@@ -16,9 +16,10 @@
 // on this host), the payload, then the server answers with exactly "reply
 // bytes" bytes. Both ends keep their buffers across requests: the baseline
 // is the transport alone, with no allocation per message. A request whose
-// reply count has raw_tcp_poll_flag set asks the server to poll for the
-// next request instead of blocking, as the client then polls for the
-// reply: the round trip without a blocked thread's wake-up (on VMs that
+// reply count has raw_tcp_poll_flag set asks the server to poll its
+// socket (for the payload, while its reply does not fit the socket, and
+// for the next request) instead of blocking, as the client then does:
+// the round trip without a blocked thread's wake-up (on VMs that
 // halt an idle vCPU at once, that wake-up is most of a small round trip).
 //
 // Blocking calls: serve_raw_tcp (until EOF), raw_tcp_client's constructor
@@ -134,6 +135,30 @@ inline bool recv_all(int fd, char* data, size_t n) {
   return true;
 }
 
+/// Sends all `n` bytes, polling the socket (yielding the core between
+/// tries) when it is full instead of blocking; false on error, or
+/// raw_tcp_io_timeout_s without progress.
+inline bool send_all_polling(int fd, const char* data, size_t n) {
+  auto deadline = std::chrono::steady_clock::now()
+                  + std::chrono::seconds(raw_tcp_io_timeout_s);
+  while (n > 0) {
+    auto sent = ::send(fd, data, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (sent > 0) {
+      data += sent;
+      n -= static_cast<size_t>(sent);
+      deadline = std::chrono::steady_clock::now()
+                 + std::chrono::seconds(raw_tcp_io_timeout_s);
+    } else if ((sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK
+                && errno != EINTR)
+               || std::chrono::steady_clock::now() > deadline) {
+      return false;
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  return true;
+}
+
 /// Receives exactly `n` bytes, polling the socket (yielding the core
 /// between polls) instead of blocking; false on EOF, error, or
 /// raw_tcp_io_timeout_s without all of them.
@@ -208,16 +233,20 @@ inline int serve_raw_tcp(pid_t parent, int accept_timeout_s = 60) {
     if (request > raw_tcp_max_bytes
         || (!stream && reply > raw_tcp_max_bytes))
       return 1;
+    auto receive = [&](char* into) {
+      return polling ? detail::recv_all_polling(fd, into, request)
+                     : detail::recv_all(fd, into, request);
+    };
     if (fresh) {
       // Not zero-filled first: recv writes every byte, as it would into
       // a fresh tensor.
       std::unique_ptr<char[]> body{new char[request]};
-      if (!detail::recv_all(fd, body.get(), request))
+      if (!receive(body.get()))
         return 1;
     } else {
       if (in.size() < request)
         in.resize(request, 1);
-      if (!detail::recv_all(fd, in.data(), request))
+      if (!receive(in.data()))
         return 1;
     }
     if (stream) {
@@ -233,7 +262,8 @@ inline int serve_raw_tcp(pid_t parent, int accept_timeout_s = 60) {
     }
     if (out.size() < reply)
       out.resize(reply, 2);
-    if (!detail::send_all(fd, out.data(), reply))
+    if (!(polling ? detail::send_all_polling(fd, out.data(), reply)
+                  : detail::send_all(fd, out.data(), reply)))
       return 1;
   }
   ::close(fd);
@@ -289,7 +319,9 @@ public:
                             | (mode.fresh ? raw_tcp_fresh_flag : 0)
                             | (mode.stream ? raw_tcp_stream_flag : 0)};
     std::memcpy(out_.data(), header, sizeof header);
-    if (!detail::send_all(fd_, out_.data(), request_bytes + 16))
+    if (!(mode.poll
+            ? detail::send_all_polling(fd_, out_.data(), request_bytes + 16)
+            : detail::send_all(fd_, out_.data(), request_bytes + 16)))
       throw detail::tcp_error("send");
     auto receive = [&](char* into, uint64_t n) {
       if (!(mode.poll ? detail::recv_all_polling(fd_, into, n)
