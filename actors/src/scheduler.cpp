@@ -381,6 +381,7 @@ public:
       set_while_alive sending{helper_sending};
       start();
     }
+    bool polled = false;
     for (;;) {
       auto* job = unit.next.take(data);
       if (job == nullptr) {
@@ -403,12 +404,28 @@ public:
           // for the workers.
           if (!data.queue.empty())
             data.cv.notify_one();
+          // Poll first, for up to twice the spin time since the last
+          // job: the reply of a remote step comes within tens of µs, and
+          // waking a blocked thread costs about as much again on a VM
+          // that halts an idle vCPU at once.
+          if (!polled && data.spin > caf::timespan{0}) {
+            polled = true;
+            auto deadline = std::chrono::steady_clock::now() + 2 * data.spin;
+            guard.unlock();
+            while (std::chrono::steady_clock::now() < deadline
+                   && data.size.load(std::memory_order_acquire) == 0
+                   && !done())
+              std::this_thread::yield();
+            guard.lock();
+            continue;
+          }
           ++data.helpers_waiting;
           data.helper_cv.wait(guard);
           --data.helpers_waiting;
           continue;
         }
       }
+      polled = false;
       run_chain(data, unit, max_throughput, job);
     }
   }

@@ -28,8 +28,15 @@ namespace {
 struct reply_times {
   /// Capped at 4 x spin: whether to poll for the reply.
   std::atomic<int64_t> polling_ns{0};
-  /// Capped at 2 x help_max_ns: whether to run actors while waiting.
+  /// Capped at 2 x help_max_ns: whether running actors while waiting is
+  /// allowed at all.
   std::atomic<int64_t> helping_ns{0};
+  /// Whole calls, from the send to the caller having the reply, when the
+  /// caller ran actors (helped) and when it did not: which way is faster
+  /// for this session's steps (see call_master). 0: not measured yet.
+  std::atomic<int64_t> helped_call_ns{0};
+  std::atomic<int64_t> plain_call_ns{0};
+  std::atomic<uint64_t> calls{0};
 };
 
 struct step_result {
@@ -247,17 +254,20 @@ caf::behavior client_actor(caf::event_based_actor* self, task_actor master,
   };
 }
 
-// Replies taking this long on average (remote steps) are waited for by
-// running actors (run_actors_until): the caller's thread takes the step
-// to the master and the reply from the network, where a worker would
-// have to be woken for each. Below, a spinning worker already takes the
-// step at once, and a waiting caller would only race it; above, the
-// wake-ups are a small part of the step, and a caller running actors
-// could be kept in a long job that is not its own. A one-worker training
-// step of actorflow-train's MLP (~2-3 ms) saved ~90 us of wake-ups when
-// its caller helped (the bound was 2 ms): +5-9 % (docs/PERFORMANCE.md).
-constexpr int64_t help_min_ns = 100'000;
+// A caller may wait for its reply by running actors (run_actors_until):
+// its thread takes the step to the master and the reply from the
+// network, where a worker would have to be woken for each. Whether that
+// is faster depends on the step, so each session measures both ways and
+// takes the faster, trying the other way every help_probe_every calls
+// (the steps of a session change). What was measured: a local step takes
+// 4-9 us when a spinning worker runs it and ~19 us when its caller does
+// (the two race); a remote small step 54 us against 30; a one-worker
+// training step of actorflow-train's MLP (~2-3 ms) saved ~90 us of
+// wake-ups when its caller helped: +5-9 % (docs/PERFORMANCE.md). Replies
+// that average more than help_max_ns never are: a caller running actors
+// could be kept in a long job that is not its own.
 constexpr int64_t help_max_ns = 10'000'000;
+constexpr uint64_t help_probe_every = 32;
 
 // Sends one step through the session's client actor and waits for its
 // reply. While this session's replies have been arriving within `spin`,
@@ -290,7 +300,15 @@ step_result call_master(pending_steps& pending, const caf::actor& client,
            == std::future_status::ready;
   };
   bool helped = false;
-  if (helping_avg >= help_min_ns && helping_avg <= help_max_ns) {
+  auto call = replies.calls.fetch_add(1, std::memory_order_relaxed);
+  auto helped_avg = replies.helped_call_ns.load(std::memory_order_relaxed);
+  auto plain_avg = replies.plain_call_ns.load(std::memory_order_relaxed);
+  // The faster way so far; a way not measured yet is tried first, and the
+  // slower one again now and then.
+  bool help = helped_avg == 0 || (plain_avg != 0 && helped_avg < plain_avg);
+  if (call % help_probe_every == help_probe_every - 1)
+    help = !help;
+  if (help && helping_avg <= help_max_ns) {
     // Counted before the step goes out, so that its reply notifies.
     ++pending.helping;
     helped = run_actors_until(pending.sys, send, ready);
@@ -319,6 +337,17 @@ step_result call_master(pending_steps& pending, const caf::actor& client,
   };
   add(replies.polling_ns, polling_avg, 4 * spin.count());
   add(replies.helping_ns, helping_avg, 2 * help_max_ns);
+  // The whole call, wake-up included: what the two ways are compared on.
+  // The first sample of a way is taken as it is.
+  auto whole = std::max<int64_t>(
+    std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - sent)
+      .count(),
+    1);
+  auto& way = helped ? replies.helped_call_ns : replies.plain_call_ns;
+  auto old_way = helped ? helped_avg : plain_avg;
+  way.store(old_way == 0 ? whole
+                         : old_way + (std::min(whole, 2 * help_max_ns) - old_way) / 8,
+            std::memory_order_relaxed);
   return out;
 }
 
