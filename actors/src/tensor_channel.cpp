@@ -101,6 +101,7 @@ struct channel_in {
 };
 
 std::chrono::nanoseconds channel_spin();
+void await_frame(const channel_in& in, std::chrono::nanoseconds spin);
 
 // Reads exactly n bytes from a blocking socket; false on EOF or error.
 // While the rest of what it waits for is on its way (a large frame's
@@ -114,6 +115,9 @@ bool read_all(const channel_in& in, void* data, size_t n) {
   while (n > 0) {
     ssize_t r;
     if (in.tls) {
+      // The same for TLS: poll the socket until a record is there (or
+      // buffered already), then read it.
+      await_frame(in, channel_spin());
       r = in.tls->read(p, n);
     } else {
       r = ::recv(in.fd, p, n, MSG_DONTWAIT);
