@@ -27,7 +27,9 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <charconv>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <string_view>
 #include <thread>
@@ -217,11 +219,39 @@ void deliver(const channel_in& in, uint64_t inbox, caf::message msg) {
 }
 
 
+// The feeds of run_graph requests that came ahead of their request on
+// one connection (send_run_graph), by inbox and step. Bounded: a sender
+// whose link broke between a request's feeds and the request leaves
+// them here, and the oldest go once there are max_stashed.
+struct feed_stash {
+  static constexpr size_t max_stashed = 64;
+  std::map<std::pair<uint64_t, int64_t>, arrived_feeds> by_request;
+
+  void add(uint64_t inbox, int64_t step, size_t pos, tensor value) {
+    by_request[{inbox, step}].emplace_back(pos, std::move(value));
+    if (by_request.size() > max_stashed)
+      by_request.erase(by_request.begin());
+  }
+};
+
+// A feed's position from its frame's key (feed_key + decimal), or
+// nothing if the key is not a feed's.
+std::optional<size_t> feed_position(std::string_view key) {
+  if (!key.starts_with(feed_key))
+    return std::nullopt;
+  key.remove_prefix(feed_key.size());
+  size_t pos = 0;
+  auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), pos);
+  if (ec != std::errc{} || end != key.data() + key.size())
+    return std::nullopt;
+  return pos;
+}
+
 // The rest of a frame whose prefix is `p`, off the wire; false ends
 // the connection (EOF, error, or a peer that does not speak the
 // protocol).
 bool read_frame(const channel_in& in, const frame_prefix& p,
-                ring_reader& ring) {
+                ring_reader& ring, feed_stash& stash) {
   auto [magic, key_len, inbox, step, head_len, flags, data_len] = p;
   auto kind = check_prefix(p);
   if (kind == frame_kind::invalid)
@@ -245,7 +275,13 @@ bool read_frame(const channel_in& in, const frame_prefix& p,
     std::unique_ptr<char[]> body{new char[head_len]};
     if (!read_all(in, body.get(), head_len))
       return false;
-    auto msg = parse_message(key, step, {body.get(), head_len});
+    arrived_feeds* feeds = nullptr;
+    auto stashed = stash.by_request.find({inbox, step});
+    if (stashed != stash.by_request.end())
+      feeds = &stashed->second;
+    auto msg = parse_message(key, step, {body.get(), head_len}, feeds);
+    if (stashed != stash.by_request.end())
+      stash.by_request.erase(stashed);
     if (msg.empty())
       return false;
     n_messages.fetch_add(1, std::memory_order_relaxed);
@@ -286,6 +322,10 @@ bool read_frame(const channel_in& in, const frame_prefix& p,
       return false;
   }
   n_tensor_frames.fetch_add(1, std::memory_order_relaxed);
+  if (auto pos = feed_position(key)) {
+    stash.add(inbox, step, *pos, std::move(value));
+    return true;
+  }
   deliver(in, inbox,
           caf::make_message(recv_tensor_atom_v, step, std::move(key),
                             std::move(value)));
@@ -358,6 +398,7 @@ void serve(int fd, tls_socket::security_ptr sec) {
       int64_t gap_ns = 0;
       char prefix[prefix_size];
       ring_reader ring;
+      feed_stash stash;
       for (;;) {
         auto idle_since = clock::now();
         if (spin.count() > 0 && gap_ns < spin.count())
@@ -371,7 +412,7 @@ void serve(int fd, tls_socket::security_ptr sec) {
                   / 8;
         frame_prefix parsed;
         if (!parse_prefix({prefix, prefix_size}, parsed)
-            || !read_frame(in, parsed, ring))
+            || !read_frame(in, parsed, ring, stash))
           break;
         constexpr auto relaxed = std::memory_order_relaxed;
         stat->frames.store(stat->frames.load(relaxed) + 1, relaxed);
@@ -500,16 +541,20 @@ public:
   }
 
   /// Sends `msg` (a run_graph or step_reply message) as a frame of `kind`
-  /// whose body is msg's element `body_at` on, and the whole of `msg` to
-  /// `fallback` over CAF should the link fail; false (nothing sent) when
-  /// it is down already or the body is more than a frame may hold.
+  /// whose body is msg's element `body_at` on (`wire`'s instead, when
+  /// given: a request whose large feeds went ahead), and the whole of
+  /// `msg` to `fallback` over CAF should the link fail; false (nothing
+  /// sent) when it is down already or the body is more than a frame may
+  /// hold.
   bool send_message(uint64_t inbox, int64_t step, std::string_view kind,
                     caf::message msg, size_t body_at,
-                    const caf::actor& fallback) {
+                    const caf::actor& fallback,
+                    const caf::message* wire = nullptr) {
     frame f;
     caf::binary_serializer sink{nullptr, f.body};
-    for (auto i = body_at; i < msg.size(); ++i)
-      if (auto err = msg.save(i, sink))
+    const auto& body = wire != nullptr ? *wire : msg;
+    for (auto i = body_at; i < body.size(); ++i)
+      if (auto err = body.save(i, sink))
         return false;
     if (f.body.size() > max_encoded)
       return false;
@@ -986,9 +1031,37 @@ bool send_or_fallback(const route& r, int64_t step, std::string_view kind,
 bool send_run_graph(const route& r, run_graph_request req,
                     const caf::actor& exec) {
   auto step = req.step_id;
-  return send_or_fallback(r, step, run_graph_kind,
-                          caf::make_message(run_graph_atom_v, std::move(req)),
-                          1, exec);
+  // Large numeric feeds go ahead of the request as tensor frames of their
+  // own (through the ring from a peer on this host; read straight into
+  // the tensor otherwise), not serialized into the request's body: that
+  // body is copied into a buffer on both sides. The receiver puts them
+  // back in place (parse_message). Should the link fail on the way, the
+  // whole request goes over CAF, feeds included.
+  std::optional<run_graph_request> wire;
+  for (size_t i = 0; r.to != nullptr && i < req.feeds.size(); ++i) {
+    const auto& value = req.feeds[i].second;
+    if (value.type() == dtype::string || value.byte_size() < ring_min_data)
+      continue;
+    if (!wire)
+      wire = req;
+    if (!r.to->send(r.inbox, step, std::string{feed_key} + std::to_string(i),
+                    value, caf::actor{}, true)) {
+      wire.reset();
+      break;
+    }
+    wire->feeds[i].second = tensor{};
+  }
+  if (!wire)
+    return send_or_fallback(r, step, run_graph_kind,
+                            caf::make_message(run_graph_atom_v,
+                                              std::move(req)),
+                            1, exec);
+  auto full = caf::make_message(run_graph_atom_v, std::move(req));
+  auto body = caf::make_message(run_graph_atom_v, std::move(*wire));
+  if (r.to->send_message(r.inbox, step, run_graph_kind, full, 1, exec, &body))
+    return true;
+  caf::anon_send(exec, std::move(full));
+  return false;
 }
 
 bool send_step_reply(const route& r, int64_t step, int64_t part,

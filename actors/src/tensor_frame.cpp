@@ -59,12 +59,19 @@ frame_kind check_prefix(const frame_prefix& p) {
 }
 
 caf::message parse_message(std::string_view kind, int64_t step,
-                           std::string_view body) {
+                           std::string_view body, arrived_feeds* feeds) {
   caf::binary_deserializer source{nullptr, body.data(), body.size()};
   if (kind == run_graph_kind) {
     run_graph_request req;
     if (source(req) || source.remaining() != 0 || req.step_id != step)
       return {};
+    if (feeds != nullptr)
+      for (auto& [pos, value] : *feeds) {
+        if (pos >= req.feeds.size() || req.feeds[pos].second.num_elements() != 0
+            || req.feeds[pos].second.type() != dtype::invalid)
+          return {};
+        req.feeds[pos].second = std::move(value);
+      }
     return caf::make_message(run_graph_atom_v, std::move(req));
   }
   if (kind == step_reply_kind) {

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <caf/message.hpp>
 
@@ -29,6 +31,14 @@ inline constexpr size_t flags_offset = 28;
 inline constexpr uint32_t max_ring_path = 64;
 inline constexpr std::string_view run_graph_kind = "run_graph";
 inline constexpr std::string_view step_reply_kind = "step_reply";
+/// The key of a run_graph request's feed that travels as a tensor frame
+/// of its own ahead of the request (feed_key + its position in the
+/// request's feeds): no rendezvous key starts with a control character.
+inline constexpr std::string_view feed_key = "\x01" "feed/";
+
+/// Feeds that came ahead of their request, by position, for parse_message
+/// to put in place.
+using arrived_feeds = std::vector<std::pair<size_t, tensor>>;
 inline constexpr uint32_t max_key = 1 << 16;
 inline constexpr uint32_t max_header = 1 << 16;
 // A string tensor's whole encoding, and any tensor's data: what one frame
@@ -70,9 +80,13 @@ void write_prefix(byte_writer& w, uint64_t inbox, int64_t step,
 frame_kind check_prefix(const frame_prefix& p);
 
 /// The message of a `message` frame from its kind (the key) and body; an
-/// empty message when they do not parse or the step disagrees.
+/// empty message when they do not parse or the step disagrees. `feeds`,
+/// for a run_graph request, go in place of the (empty) feeds at their
+/// positions; a position the request has not, or whose feed is not empty,
+/// makes the frame invalid too.
 caf::message parse_message(std::string_view kind, int64_t step,
-                           std::string_view body);
+                           std::string_view body,
+                           arrived_feeds* feeds = nullptr);
 
 /// The tensor of a tensor, in_ring or encoded frame from its head: for
 /// tensor and in_ring, its header (the data is read into `value`'s buffer

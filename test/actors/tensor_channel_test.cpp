@@ -43,6 +43,7 @@
 #include "common/temp_dir.hpp"
 #include "shared_ring.hpp"
 #include "tensor_channel.hpp"
+#include "tensor_frame.hpp"
 
 using namespace actorflow;
 
@@ -545,6 +546,57 @@ TEST_CASE("tensor_channel: a peer that breaks the protocol loses its "
   REQUIRE(tensor_channel::send(route, 10, "k", floats,
                                caf::actor_cast<caf::actor>(self), true));
   CHECK(receive_one(self).step == 10);
+}
+
+TEST_CASE("tensor_channel: a request's large feeds go ahead as tensor "
+          "frames and arrive in place",
+          "[tensor_channel]") {
+  system_holder s;
+  caf::scoped_actor self{*s.sys};
+  loopback channel{self};
+  auto req = request_of(11);
+  // 64 KiB (through the ring from this host), 1 MiB, and the small and
+  // string feeds of request_of, which stay in the request's body.
+  auto big = floats_of(16, 4.0f);
+  auto bigger = floats_of(256, 5.0f);
+  req.feeds.emplace_back(5, big);
+  req.feeds.emplace_back(6, bigger);
+  auto before = tensor_channel::totals_received();
+  REQUIRE(tensor_channel::send_run_graph(channel.route, req, channel.me));
+  auto got = receive_request(self);
+  auto after = tensor_channel::totals_received();
+  CHECK(got.step_id == 11);
+  REQUIRE(got.feeds.size() == 4);
+  for (size_t i = 0; i < got.feeds.size(); ++i) {
+    INFO("feed " << i);
+    CHECK(got.feeds[i].first == req.feeds[i].first);
+    CHECK(got.feeds[i].second == req.feeds[i].second);
+  }
+  // Two tensor frames carried the two large feeds' bytes, one message the
+  // rest.
+  CHECK(after.tensor_frames - before.tensor_frames == 2);
+  CHECK(after.ring_bytes + after.socket_bytes - before.ring_bytes
+          - before.socket_bytes
+        == big.byte_size() + bigger.byte_size());
+  CHECK(after.messages - before.messages == 1);
+  // A feed frame for a request whose position it does not have makes the
+  // request invalid rather than misplaced: parse_message says so.
+  auto small = request_of(12);
+  auto body = body_of(*s.sys, small);
+  tensor_channel::arrived_feeds stray;
+  stray.emplace_back(9, big);
+  CHECK(tensor_channel::parse_message(tensor_channel::run_graph_kind, 12,
+                                      body, &stray)
+          .empty());
+  // ... and so does one for the position of a feed that is in the body.
+  tensor_channel::arrived_feeds twice;
+  twice.emplace_back(0, big);
+  CHECK(tensor_channel::parse_message(tensor_channel::run_graph_kind, 12,
+                                      body, &twice)
+          .empty());
+  CHECK_FALSE(tensor_channel::parse_message(tensor_channel::run_graph_kind,
+                                            12, body)
+                .empty());
 }
 
 TEST_CASE("tensor_channel: a step's request and its answer arrive as "
