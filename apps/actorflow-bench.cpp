@@ -7,14 +7,19 @@
 //
 // Each figure prints one JSON object per line on stdout as soon as it is
 // measured: {"name", "value", "unit", "baseline", "baseline_value",
-// "ratio"} (ratio = value / baseline_value; null where a figure has none),
-// sometimes with a "note"; a readable table follows at the end.
+// "ratio"} (ratio = value / baseline_value, or the median of pairs'
+// ratios; null where a figure has none), sometimes with a "path" and a
+// "note"; a readable table follows at the end (see usage_text).
 //
 // The remote figures run a cluster {worker: [this process], ps: [an
 // actorflow-node process]} on free loopback ports: a server for
 // /job:worker/task:0 lives in the bench and its session runs steps that
-// touch variables and queues on /job:ps/task:0. Their raw TCP baseline is
-// this program started again in a hidden server mode (bench/raw_tcp.hpp).
+// touch variables and queues on /job:ps/task:0. Each is measured against
+// the best this host does on the path its bytes took (the tensor
+// channel's counters say which): raw TCP (bench/raw_tcp.hpp), shared
+// memory (bench/shm_ring.hpp), and TensorFlow's transport, gRPC
+// (bench/grpc_peer.hpp); each baseline's server is this program started
+// again in a hidden mode, as are the scale group's worker processes.
 // The training figures run `actorflow-train --local N`. Every child is
 // stopped and reaped on every way out (including exceptions); every wait
 // has a deadline.
@@ -81,13 +86,18 @@ using std::chrono::milliseconds;
 
 constexpr const char* prog = "actorflow-bench";
 
-constexpr const char* usage_text = R"(usage: actorflow-bench [--quick] [--only NAME[,NAME...]] [--json-only]
+constexpr const char* usage_text = R"usage(usage: actorflow-bench [--quick] [--only NAME[,NAME...]] [--peers] [--json-only]
                        [--node PATH] [--train PATH] [--data_dir DIR]
 
 Measures actorflow on this host against baselines measured in the same run
 and prints one JSON object per figure and line on stdout
-  {"name", "value", "unit", "baseline", "baseline_value", "ratio"}
-(ratio = value / baseline_value), then a readable table.
+  {"name", "value", "unit", "baseline", "baseline_value", "ratio"[,
+   "ratio_from": "pairs"][, "path"][, "note"]}
+then a readable table. ratio = value / baseline_value, or, with
+"ratio_from": "pairs", the median of the ratios of pairs measured back to
+back (engine, baseline, engine, ...). "path" is the way the figure's bytes
+went, as the tensor channel's counters saw them: "tcp", "ring" (shared
+memory between processes of this host), "tcp (CAF)", "ring+tcp".
 
 Figures (group: names):
   step_local:   step_local_trivial (us per run of a one-node graph in an
@@ -98,32 +108,46 @@ Figures (group: names):
                 session; baseline: the same Eigen product called directly)
   fetch_remote: fetch_remote_{1KiB,4KiB,...,64MiB} (MB/s of a session on
                 the worker fetching a variable on the ps process; baseline:
-                the same bytes as request/reply over a raw TCP_NODELAY
-                socket between two processes)
+                the best of this host on the path the fetch took: raw TCP
+                request/reply between two processes, the better of both
+                ends polling and both blocking, or a two-process ring of
+                shared memory of the channel's ring size),
+                tcp_stream_ceiling (MB/s of a raw TCP stream, or iperf3
+                when faster), fetch_remote_64MiB_of_stream (the 64 MiB
+                fetch against it)
   step_remote:  step_remote_small (us per assign_add of a scalar on the ps,
-                run from the worker; baseline: raw TCP round trip of 64
-                bytes), step_remote_small_rate (steps/s), caf_rtt_remote
-                (us per round trip of a 48-byte message between a thread
-                here and a CAF actor in another process, with actorflow's
-                CAF configuration and no engine work: the floor under a
-                step whose messages went over CAF; baseline: raw TCP as
-                above), raw_tcp_rtt_polling (the raw round trip with
-                both ends polling instead of blocking)
+                run from the worker; baseline: the raw TCP round trip of
+                64 bytes with both ends polling), step_remote_small_rate
+                (steps/s), raw_tcp_rtt_polling (that round trip against
+                the blocking one), caf_rtt_remote (us per round trip of a
+                48-byte message between a thread here and a CAF actor in
+                another process: the floor under a step over CAF)
+  queue:        queue_enqueue_many, queue_dequeue_many (elements/s of
+                1000x256 float batches through a FIFOQueue on the ps;
+                baseline: raw TCP moving the same bytes into memory
+                allocated per batch, polling or blocking), and _MBps lines
+  peers:        peer_grpc_fetch_{1KiB,...,64MiB} (the fetches against a
+                TF-style RecvTensor service on gRPC, the better of unary
+                and streaming), peer_grpc_rtt (step_remote_small against a
+                unary gRPC call of 64 bytes); needs a build with
+                ACTORFLOW_BENCH_PEERS (scripts/setup.sh), else skipped
   monitoring:   monitoring_step_local_trivial, monitoring_step_remote_small
                 (the two steps above with every actor instrumented for the
                 console; baseline: the same with monitoring off, measured
                 in alternating slices in this run)
-  queue:        queue_enqueue_many, queue_dequeue_many (elements/s of
-                1000x256 float batches through a FIFOQueue on the ps;
-                baseline: raw TCP moving the same bytes), and _MBps lines
-  rss:          rss_peak_ps, rss_peak_worker (peak resident MiB of each
-                task while 1 GiB streams through a queue on the ps;
-                baseline: the task's peak before streaming)
   tls:          tls_fetch_remote_64MiB (MB/s), tls_step_remote_small (us):
                 fetch_remote_64MiB and step_remote_small on a second
                 cluster with mutual TLS (certificates from
                 actorflow-make-certs); baseline: the same on a plain
                 cluster, in alternating slices in this run
+  rss:          rss_peak_ps, rss_peak_worker (peak resident MiB of each
+                task while 1 GiB streams through a queue on the ps;
+                baseline: the task's peak before streaming)
+  scale:        scale_fanin_{1worker,2workers,...,16workers} (steps/s of
+                one ps process serving that many worker processes at once;
+                baseline: one worker), scale_vars_{1,10,100,1000} (us per
+                step updating that many variables over 4 ps processes;
+                baseline: the one-variable step times the count)
   train:        train_examples_per_s_1worker, train_examples_per_s_2workers
                 (Fashion-MNIST MLP with actorflow-train --local 1 / 2;
                 baseline: a single-process plain Eigen loop doing the same
@@ -131,9 +155,12 @@ Figures (group: names):
   (1 KiB = 1024 bytes, MB = 10^6 bytes)
 
 Flags:
-  --quick          short runs (CI): smaller budgets, 64 MiB streamed for rss
+  --quick          short runs (CI): smaller budgets, 64 MiB streamed for rss,
+                   three sizes for peers
   --only LIST      comma-separated group or figure names to run (a figure
-                   name runs its group, or that size for fetch_remote)
+                   name runs its group, or that size for fetch_remote and
+                   peers)
+  --peers          the gRPC peer group alone (--only peers)
   --json-only      no table, only the JSON lines
   --node PATH      the actorflow-node launcher (default: next to this
                    program, else on $PATH)
@@ -144,7 +171,7 @@ Flags:
 
 Exit status: 0 when every figure was measured (or skipped for a stated
 reason), 1 when one failed at run time, 2 for a bad command line.
-)";
+)usage";
 
 // -- signals ------------------------------------------------------------------
 
@@ -1657,9 +1684,36 @@ int serve_fanin_worker(pid_t parent, const std::string& spec_json, int task,
   return 0;
 }
 
+/// CPU seconds (user and system) process `pid` used so far, from
+/// /proc/<pid>/stat; 0 if it cannot be read.
+double cpu_seconds(pid_t pid) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
+  std::string text;
+  std::getline(in, text);
+  // The fields after the command name, which may hold spaces, in parens.
+  auto close = text.rfind(')');
+  if (close == std::string::npos)
+    return 0;
+  std::istringstream fields{text.substr(close + 2)};
+  std::string field;
+  double ticks = 0;
+  // utime and stime are fields 14 and 15; "state" (3) comes first here.
+  for (int i = 3; i <= 15 && fields >> field; ++i)
+    if (i >= 14)
+      ticks += std::stod(field);
+  return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+/// What one fan-in run saw: the workers' total rate, and the ps's CPU
+/// time per step meanwhile.
+struct fanin_result {
+  double steps_per_s = 0;
+  double ps_cpu_us_per_step = 0;
+};
+
 /// Steps/s of one ps process serving `n` worker processes at once.
-double fanin_steps_per_s(context& ctx, const std::string& node, int n,
-                         int64_t duration_ms) {
+fanin_result fanin_steps_per_s(context& ctx, const std::string& node, int n,
+                               int64_t duration_ms) {
   examples::cluster_options o;
   o.capture_stderr = true;
   o.echo_stdout = false;
@@ -1682,9 +1736,12 @@ double fanin_steps_per_s(context& ctx, const std::string& node, int n,
       throw std::runtime_error("fan-in worker " + std::to_string(i) + " of "
                                + std::to_string(n) + " did not get ready: "
                                + workers[i]->err());
+  auto ps_pid = nodes.process("ps", 0).pid();
+  auto ps_cpu_before = cpu_seconds(ps_pid);
   for (auto& w : workers)
     w->send_signal(SIGUSR1);
   double total = 0;
+  double steps_total = 0;
   for (int i = 0; i < n; ++i) {
     auto line = workers[i]->wait_for_line(fanin_done_marker,
                                           milliseconds(duration_ms) + 60s);
@@ -1701,10 +1758,12 @@ double fanin_steps_per_s(context& ctx, const std::string& node, int n,
       throw std::runtime_error("fan-in worker " + std::to_string(i)
                                + " printed: " + *line);
     total += steps / secs;
+    steps_total += steps;
   }
+  auto ps_cpu = cpu_seconds(ps_pid) - ps_cpu_before;
   for (auto& w : workers)
     w->wait(10s);
-  return total;
+  return {total, steps_total > 0 ? ps_cpu * 1e6 / steps_total : 0};
 }
 
 void run_scale(context& ctx, const std::string& node) {
@@ -1716,7 +1775,7 @@ void run_scale(context& ctx, const std::string& node) {
                 + (n == 1 ? "worker" : "workers");
     if (!ctx.wanted("scale", name) && n != 1)
       continue;
-    auto rate = fanin_steps_per_s(ctx, node, n, duration_ms);
+    auto [rate, ps_cpu_us] = fanin_steps_per_s(ctx, node, n, duration_ms);
     if (n == 1)
       one_worker = rate;
     if (!ctx.wanted("scale", name))
@@ -1732,7 +1791,8 @@ void run_scale(context& ctx, const std::string& node) {
              + std::to_string(duration_ms) + " ms at once; total steps/s "
              "(ratio: the speed-up over one worker, on "
              + std::to_string(std::thread::hardware_concurrency())
-             + " cores)";
+             + " cores); the ps used " + fixed(ps_cpu_us, 1)
+             + " us of CPU per step";
     ctx.out->add(f);
   }
   // Graph size: one step updates every variable, spread over 4 ps tasks.
@@ -2112,21 +2172,17 @@ int run(int argc, char** argv) {
   return out.failed() ? 1 : 0;
 }
 
-/// The parent of a hidden server mode: `--parent-pid PID` (0: none).
-pid_t parent_pid_arg(int argc, char** argv) {
-  pid_t parent = 0;
-  for (int i = 2; i + 1 < argc; i += 2)
-    if (std::string_view{argv[i]} == "--parent-pid")
-      parent = static_cast<pid_t>(std::atol(argv[i + 1]));
-  return parent;
-}
-
 /// The value of a hidden server mode's `--name VALUE` ("" if absent).
 std::string hidden_arg(int argc, char** argv, std::string_view name) {
   for (int i = 2; i + 1 < argc; i += 2)
     if (name == argv[i])
       return argv[i + 1];
   return "";
+}
+
+/// The parent of a hidden server mode: `--parent-pid PID` (0: none).
+pid_t parent_pid_arg(int argc, char** argv) {
+  return static_cast<pid_t>(std::atol(hidden_arg(argc, argv, "--parent-pid").c_str()));
 }
 
 } // namespace

@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
-# The plot of docs/PERFORMANCE.md: fetch throughput against tensor size,
-# actorflow (a session on the worker task fetching a variable from the ps
-# process) and the raw TCP baseline measured in the same bench run.
+# The plots of docs/PERFORMANCE.md, from actorflow-bench's JSON lines:
+#   docs/performance_fetch.png  fetch throughput against tensor size:
+#       actorflow, the best this host does on the same path (raw TCP, or
+#       shared memory where the fetch takes the ring), TensorFlow's
+#       transport (the gRPC peer) and TCP's streaming ceiling;
+#   docs/performance_scale.png  steps/s of one ps against the number of
+#       worker processes, and the step's cost against the number of
+#       variables (with what linear growth from one variable would be).
 #
-#   scripts/plot_performance.sh                  # run the bench's fetch sweep
+#   scripts/plot_performance.sh                  # run the bench's groups
 #   scripts/plot_performance.sh results.jsonl    # plot saved JSON lines
 #
-# Writes docs/performance_fetch.png (or $PLOT_OUT) and, after a bench run,
-# the JSON lines it plotted next to it (docs/performance_fetch.jsonl).
-# Installs gnuplot-nox from Debian if it is missing.
+# Writes the two PNGs into docs/ (or $PLOT_DIR) and, after a bench run,
+# the JSON lines it plotted (docs/performance_plots.jsonl). Installs
+# gnuplot-nox from Debian if it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install_packages.sh gnuplot-nox
+scripts/install_packages.sh gnuplot-nox python3
 
-out=${PLOT_OUT:-docs/performance_fetch.png}
+dir=${PLOT_DIR:-docs}
 if [ $# -ge 1 ]; then
   input=$1
   [ -r "$input" ] || { echo "plot_performance: cannot read $input" >&2; exit 2; }
@@ -24,28 +29,69 @@ else
   if [ ! -x "$bench" ]; then
     scripts/setup.sh >&2
   fi
-  input=${out%.png}.jsonl
-  "$bench" --only fetch_remote --json-only > "$input.tmp"
+  input=$dir/performance_plots.jsonl
+  "$bench" --only fetch_remote,peers,scale --json-only > "$input.tmp"
   mv "$input.tmp" "$input"
 fi
 
-# One row per size: bytes, actorflow MB/s, raw TCP MB/s. The bench's own
-# lines are flat objects with fixed keys, so sed can take them apart.
-data=$(mktemp)
-trap 'rm -f "$data"' EXIT
-sed -n 's/.*"name":"fetch_remote_\([0-9]*\)\([KM]\)iB","value":\([0-9.e+-]*\),.*"baseline_value":\([0-9.e+-]*\),.*/\1 \2 \3 \4/p' \
-    "$input" \
-  | awk '{ bytes = $1 * ($2 == "K" ? 1024 : 1048576); print bytes, $3, $4 }' \
-  | sort -n > "$data"
-if [ ! -s "$data" ]; then
-  echo "plot_performance: no fetch_remote_* figures with values in $input" >&2
-  exit 1
-fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# Tables for gnuplot, one per plot; empty when the input has no such
+# figures.
+python3 - "$input" "$work" <<'PY'
+import json, re, sys
+src, out = sys.argv[1], sys.argv[2]
+figs = {}
+for line in open(src):
+    line = line.strip()
+    if line.startswith('{'):
+        try:
+            j = json.loads(line)
+        except ValueError:
+            continue
+        if j.get('value') is not None:
+            figs[j['name']] = j
+def size_of(label):
+    n, unit = re.fullmatch(r'(\d+)([KM])iB', label).groups()
+    return int(n) * (1024 if unit == 'K' else 1048576)
+with open(f'{out}/fetch.dat', 'w') as f:
+    for name, j in sorted(figs.items()):
+        m = re.fullmatch(r'fetch_remote_(\d+[KM]iB)', name)
+        if not m:
+            continue
+        label = m.group(1)
+        tcp = j['baseline_value'] if j.get('path') == 'tcp' else '?'
+        ring = j['baseline_value'] if j.get('path') == 'ring' else '?'
+        peer = figs.get(f'peer_grpc_fetch_{label}', {}).get('baseline_value') or '?'
+        f.write(f"{size_of(label)} {j['value']} {tcp} {ring} {peer}\n")
+ceiling = figs.get('tcp_stream_ceiling', {}).get('value')
+with open(f'{out}/ceiling', 'w') as f:
+    f.write(str(ceiling) if ceiling else '')
+with open(f'{out}/fanin.dat', 'w') as f:
+    for name, j in figs.items():
+        m = re.fullmatch(r'scale_fanin_(\d+)workers?', name)
+        if m:
+            f.write(f"{m.group(1)} {j['value']}\n")
+with open(f'{out}/vars.dat', 'w') as f:
+    for name, j in figs.items():
+        m = re.fullmatch(r'scale_vars_(\d+)', name)
+        if m:
+            f.write(f"{m.group(1)} {j['value']} {j['baseline_value']}\n")
+PY
+for t in fetch fanin vars; do
+  sort -n "$work/$t.dat" -o "$work/$t.dat"
+done
+ceiling=$(cat "$work/ceiling")
 
-gnuplot <<GNUPLOT
-set terminal pngcairo size 900,560 font "sans,11" noenhanced
-set output "$out"
-set title "Fetching a tensor from another process (loopback, request/reply)"
+if [ -s "$work/fetch.dat" ]; then
+  ceiling_plot=""
+  if [ -n "$ceiling" ]; then
+    ceiling_plot=", $ceiling with lines lw 1 dt 2 lc rgb 'gray40' title 'TCP streaming ceiling (stream loop or iperf3)'"
+  fi
+  gnuplot <<GNUPLOT
+set terminal pngcairo size 960,600 font "sans,11" noenhanced
+set output "$dir/performance_fetch.png"
+set title "Fetching a tensor from another process of this host"
 set xlabel "tensor size"
 set ylabel "throughput (MB/s, 10^6 bytes)"
 set logscale x 2
@@ -56,7 +102,45 @@ set xtics ("1 KiB" 1024, "4 KiB" 4096, "16 KiB" 16384, "64 KiB" 65536, \
            "16 MiB" 16777216, "64 MiB" 67108864)
 set grid xtics ytics mytics
 set key bottom right
-plot "$data" using 1:3 with linespoints lw 2 pt 7 title "raw TCP (TCP_NODELAY), same bytes", \
-     "$data" using 1:2 with linespoints lw 2 pt 5 title "actorflow: sess.run(variable on /job:ps)"
+set datafile missing "?"
+plot "$work/fetch.dat" using 1:3 with linespoints lw 2 pt 7 title "raw TCP, best of polling and blocking (same bytes)", \
+     "$work/fetch.dat" using 1:4 with points ps 2 pt 9 title "shared memory, 2 processes (where actorflow takes the ring)", \
+     "$work/fetch.dat" using 1:5 with linespoints lw 2 pt 13 title "gRPC peer: TF-style RecvTensor (better of unary and streaming)", \
+     "$work/fetch.dat" using 1:2 with linespoints lw 2 pt 5 title "actorflow: sess.run(variable on /job:ps)"$ceiling_plot
 GNUPLOT
-echo "plot_performance: wrote $out" >&2
+  echo "plot_performance: wrote $dir/performance_fetch.png" >&2
+else
+  echo "plot_performance: no fetch_remote_* figures in $input" >&2
+fi
+
+if [ -s "$work/fanin.dat" ] && [ -s "$work/vars.dat" ]; then
+  gnuplot <<GNUPLOT
+set terminal pngcairo size 1100,480 font "sans,11" noenhanced
+set output "$dir/performance_scale.png"
+set multiplot layout 1,2
+set title "One ps, N worker processes doing small steps"
+set xlabel "worker processes"
+set ylabel "steps/s, all workers"
+set logscale x 2
+set xtics (1, 2, 4, 8, 16)
+set grid
+set key bottom right
+set yrange [0:*]
+plot "$work/fanin.dat" using 1:2 with linespoints lw 2 pt 7 title "actorflow (2 cores in all)"
+unset logscale
+set title "One step updating N variables over 4 ps tasks"
+set xlabel "variables"
+set ylabel "us per step"
+set logscale x 10
+set logscale y 10
+set xtics (1, 10, 100, 1000)
+set yrange [*:*]
+set key top left
+plot "$work/vars.dat" using 1:3 with lines lw 1 dt 2 lc rgb "gray40" title "linear from one variable", \
+     "$work/vars.dat" using 1:2 with linespoints lw 2 pt 7 title "actorflow"
+unset multiplot
+GNUPLOT
+  echo "plot_performance: wrote $dir/performance_scale.png" >&2
+else
+  echo "plot_performance: no scale_* figures in $input" >&2
+fi
