@@ -122,6 +122,7 @@ set title "One ps, N worker processes doing small steps"
 set xlabel "worker processes"
 set ylabel "steps/s, all workers"
 set logscale x 2
+set xrange [0.8:20]
 set xtics (1, 2, 4, 8, 16)
 set grid
 set key bottom right
@@ -133,6 +134,7 @@ set xlabel "variables"
 set ylabel "us per step"
 set logscale x 10
 set logscale y 10
+set xrange [0.8:1300]
 set xtics (1, 10, 100, 1000)
 set yrange [*:*]
 set key top left
