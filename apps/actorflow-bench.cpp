@@ -668,27 +668,31 @@ private:
   std::optional<raw_tcp_client> client_;
 };
 
-/// The CAF baseline: an echo server process and a client on the calling
-/// thread. The destructor ends the server and reaps it.
-class caf_baseline {
+/// A baseline's server process and one client of it on the calling
+/// thread (Client constructed from the server's port): the CAF echo
+/// server, the gRPC peer. The destructor drops the client, then stops the
+/// server and reaps it.
+template <class Client>
+class served_baseline {
 public:
-  explicit caf_baseline(const std::string& self)
-    : server_(self, "--caf-echo-server", caf_echo_marker, "CAF") {
+  served_baseline(const std::string& self, const char* mode,
+                  const char* marker, const std::string& what)
+    : server_(self, mode, marker, what) {
     client_.emplace(server_.port());
   }
 
-  ~caf_baseline() {
+  ~served_baseline() {
     client_.reset();
     server_.process().stop(2s);
   }
 
-  void round_trip() {
-    client_->round_trip();
+  Client& client() {
+    return *client_;
   }
 
 private:
   baseline_server server_;
-  std::optional<caf_echo_client> client_;
+  std::optional<Client> client_;
 };
 
 /// The cluster of the remote figures: /job:ps/task:0 as an actorflow-node
@@ -1113,8 +1117,9 @@ void run_step_remote(context& ctx, remote_cluster& cluster,
   auto answers = after.messages - before.messages;
   auto path = received_path(before, after, 0, steps);
   // What CAF alone costs for one round trip between two processes.
-  caf_baseline caf{ctx.self};
-  auto bare = measure([&] { caf.round_trip(); },
+  served_baseline<caf_echo_client> caf{ctx.self, "--caf-echo-server",
+                                       caf_echo_marker, "CAF"};
+  auto bare = measure([&] { caf.client().round_trip(); },
                       {.budget = budget, .min_reps = 10, .warmup = 10});
   auto ours_us = 1e6 / r.median(0);
   auto polled_us = 1e6 / r.median(1);
@@ -1508,34 +1513,13 @@ std::vector<std::pair<std::string, int64_t>> peer_sizes(const context& ctx) {
 
 #ifdef ACTORFLOW_BENCH_PEERS
 
-/// The gRPC peer (bench/grpc_peer.hpp): its server process and a client.
-class grpc_peer_baseline {
-public:
-  explicit grpc_peer_baseline(const std::string& self)
-    : server_(self, "--grpc-peer-server", grpc_peer_marker, "gRPC peer") {
-    client_.emplace(server_.port());
-  }
-
-  ~grpc_peer_baseline() {
-    client_.reset();
-    server_.process().stop(2s);
-  }
-
-  grpc_peer_client& client() {
-    return *client_;
-  }
-
-private:
-  baseline_server server_;
-  std::optional<grpc_peer_client> client_;
-};
-
 /// The engine against TensorFlow's transport, gRPC, on the same sizes and
 /// the same small round trip, in rounds (each ratio the median of
 /// back-to-back pairs); the peer's better variant (unary or streaming)
 /// per round.
 void run_peers(context& ctx, remote_cluster& cluster) {
-  grpc_peer_baseline peer{ctx.self};
+  served_baseline<grpc_peer_client> peer{ctx.self, "--grpc-peer-server",
+                                         grpc_peer_marker, "gRPC peer"};
   graph g;
   auto as_default = g.as_default();
   std::vector<std::pair<std::pair<std::string, int64_t>, variable>> vars;
