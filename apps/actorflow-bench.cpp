@@ -784,7 +784,8 @@ void run_step_local(context& ctx) {
              .value = trivial_us,
              .unit = "us/run",
              .baseline = "target_20us",
-             .baseline_value = 20.0};
+             .baseline_value = 20.0,
+             .path = "in_process"};
     f.note = "in-process session, fetch of one Const; lower is better; "
              + std::to_string(r.reps) + " runs";
     ctx.out->add(f);
@@ -805,7 +806,8 @@ void run_step_local(context& ctx) {
            .value = 1e6 / r2.per_second,
            .unit = "us/run",
            .baseline = "step_local_trivial",
-           .baseline_value = trivial_us};
+           .baseline_value = trivial_us,
+           .path = "in_process"};
   f.note = "same fetch, 1000 unused nodes in the graph; lower is better";
   ctx.out->add(f);
 }
@@ -842,7 +844,8 @@ void run_matmul(context& ctx) {
            .value = ours.per_second * flop / 1e9,
            .unit = "GFLOP/s",
            .baseline = "eigen_direct",
-           .baseline_value = eigen.per_second * flop / 1e9};
+           .baseline_value = eigen.per_second * flop / 1e9,
+           .path = "in_process"};
   f.note = "in-process session, variables as inputs, one thread (as the "
            "kernel)";
   ctx.out->add(f);
@@ -1273,20 +1276,25 @@ void run_tls(context& ctx, const std::string& node) {
       throw std::runtime_error("a fetch did not return 64 MiB");
   };
   if (ctx.wanted("tls", "tls_fetch_remote_64MiB")) {
+    auto before = tensor_channel::totals_received();
     auto [tls, clear] = measure_interleaved(
       [&] { check(tls_sess); }, [&] { check(plain_sess); },
       {.budget = ctx.budget(2.0, 0.5), .min_reps = 1}, slice_pick::median);
+    auto fetches = uint64_t(tls.reps + clear.reps);
     figure f{.name = "tls_fetch_remote_64MiB",
              .value = mb_per_s(tls, double(bytes)),
              .unit = "MB/s",
              .baseline = "fetch_remote_64MiB_plain",
-             .baseline_value = mb_per_s(clear, double(bytes))};
+             .baseline_value = mb_per_s(clear, double(bytes)),
+             .path = received_path(before, tensor_channel::totals_received(),
+                                   fetches * uint64_t(bytes), fetches)};
     f.note = "path: tcp (tensor channel) with TLS 1.3 AES-128-GCM against "
              "the same path in plain TCP; 64 MiB is past the ring of shared "
              "memory either way";
     ctx.out->add(f);
   }
   if (ctx.wanted("tls", "tls_step_remote_small")) {
+    auto before = tensor_channel::totals_received();
     auto [tls, clear] = measure_interleaved(
       [&] { tls_sess.run(increment); }, [&] { plain_sess.run(increment); },
       {.budget = ctx.budget(2.0, 0.4), .min_reps = 10, .warmup = 10},
@@ -1295,7 +1303,9 @@ void run_tls(context& ctx, const std::string& node) {
              .value = 1e6 / tls.per_second,
              .unit = "us/step",
              .baseline = "step_remote_small_plain",
-             .baseline_value = 1e6 / clear.per_second};
+             .baseline_value = 1e6 / clear.per_second,
+             .path = received_path(before, tensor_channel::totals_received(),
+                                   0, uint64_t(tls.reps + clear.reps))};
     f.note = "assign_add on the ps from the worker, TLS against plain "
              "(steps after the first ride the tensor channel); lower is "
              "better";
@@ -1309,12 +1319,13 @@ void run_tls(context& ctx, const std::string& node) {
 /// alternating slices of this run.
 void add_monitoring_figure(context& ctx, const std::string& name,
                            const rate& on, const rate& off,
-                           const std::string& what) {
+                           const std::string& what, std::string path) {
   figure f{.name = name,
            .value = 1e6 / on.per_second,
            .unit = "us/step",
            .baseline = "monitoring_off",
-           .baseline_value = 1e6 / off.per_second};
+           .baseline_value = 1e6 / off.per_second,
+           .path = std::move(path)};
   f.note = what + ", every actor instrumented (busy time, mailbox depth, "
            "counts) against none, " + std::to_string(on.reps) + " and "
            + std::to_string(off.reps) + " steps in alternating slices; "
@@ -1356,7 +1367,8 @@ void run_monitoring(context& ctx, const std::string& node) {
     auto [r_on, r_off] = measure_interleaved([&] { on.run(c); },
                                              [&] { off->run(c); }, mopts);
     add_monitoring_figure(ctx, "monitoring_step_local_trivial", r_on, r_off,
-                          "step_local_trivial's fetch of one Const");
+                          "step_local_trivial's fetch of one Const",
+                          "in_process");
   }
   if (!ctx.wanted("monitoring", "monitoring_step_remote_small"))
     return;
@@ -1379,11 +1391,14 @@ void run_monitoring(context& ctx, const std::string& node) {
   on.run(counter.initializer());
   on.run(increment);
   // Round trips between processes: the median slices.
+  auto before = tensor_channel::totals_received();
   auto [r_on, r_off] = measure_interleaved([&] { on.run(increment); },
                                            [&] { off->run(increment); }, mopts,
                                            slice_pick::median);
   add_monitoring_figure(ctx, "monitoring_step_remote_small", r_on, r_off,
-                        "step_remote_small's assign_add on the ps");
+                        "step_remote_small's assign_add on the ps",
+                        received_path(before, tensor_channel::totals_received(),
+                                      0, uint64_t(r_on.reps + r_off.reps)));
 }
 
 // -- queue --------------------------------------------------------------------

@@ -13,6 +13,7 @@
 // (client, master, executor, variable) costs no wake-up at all.
 
 #include "scheduler.hpp"
+#include "polite_poll.hpp"
 
 #include "actorflow/actors/run_actors.hpp"
 
@@ -407,15 +408,17 @@ public:
           // Poll first, for up to twice the spin time since the last
           // job: the reply of a remote step comes within tens of µs, and
           // waking a blocked thread costs about as much again on a VM
-          // that halts an idle vCPU at once.
-          if (!polled && data.spin > caf::timespan{0}) {
+          // that halts an idle vCPU at once. Not while the cores are
+          // taken (polite_poll.hpp).
+          if (!polled && data.spin > caf::timespan{0}
+              && polite_poll::allowed()) {
             polled = true;
             auto deadline = std::chrono::steady_clock::now() + 2 * data.spin;
             guard.unlock();
             while (std::chrono::steady_clock::now() < deadline
                    && data.size.load(std::memory_order_acquire) == 0
-                   && !done())
-              std::this_thread::yield();
+                   && !done() && polite_poll::yield())
+              ;
             guard.lock();
             continue;
           }

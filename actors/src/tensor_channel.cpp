@@ -55,6 +55,7 @@
 #include "actorflow/graph/wire.hpp"
 #include "runtime.hpp"
 #include "shared_ring.hpp"
+#include "polite_poll.hpp"
 #include "tensor_frame.hpp"
 #include "tls_socket.hpp"
 
@@ -127,10 +128,9 @@ bool read_all(const channel_in& in, void* data, size_t n) {
         auto now = std::chrono::steady_clock::now();
         if (spin_until == std::chrono::steady_clock::time_point::min())
           spin_until = now + channel_spin();
-        if (now < spin_until) {
-          std::this_thread::yield();
+        if (now < spin_until && polite_poll::allowed()
+            && polite_poll::yield())
           continue;
-        }
         r = ::recv(in.fd, p, n, 0);
       }
     }
@@ -333,17 +333,18 @@ bool read_frame(const channel_in& in, const frame_prefix& p,
 }
 
 // Polls `fd` for up to `spin` for the next frame, yielding the core to
-// whatever else is runnable on it meanwhile.
+// whatever else is runnable on it meanwhile; not at all while the cores
+// are taken (polite_poll.hpp).
 void await_frame(const channel_in& in, std::chrono::nanoseconds spin) {
   if (in.tls && in.tls->has_pending())
     return;
   auto deadline = std::chrono::steady_clock::now() + spin;
-  do {
+  while (polite_poll::allowed()) {
     pollfd p{in.fd, POLLIN, 0};
-    if (::poll(&p, 1, 0) != 0)
+    if (::poll(&p, 1, 0) != 0 || !polite_poll::yield()
+        || std::chrono::steady_clock::now() >= deadline)
       return;
-    std::this_thread::yield();
-  } while (std::chrono::steady_clock::now() < deadline);
+  }
 }
 
 // How long a reading thread polls for the next frame before it blocks

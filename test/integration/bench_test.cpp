@@ -149,9 +149,9 @@ TEST_CASE("bench: --quick prints every figure as a JSON line", "[bench]") {
                       / f["baseline_value"].get<double>())
                  .epsilon(0.01));
     CHECK_FALSE(f.contains("error"));
-    if (name.starts_with("fetch_remote") || name.starts_with("step_remote")
-        || name.starts_with("queue_") || name.starts_with("scale_")
-        || name.starts_with("peer_"))
+    // Every figure but the whole-system ones (memory, training) names
+    // the path its steps or bytes took.
+    if (!name.starts_with("rss_") && !name.starts_with("train_"))
       CHECK(paths.count(f.value("path", "")) == 1);
   }
   // The path each fetch took is the one it must take: a peer on this
@@ -163,6 +163,8 @@ TEST_CASE("bench: --quick prints every figure as a JSON line", "[bench]") {
   CHECK(got["fetch_remote_64MiB"]["path"] == "tcp");
   CHECK(got["fetch_remote_64MiB"]["baseline"] == "raw_tcp_best");
   CHECK(got["step_remote_small"]["baseline"] == "raw_tcp_rtt_polling");
+  CHECK(got["step_local_trivial"]["path"] == "in_process");
+  CHECK(got["monitoring_step_remote_small"]["path"] == "tcp");
   if (ACTORFLOW_BENCH_PEERS_BUILT) {
     CHECK(got["peer_grpc_fetch_64MiB"]["baseline"] == "grpc_recv_tensor");
     CHECK(got["peer_grpc_rtt"]["baseline"] == "grpc_ping_64B");

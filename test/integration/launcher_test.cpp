@@ -275,21 +275,22 @@ int node_threads(const std::vector<std::string>& extra, std::string& log) {
   httplib::Client http{"127.0.0.1", port};
   http.set_read_timeout(10, 0);
   static const std::regex threads{R"(\nprocess_threads (\d+))"};
-  // The fewest of a few readings: a thread that comes and goes (a
-  // connection being set up, the reply to this very request) made one
-  // reading in a few dozen runs differ by one; the scheduler's threads
-  // are there in every reading.
-  int fewest = -1;
-  for (int i = 0; i < 5; ++i) {
+  // A count that three readings in a row agree on (at most 50): one
+  // reading in a few dozen runs, under load, differed by one from the
+  // settled count (a thread still starting, or one that comes and goes).
+  int last = -1;
+  int same = 0;
+  for (int i = 0; i < 50 && same < 3; ++i) {
     auto res = http.Get("/metrics");
     std::smatch m;
     if (!res || !std::regex_search(res->body, m, threads))
       return -1;
     auto n = std::stoi(m[1].str());
-    fewest = fewest < 0 ? n : std::min(fewest, n);
+    same = n == last ? same + 1 : 1;
+    last = n;
     std::this_thread::sleep_for(20ms);
   }
-  return fewest;
+  return same >= 3 ? last : -1;
 }
 
 } // namespace
