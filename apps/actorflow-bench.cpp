@@ -97,7 +97,8 @@ then a readable table. ratio = value / baseline_value, or, with
 "ratio_from": "pairs", the median of the ratios of pairs measured back to
 back (engine, baseline, engine, ...). "path" is the way the figure's bytes
 went, as the tensor channel's counters saw them: "tcp", "ring" (shared
-memory between processes of this host), "tcp (CAF)", "ring+tcp".
+memory between processes of this host), "tcp (CAF)", "ring+tcp", or
+"in_process"; memory and training figures have none.
 
 Figures (group: names):
   step_local:   step_local_trivial (us per run of a one-node graph in an
