@@ -1219,7 +1219,10 @@ task_actor::behavior_type task(task_self self, task_options opts) {
       s.messages_handled = st.counters->messages.load();
       s.bytes_in = st.counters->bytes_in.load();
       s.bytes_out = st.counters->bytes_out.load();
-      s.mailbox_depth = self->mailbox().size();
+      // What is queued, as the monitoring records count it: size() would
+      // first move the newly arrived messages over (fetch_more) in the
+      // middle of this message's turn.
+      s.mailbox_depth = self->mailbox().queue().total_task_size();
       s.steps_run = st.counters->steps.load();
       s.sessions = st.sessions.size();
       s.variables = st.variables.size();
