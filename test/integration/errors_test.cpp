@@ -2,6 +2,7 @@
 // with TensorFlow's code and a message naming what failed, and none may
 // hang.
 
+#include <fstream>
 #include <optional>
 #include <thread>
 
@@ -337,6 +338,27 @@ TEST_CASE("errors: a dead task is named with its address at once, later "
   CHECK(sess.run(on_task1, {}, options).scalar_value<float>() == 2.0f);
 }
 
+namespace {
+
+/// Waits (up to 5 s) until process `pid` is in the stopped state ('T' in
+/// /proc/<pid>/stat); false if it did not get there.
+bool wait_until_stopped(pid_t pid) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
+    std::string text;
+    std::getline(in, text);
+    auto close = text.rfind(')');
+    if (close != std::string::npos && close + 2 < text.size()
+        && text[close + 2] == 'T')
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
+} // namespace
+
 TEST_CASE("errors: a silent task (SIGSTOP) is reported within seconds, and "
           "when it continues the session goes on with its state",
           "[errors][failures]") {
@@ -356,6 +378,10 @@ TEST_CASE("errors: a silent task (SIGSTOP) is reported within seconds, and "
     sess.run(increment);
   auto& task1 = nodes.process("local", 1);
   task1.send_signal(SIGSTOP);
+  // kill() returns before every thread of the task has stopped: a step of
+  // ~30 us could still be answered by a thread that was running. Wait
+  // until the kernel says the process is stopped.
+  REQUIRE(wait_until_stopped(task1.pid()));
   run_options options;
   options.timeout_in_ms = 20000;
   auto start = std::chrono::steady_clock::now();
