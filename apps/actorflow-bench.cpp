@@ -63,7 +63,7 @@
 #include <caf/actor_system_config.hpp>
 
 #include "actorflow/actorflow.hpp"
-#include "actorflow/actors/channel_totals.hpp"
+#include "actorflow/actors/channel_info.hpp"
 #include "actorflow/actors/transport.hpp"
 
 #include "command_line.hpp"
@@ -702,6 +702,18 @@ private:
   std::optional<Client> client_;
 };
 
+/// Options for a cluster of actorflow-node processes whose output stays
+/// out of the bench's (stderr kept for errors), the tasks `not_started`
+/// left to the bench.
+examples::cluster_options
+quiet_nodes(std::vector<std::pair<std::string, int>> not_started) {
+  examples::cluster_options o;
+  o.not_started = std::move(not_started);
+  o.capture_stderr = true;
+  o.echo_stdout = false;
+  return o;
+}
+
 /// The cluster of the remote figures: /job:ps/task:0 as an actorflow-node
 /// process, /job:worker/task:0 as a server in this process (sessions on
 /// its target are "a session on task A"). Members stop in reverse order:
@@ -745,11 +757,8 @@ public:
 
 private:
   static examples::cluster_options node_options(std::vector<std::string> env) {
-    examples::cluster_options o;
+    auto o = quiet_nodes({{"worker", 0}});
     o.env = std::move(env);
-    o.not_started = {{"worker", 0}};
-    o.capture_stderr = true;
-    o.echo_stdout = false;
     return o;
   }
 
@@ -915,14 +924,6 @@ private:
   baseline_server server_;
 };
 
-/// The channel's ring size (its ACTORFLOW_CHANNEL_RING_MIB, default 4).
-uint64_t channel_ring_bytes() {
-  uint64_t mib = 4;
-  if (auto* env = std::getenv("ACTORFLOW_CHANNEL_RING_MIB"))
-    mib = std::strtoull(env, nullptr, 10);
-  return mib << 20;
-}
-
 /// iperf3's rate on loopback (one stream, 1 MiB writes, for `seconds`),
 /// in MB/s, or nullopt without iperf3 (`why` says).
 std::optional<double> iperf3_mb_per_s(double seconds, std::string& why) {
@@ -961,6 +962,39 @@ std::optional<double> iperf3_mb_per_s(double seconds, std::string& why) {
   }
 }
 
+/// A fetch size and the float variable of that many bytes on
+/// /job:ps/task:0 that a figure fetches.
+using sized_variable = std::pair<std::pair<std::string, int64_t>, variable>;
+
+/// One variable per size of `sizes` whose figure (`prefix` + size) `group`
+/// wants, in the default graph, its random values made on the ps itself
+/// (the graph stays small); `seed` numbers them.
+std::vector<sized_variable>
+fetch_variables(const context& ctx, const std::string& group,
+                const std::string& prefix,
+                const std::vector<std::pair<std::string, int64_t>>& sizes,
+                int64_t seed) {
+  std::vector<sized_variable> vars;
+  device_scope on_ps{"/job:ps/task:0"};
+  for (const auto& size : sizes) {
+    if (!ctx.wanted(group, prefix + size.first))
+      continue;
+    variable v{random_uniform({size.second / 4}, 0.0, 1.0, dtype::float32,
+                              ++seed),
+               named(prefix + size.first)};
+    vars.emplace_back(size, v);
+  }
+  return vars;
+}
+
+/// Fetches `v` and checks that `bytes` came back.
+void fetch_checked(session& sess, const variable& v, int64_t bytes) {
+  auto got = static_cast<int64_t>(sess.run(v).byte_size());
+  if (got != bytes)
+    throw std::runtime_error("fetched " + std::to_string(got)
+                             + " bytes, expected " + std::to_string(bytes));
+}
+
 // -- fetch_remote -------------------------------------------------------------
 
 /// Measures TCP's streaming ceiling on this host (the better of the raw
@@ -990,20 +1024,8 @@ void run_fetch_remote(context& ctx, remote_cluster& cluster,
                       raw_tcp_baseline& tcp) {
   graph g;
   auto as_default = g.as_default();
-  std::vector<std::pair<std::pair<std::string, int64_t>, variable>> vars;
-  {
-    device_scope on_ps{"/job:ps/task:0"};
-    int64_t seed = 10;
-    for (const auto& size : fetch_sizes) {
-      if (!ctx.wanted("fetch_remote", "fetch_remote_" + size.first))
-        continue;
-      // Random values, made on the ps itself: the graph stays small.
-      variable v{random_uniform({size.second / 4}, 0.0, 1.0, dtype::float32,
-                                ++seed),
-                 named("fetch_" + size.first)};
-      vars.emplace_back(size, v);
-    }
-  }
+  auto vars = fetch_variables(ctx, "fetch_remote", "fetch_remote_",
+                              fetch_sizes, 10);
   std::optional<double> ceiling;
   if (ctx.wanted("fetch_remote", "fetch_remote_64MiB"))
     ceiling = run_stream_ceiling(ctx, tcp);
@@ -1012,13 +1034,7 @@ void run_fetch_remote(context& ctx, remote_cluster& cluster,
   std::unique_ptr<shm_ring_baseline> shm;
   for (auto& [size, v] : vars) {
     const auto& [label, bytes] = size;
-    auto fetch = [&] {
-      auto t = sess.run(v);
-      if (static_cast<int64_t>(t.byte_size()) != bytes)
-        throw std::runtime_error("fetched " + std::to_string(t.byte_size())
-                                 + " bytes, expected "
-                                 + std::to_string(bytes));
-    };
+    auto fetch = [&] { fetch_checked(sess, v, bytes); };
     // Each size on its own: a few fetches of it first (the connection's
     // windows and the ring in the state this size leaves them), then the
     // path it takes from here on.
@@ -1037,7 +1053,7 @@ void run_fetch_remote(context& ctx, remote_cluster& cluster,
     if (path == "ring") {
       if (!shm)
         shm = std::make_unique<shm_ring_baseline>(ctx.self,
-                                                  channel_ring_bytes());
+                                                  tensor_channel::ring_capacity());
       ops.push_back([&] { shm->round_trip(uint64_t(bytes)); });
       baseline = "shm_ring";
     } else {
@@ -1055,18 +1071,17 @@ void run_fetch_remote(context& ctx, remote_cluster& cluster,
                                        tensor_channel::totals_received(),
                                        engine_fetches * uint64_t(bytes),
                                        engine_fetches, &moved);
-    auto base_rates = path == "ring" ? r.rates[1] : r.best_of({1, 2});
-    auto base_copy = base_rates;
+    auto c = path == "ring" ? r.compare(0, {1}) : r.compare(0, {1, 2});
     auto to_mb = [&](double per_s) { return per_s * double(bytes) / 1e6; };
     figure f{.name = "fetch_remote_" + label,
-             .value = to_mb(r.median(0)),
+             .value = to_mb(c.engine),
              .unit = "MB/s",
              .baseline = baseline,
-             .baseline_value = to_mb(median_of(base_copy)),
+             .baseline_value = to_mb(c.baseline),
              .path = measured_path,
-             .pair_ratio = rounds::median_ratio(r.rates[0], base_rates)};
+             .pair_ratio = c.ratio};
     f.note = std::to_string(bytes) + " bytes per fetch, "
-             + fixed(1e6 / r.median(0), 1) + " us per fetch; " + moved
+             + fixed(1e6 / c.engine, 1) + " us per fetch; " + moved
              + " (" + std::to_string(engine_fetches) + " fetches)";
     if (path == "ring")
       f.note += "; shm_ring: copy in, polling hand-off, copy out";
@@ -1240,10 +1255,7 @@ private:
   }
 
   static examples::cluster_options node_options(const tls_config& certs) {
-    examples::cluster_options o;
-    o.not_started = {{"worker", 0}};
-    o.capture_stderr = true;
-    o.echo_stdout = false;
+    auto o = quiet_nodes({{"worker", 0}});
     o.args = {"--tls_cert", certs.cert_file, "--tls_key", certs.key_file,
               "--tls_ca", certs.ca_file};
     return o;
@@ -1490,26 +1502,23 @@ void run_queue(context& ctx, remote_cluster& cluster, raw_tcp_baseline& tcp) {
                  const std::string& how) {
     if (!ctx.wanted("queue", name))
       return;
-    auto base = r.best_of({1, 2});
-    auto base_copy = base;
-    auto base_rate = median_of(base_copy);
-    auto pair = rounds::median_ratio(r.rates[0], base);
+    auto c = r.compare(0, {1, 2});
     ctx.out->add(figure{.name = name,
-                        .value = r.median(0) * batch,
+                        .value = c.engine * batch,
                         .unit = "elements/s",
                         .baseline = baseline,
-                        .baseline_value = base_rate * batch,
+                        .baseline_value = c.baseline * batch,
                         .note = what + "; " + std::to_string(r.reps[0])
                                 + " batches; " + how,
                         .path = path,
-                        .pair_ratio = pair});
+                        .pair_ratio = c.ratio});
     ctx.out->add(figure{.name = name + "_MBps",
-                        .value = r.median(0) * batch_bytes / 1e6,
+                        .value = c.engine * batch_bytes / 1e6,
                         .unit = "MB/s",
                         .baseline = baseline,
-                        .baseline_value = base_rate * batch_bytes / 1e6,
+                        .baseline_value = c.baseline * batch_bytes / 1e6,
                         .path = path,
-                        .pair_ratio = pair});
+                        .pair_ratio = c.ratio});
   };
   // The feed goes up inside the step's request: a channel message when
   // the request went on the channel, else CAF's.
@@ -1544,30 +1553,15 @@ void run_peers(context& ctx, remote_cluster& cluster) {
                                          grpc_peer_marker, "gRPC peer"};
   graph g;
   auto as_default = g.as_default();
-  std::vector<std::pair<std::pair<std::string, int64_t>, variable>> vars;
-  {
-    device_scope on_ps{"/job:ps/task:0"};
-    int64_t seed = 40;
-    for (const auto& size : peer_sizes(ctx)) {
-      if (!ctx.wanted("peers", "peer_grpc_fetch_" + size.first))
-        continue;
-      variable v{random_uniform({size.second / 4}, 0.0, 1.0, dtype::float32,
-                                ++seed),
-                 named("peer_fetch_" + size.first)};
-      vars.emplace_back(size, v);
-    }
-  }
+  auto vars = fetch_variables(ctx, "peers", "peer_grpc_fetch_",
+                              peer_sizes(ctx), 40);
   auto counter = counter_on_ps();
   auto increment = counter.assign_add(1.0);
   session sess{cluster.target(), bounded_config(), &g};
   sess.run(global_variables_initializer());
   for (auto& [size, v] : vars) {
     const auto& [label, bytes] = size;
-    auto fetch = [&] {
-      if (static_cast<int64_t>(sess.run(v).byte_size()) != bytes)
-        throw std::runtime_error("a fetch did not return "
-                                 + std::to_string(bytes) + " bytes");
-    };
+    auto fetch = [&] { fetch_checked(sess, v, bytes); };
     auto n = uint64_t(bytes);
     // Warm: the peer builds each size's reply on its first fetch.
     for (int i = 0; i < 3; ++i) {
@@ -1586,16 +1580,15 @@ void run_peers(context& ctx, remote_cluster& cluster) {
     auto path = received_path(before, tensor_channel::totals_received(),
                               uint64_t(r.reps[0]) * n, uint64_t(r.reps[0]),
                               &moved);
-    auto best = r.best_of({1, 2});
-    auto best_copy = best;
+    auto c = r.compare(0, {1, 2});
     auto to_mb = [&](double per_s) { return per_s * double(bytes) / 1e6; };
     figure f{.name = "peer_grpc_fetch_" + label,
-             .value = to_mb(r.median(0)),
+             .value = to_mb(c.engine),
              .unit = "MB/s",
              .baseline = "grpc_recv_tensor",
-             .baseline_value = to_mb(median_of(best_copy)),
+             .baseline_value = to_mb(c.baseline),
              .path = path,
-             .pair_ratio = rounds::median_ratio(r.rates[0], best)};
+             .pair_ratio = c.ratio};
     f.note = "fetch_remote_" + label + " against TF-style RecvTensor over "
              "gRPC on TCP (the better per round of unary: "
              + fixed(to_mb(r.median(1)), 1) + " MB/s, and streaming: "
@@ -1720,12 +1713,11 @@ struct fanin_result {
 /// Steps/s of one ps process serving `n` worker processes at once.
 fanin_result fanin_steps_per_s(context& ctx, const std::string& node, int n,
                                int64_t duration_ms) {
-  examples::cluster_options o;
-  o.capture_stderr = true;
-  o.echo_stdout = false;
+  std::vector<std::pair<std::string, int>> workers_left;
   for (int i = 0; i < n; ++i)
-    o.not_started.emplace_back("worker", i);
-  examples::local_cluster nodes{node, {{"ps", 1}, {"worker", n}}, o};
+    workers_left.emplace_back("worker", i);
+  examples::local_cluster nodes{node, {{"ps", 1}, {"worker", n}},
+                                quiet_nodes(std::move(workers_left))};
   examples::spawn_options quiet;
   quiet.capture_stderr = true;
   std::vector<std::unique_ptr<examples::child_process>> workers;
@@ -1802,11 +1794,8 @@ void run_scale(context& ctx, const std::string& node) {
     ctx.out->add(f);
   }
   // Graph size: one step updates every variable, spread over 4 ps tasks.
-  examples::cluster_options o;
-  o.capture_stderr = true;
-  o.echo_stdout = false;
-  o.not_started = {{"worker", 0}};
-  examples::local_cluster nodes{node, {{"ps", 4}, {"worker", 1}}, o};
+  examples::local_cluster nodes{node, {{"ps", 4}, {"worker", 1}},
+                                quiet_nodes({{"worker", 0}})};
   server srv{nodes.spec(), "worker", 0};
   std::optional<double> one_var_us;
   for (int n : graph_variables) {

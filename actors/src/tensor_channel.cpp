@@ -826,9 +826,7 @@ private:
   // namespace, cannot open it and says so: data then goes through the
   // socket.
   bool offer_ring() {
-    auto capacity = uint64_t(env_number("ACTORFLOW_CHANNEL_RING_MIB", 0,
-                                        4096, 4))
-                    << 20;
+    auto capacity = ring_capacity();
     if (capacity == 0 || !ring_.create(capacity))
       return true;
     frame offer;
@@ -1083,6 +1081,10 @@ uint64_t messages_received() {
 
 uint64_t ring_frames_received() {
   return n_ring_frames.load(std::memory_order_relaxed);
+}
+
+uint64_t ring_capacity() {
+  return uint64_t(env_number("ACTORFLOW_CHANNEL_RING_MIB", 0, 4096, 4)) << 20;
 }
 
 received_totals totals_received() {

@@ -18,7 +18,7 @@
 
 #include <caf/fwd.hpp>
 
-#include "actorflow/actors/channel_totals.hpp"
+#include "actorflow/actors/channel_info.hpp"
 #include "actorflow/graph/tensor.hpp"
 
 namespace actorflow {

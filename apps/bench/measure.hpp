@@ -29,11 +29,11 @@ using steady = std::chrono::steady_clock;
 /// What measure() saw.
 struct rate {
   /// Operations per second (the median slice's; measure_interleaved:
-  /// the fastest or the median slice's).
+  /// the fastest or the median round's).
   double per_second = 0;
   /// Operations timed (warm-up ones excluded).
   int64_t reps = 0;
-  /// Wall time of the timed operations.
+  /// Wall time of the timed operations (measure only).
   double seconds = 0;
 };
 
@@ -106,67 +106,6 @@ rate measure(F&& op, const measure_options& opts) {
   return result;
 }
 
-/// Which slice's rate measure_interleaved reports.
-enum class slice_pick {
-  /// For compute-bound operations, which interference only slows down.
-  fastest,
-  /// For operations that wait on the network or other processes.
-  median,
-};
-
-/// Measures `a` and `b` in alternating slices (a, b, a, b, ...; fifteen
-/// each, together bounded by twice opts.budget plus one operation per
-/// slice), so that a slow phase of a shared machine hits both sides of a
-/// ratio rather than one. With slice_pick::fastest, for each the rate of
-/// its fastest slice (Python's timeit takes the minimum for the same
-/// reason; the median of five slices still moved the ratio by up to 0.1
-/// when this VM slowed down for a second): only for compute-bound
-/// operations (matmul_1024), never for a bimodal one such as the raw TCP
-/// round trip, whose fastest slice is its rare mode; those take the
-/// median slice. opts.max_reps and opts.min_reps are per slice here.
-template <class A, class B>
-std::pair<rate, rate>
-measure_interleaved(A&& a, B&& b, const measure_options& opts,
-                    slice_pick pick = slice_pick::fastest) {
-  for (int i = 0; i < opts.warmup; ++i) {
-    a();
-    b();
-  }
-  constexpr int slices = 15;
-  auto slice_budget = opts.budget / slices;
-  std::vector<double> rates_a;
-  std::vector<double> rates_b;
-  auto run_slice = [&](auto& op, rate& total, std::vector<double>& rates) {
-    auto start = steady::now();
-    int64_t reps = 0;
-    auto now = start;
-    while (reps < opts.max_reps
-           && (reps < opts.min_reps || now - start < slice_budget)) {
-      op();
-      ++reps;
-      now = steady::now();
-    }
-    auto secs = seconds_d(now - start).count();
-    total.reps += reps;
-    total.seconds += secs;
-    if (secs > 0)
-      rates.push_back(static_cast<double>(reps) / secs);
-  };
-  std::pair<rate, rate> result;
-  for (int s = 0; s < slices; ++s) {
-    run_slice(a, result.first, rates_a);
-    run_slice(b, result.second, rates_b);
-  }
-  auto pick_rate = [pick](std::vector<double>& rates) {
-    if (pick == slice_pick::median)
-      return median_of(rates);
-    return rates.empty() ? 0.0 : *std::max_element(rates.begin(), rates.end());
-  };
-  result.first.per_second = pick_rate(rates_a);
-  result.second.per_second = pick_rate(rates_b);
-  return result;
-}
-
 /// What measure_rounds saw: per operation, its rate in each round.
 struct rounds {
   /// rates[op][round], operations per second.
@@ -201,15 +140,33 @@ struct rounds {
         ratios.push_back(num[r] / den[r]);
     return median_of(ratios);
   }
+
+  /// Op `engine` against the best per round of `baselines`: the median
+  /// rates over the rounds, and the median of the rounds' ratios
+  /// (engine / baseline).
+  struct comparison {
+    double engine = 0;
+    double baseline = 0;
+    double ratio = 0;
+  };
+
+  comparison compare(size_t engine,
+                     std::initializer_list<size_t> baselines) const {
+    auto base = best_of(baselines);
+    auto ratio = median_ratio(rates.at(engine), base);
+    return {median(engine), median_of(base), ratio};
+  }
 };
 
 /// Measures `ops` in rounds: in each round every op runs for its share of
-/// the budget in the order given (a, b, c, a, b, c, ...). The order is
-/// fixed on purpose: a baseline that leaves its peer polling (the raw TCP
-/// server after a polling request) is followed by one that puts it back
-/// to blocking before the engine's turn comes again. opts.budget bounds
-/// each op's total (plus one operation per round); min_reps/max_reps are
-/// per round; `warmup` untimed runs of each op first.
+/// the budget in the order given (a, b, c, a, b, c, ...), so that a slow
+/// phase of a shared machine hits every side of a ratio rather than one.
+/// The order is fixed on purpose: a baseline that leaves its peer polling
+/// (the raw TCP server after a polling request) is followed by one that
+/// puts it back to blocking before the engine's turn comes again.
+/// opts.budget bounds each op's total (plus one operation per round);
+/// min_reps/max_reps are per round; `warmup` untimed runs of each op
+/// first.
 inline rounds measure_rounds(const std::vector<std::function<void()>>& ops,
                              const measure_options& opts, int n_rounds = 9) {
   for (int i = 0; i < opts.warmup; ++i)
@@ -237,6 +194,36 @@ inline rounds measure_rounds(const std::vector<std::function<void()>>& ops,
     }
   }
   return result;
+}
+
+/// Which round's rate measure_interleaved reports.
+enum class slice_pick {
+  /// For compute-bound operations, which interference only slows down.
+  fastest,
+  /// For operations that wait on the network or other processes.
+  median,
+};
+
+/// `a` against `b` in fifteen rounds (measure_rounds). With
+/// slice_pick::fastest, for each the rate of its fastest round (Python's
+/// timeit takes the minimum for the same reason; the median of five
+/// slices still moved the ratio by up to 0.1 when this VM slowed down for
+/// a second): only for compute-bound operations (matmul_1024), never for
+/// a bimodal one such as the raw TCP round trip, whose fastest round is
+/// its rare mode; those take the median round. opts.max_reps and
+/// opts.min_reps are per round.
+template <class A, class B>
+std::pair<rate, rate>
+measure_interleaved(A&& a, B&& b, const measure_options& opts,
+                    slice_pick pick = slice_pick::fastest) {
+  auto r = measure_rounds({std::forward<A>(a), std::forward<B>(b)}, opts, 15);
+  auto pick_rate = [&](size_t op) {
+    if (pick == slice_pick::median)
+      return r.median(op);
+    const auto& rates = r.rates[op];
+    return *std::max_element(rates.begin(), rates.end());
+  };
+  return {rate{pick_rate(0), r.reps[0]}, rate{pick_rate(1), r.reps[1]}};
 }
 
 /// A field of /proc/<pid>/status in KiB ("VmHWM", "VmRSS"), or nullopt if

@@ -181,6 +181,16 @@ inline bool recv_all_polling(int fd, char* data, size_t n) {
   return true;
 }
 
+/// send_all or send_all_polling, by `poll`.
+inline bool send_all(int fd, const char* data, size_t n, bool poll) {
+  return poll ? send_all_polling(fd, data, n) : send_all(fd, data, n);
+}
+
+/// recv_all or recv_all_polling, by `poll`.
+inline bool recv_all(int fd, char* data, size_t n, bool poll) {
+  return poll ? recv_all_polling(fd, data, n) : recv_all(fd, data, n);
+}
+
 } // namespace detail
 
 /// The server side (the hidden `--raw-tcp-server` mode). Listens on a free
@@ -222,8 +232,7 @@ inline int serve_raw_tcp(pid_t parent, int accept_timeout_s = 60) {
   for (;;) {
     uint64_t header[2];
     auto* h = reinterpret_cast<char*>(header);
-    if (!(polling ? detail::recv_all_polling(fd, h, sizeof header)
-                  : detail::recv_all(fd, h, sizeof header)))
+    if (!detail::recv_all(fd, h, sizeof header, polling))
       break; // the client hung up: done
     auto request = header[0];
     polling = (header[1] & raw_tcp_poll_flag) != 0;
@@ -233,20 +242,16 @@ inline int serve_raw_tcp(pid_t parent, int accept_timeout_s = 60) {
     if (request > raw_tcp_max_bytes
         || (!stream && reply > raw_tcp_max_bytes))
       return 1;
-    auto receive = [&](char* into) {
-      return polling ? detail::recv_all_polling(fd, into, request)
-                     : detail::recv_all(fd, into, request);
-    };
     if (fresh) {
       // Not zero-filled first: recv writes every byte, as it would into
       // a fresh tensor.
       std::unique_ptr<char[]> body{new char[request]};
-      if (!receive(body.get()))
+      if (!detail::recv_all(fd, body.get(), request, polling))
         return 1;
     } else {
       if (in.size() < request)
         in.resize(request, 1);
-      if (!receive(in.data()))
+      if (!detail::recv_all(fd, in.data(), request, polling))
         return 1;
     }
     if (stream) {
@@ -262,8 +267,7 @@ inline int serve_raw_tcp(pid_t parent, int accept_timeout_s = 60) {
     }
     if (out.size() < reply)
       out.resize(reply, 2);
-    if (!(polling ? detail::send_all_polling(fd, out.data(), reply)
-                  : detail::send_all(fd, out.data(), reply)))
+    if (!detail::send_all(fd, out.data(), reply, polling))
       return 1;
   }
   ::close(fd);
@@ -319,13 +323,10 @@ public:
                             | (mode.fresh ? raw_tcp_fresh_flag : 0)
                             | (mode.stream ? raw_tcp_stream_flag : 0)};
     std::memcpy(out_.data(), header, sizeof header);
-    if (!(mode.poll
-            ? detail::send_all_polling(fd_, out_.data(), request_bytes + 16)
-            : detail::send_all(fd_, out_.data(), request_bytes + 16)))
+    if (!detail::send_all(fd_, out_.data(), request_bytes + 16, mode.poll))
       throw detail::tcp_error("send");
     auto receive = [&](char* into, uint64_t n) {
-      if (!(mode.poll ? detail::recv_all_polling(fd_, into, n)
-                      : detail::recv_all(fd_, into, n)))
+      if (!detail::recv_all(fd_, into, n, mode.poll))
         throw std::runtime_error("raw tcp: the server hung up or timed out");
     };
     if (mode.stream) {

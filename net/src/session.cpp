@@ -28,12 +28,11 @@ namespace {
 struct reply_times {
   /// Capped at 4 x spin: whether to poll for the reply.
   std::atomic<int64_t> polling_ns{0};
-  /// Capped at 2 x help_max_ns: whether running actors while waiting is
-  /// allowed at all.
-  std::atomic<int64_t> helping_ns{0};
   /// Whole calls, from the send to the caller having the reply, when the
   /// caller ran actors (helped) and when it did not: which way is faster
-  /// for this session's steps (see call_master). 0: not measured yet.
+  /// for this session's steps (see call_master), and (plain calls)
+  /// whether its steps are too long to help at all. Capped at 2 x
+  /// help_max_ns. 0: not measured yet.
   std::atomic<int64_t> helped_call_ns{0};
   std::atomic<int64_t> plain_call_ns{0};
   std::atomic<uint64_t> calls{0};
@@ -263,9 +262,9 @@ caf::behavior client_actor(caf::event_based_actor* self, task_actor master,
 // 4-9 us when a spinning worker runs it and ~19 us when its caller does
 // (the two race); a remote small step 54 us against 30; a one-worker
 // training step of actorflow-train's MLP (~2-3 ms) saved ~90 us of
-// wake-ups when its caller helped: +5-9 % (docs/PERFORMANCE.md). Replies
-// that average more than help_max_ns never are: a caller running actors
-// could be kept in a long job that is not its own.
+// wake-ups when its caller helped: +5-9 % (docs/PERFORMANCE.md). Steps
+// whose plain calls average more than help_max_ns never are: a caller
+// running actors could be kept in a long job that is not its own.
 constexpr int64_t help_max_ns = 10'000'000;
 constexpr uint64_t help_probe_every = 32;
 
@@ -291,7 +290,6 @@ step_result call_master(pending_steps& pending, const caf::actor& client,
   using clock = std::chrono::steady_clock;
   auto sent = clock::now();
   auto polling_avg = replies.polling_ns.load(std::memory_order_relaxed);
-  auto helping_avg = replies.helping_ns.load(std::memory_order_relaxed);
   auto send = [&] {
     caf::anon_send(client, run_step_atom_v, id, std::move(req), wait_ms);
   };
@@ -308,7 +306,7 @@ step_result call_master(pending_steps& pending, const caf::actor& client,
   bool help = helped_avg == 0 || (plain_avg != 0 && helped_avg < plain_avg);
   if (call % help_probe_every == help_probe_every - 1)
     help = !help;
-  if (help && helping_avg <= help_max_ns) {
+  if (help && plain_avg <= help_max_ns) {
     // Counted before the step goes out, so that its reply notifies.
     ++pending.helping;
     helped = run_actors_until(pending.sys, send, ready);
@@ -331,23 +329,21 @@ step_result call_master(pending_steps& pending, const caf::actor& client,
                 out.done - sent)
                 .count();
   took = std::max<int64_t>(took, 0);
-  auto add = [took](std::atomic<int64_t>& into, int64_t old, int64_t cap) {
-    into.store(old + (std::min(took, cap) - old) / 8,
+  auto add = [](std::atomic<int64_t>& into, int64_t old, int64_t sample,
+                int64_t cap) {
+    into.store(old + (std::min(sample, cap) - old) / 8,
                std::memory_order_relaxed);
   };
-  add(replies.polling_ns, polling_avg, 4 * spin.count());
-  add(replies.helping_ns, helping_avg, 2 * help_max_ns);
+  add(replies.polling_ns, polling_avg, took, 4 * spin.count());
   // The whole call, wake-up included: what the two ways are compared on.
-  // The first sample of a way is taken as it is.
+  // A way's first sample is taken as it is (0 means "not measured").
   auto whole = std::max<int64_t>(
     std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - sent)
       .count(),
     1);
-  auto& way = helped ? replies.helped_call_ns : replies.plain_call_ns;
   auto old_way = helped ? helped_avg : plain_avg;
-  way.store(old_way == 0 ? whole
-                         : old_way + (std::min(whole, 2 * help_max_ns) - old_way) / 8,
-            std::memory_order_relaxed);
+  add(helped ? replies.helped_call_ns : replies.plain_call_ns,
+      old_way == 0 ? whole : old_way, whole, 2 * help_max_ns);
   return out;
 }
 

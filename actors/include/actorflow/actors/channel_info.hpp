@@ -2,8 +2,8 @@
 
 // What this process's tensor channel (the connections beside CAF's that
 // carry tensors between executors, docs/DESIGN.md "Tensor channel") has
-// read so far: which path a tensor's bytes took, for the bench and for
-// anyone checking where a transfer went.
+// read so far, and the size of its rings: which path a tensor's bytes
+// took, for the bench and for anyone checking where a transfer went.
 
 #include <cstdint>
 
@@ -25,5 +25,10 @@ struct received_totals {
 
 /// The totals now. Never blocks (relaxed atomic loads).
 received_totals totals_received();
+
+/// The bytes of the ring of shared memory a link offers a peer process on
+/// this host (ACTORFLOW_CHANNEL_RING_MIB, 4 MiB by default; 0: none).
+/// Tensor data from 16 KiB up to half of it takes the ring. Never blocks.
+uint64_t ring_capacity();
 
 } // namespace actorflow::tensor_channel
