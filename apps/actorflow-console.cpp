@@ -110,11 +110,9 @@ options parse_args(int argc, char** argv) {
       opts.timeout_s = parse_int(name, flags.value(), 1, 3600);
     } else if (name == "--http") {
       opts.http = flags.value();
-      if (opts.http->rfind(':') == std::string::npos)
-        throw usage_error("--http: expected HOST:PORT, got '" + *opts.http
-                          + "'");
-      parse_int(name, opts.http->substr(opts.http->rfind(':') + 1), 0,
-                65535);
+      host_port hp;
+      if (auto err = host_port::parse(*opts.http, hp); !err.ok())
+        throw usage_error("--http: expected HOST:PORT: " + err.message());
     } else if (name == "--web_dir") {
       opts.web_dir = flags.value();
     } else if (name == "--once") {
@@ -249,15 +247,16 @@ int main(int argc, char** argv) {
                  "--web_dir)");
       return 1;
     }
-    auto colon = opts.http->rfind(':');
-    auto host = opts.http->substr(0, colon);
+    host_port http;
+    host_port::parse(*opts.http, http); // checked with the flags
     web_ui web{watch, dir, std::chrono::milliseconds(opts.interval_ms)};
-    auto port = web.bind(host, std::stoi(opts.http->substr(colon + 1)));
+    auto port = web.bind(http.host, http.port);
     if (port <= 0) {
       log::error("cannot listen on " + *opts.http);
       return 1;
     }
-    std::cout << "actorflow-console: web UI at http://" << host << ":" << port
+    std::cout << "actorflow-console: web UI at http://"
+              << host_port{http.host, static_cast<uint16_t>(port)}.to_string()
               << "/" << std::endl;
     web.run(stop_requested);
     return 0;

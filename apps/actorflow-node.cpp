@@ -169,8 +169,7 @@ int run(int argc, char** argv) {
   }
   auto cfg = resolve(opts.cluster);
   const auto& address = cfg.cluster.task_address(cfg.job, cfg.task);
-  auto task_name = "/job:" + cfg.job + "/replica:0/task:"
-                   + std::to_string(cfg.task);
+  auto task_name = cfg.task_name();
 
   std::optional<actorflow::server> srv;
   try {
@@ -180,8 +179,9 @@ int run(int argc, char** argv) {
                + e.what());
     return e.code() == actorflow::error_code::invalid_argument ? 2 : 1;
   }
-  std::cout << prog << ": serving " << task_name << " at " << host_of(address)
-            << ':' << srv->port() << " (cluster: " << cfg.cluster.to_string()
+  std::cout << prog << ": serving " << task_name << " at "
+            << actorflow::host_port{actorflow::host_of(address), srv->port()}.to_string()
+            << " (cluster: " << cfg.cluster.to_string()
             << ")" << std::endl;
   try {
     if (auto line = serve_metrics(*srv, opts.metrics, prog); !line.empty())

@@ -463,7 +463,7 @@ int run_ps(const options& opts, const task_config& cfg,
     return e.code() == error_code::invalid_argument ? 2 : 1;
   }
   say(std::string{prog} + ": serving " + cfg.task_name() + " at "
-      + host_of(address) + ":" + std::to_string(srv->port()));
+      + host_port{host_of(address), srv->port()}.to_string());
   if (auto line = serve_metrics(*srv, opts.metrics, prog); !line.empty())
     say(line);
   int received = 0;
@@ -656,7 +656,7 @@ int run_worker(const options& opts, const task_config& cfg) {
     return e.code() == error_code::invalid_argument ? 2 : 1;
   }
   say(std::string{prog} + ": serving " + cfg.task_name() + " at "
-      + host_of(address) + ":" + std::to_string(srv->port()));
+      + host_port{host_of(address), srv->port()}.to_string());
   if (auto line = serve_metrics(*srv, opts.metrics, prog); !line.empty())
     say(line);
   // A lost ps shows in this worker's log as it happens.

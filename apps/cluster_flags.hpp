@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actorflow/actors/host_port.hpp"
+#include "actorflow/graph/device_name.hpp"
 #include "actorflow/graph/status.hpp"
 #include "actorflow/net/cluster_spec.hpp"
 #include "command_line.hpp"
@@ -48,7 +50,7 @@ struct task_config {
   int task = 0;
 
   std::string task_name() const {
-    return "/job:" + job + "/replica:0/task:" + std::to_string(task);
+    return actorflow::task_name(job, task);
   }
 };
 
@@ -155,15 +157,6 @@ inline task_config resolve(const cluster_flags& flags) {
     throw usage_error(task_source + ": job '" + cfg.job + "' has no task "
                       + std::to_string(cfg.task));
   return cfg;
-}
-
-/// "host" of "host:port" (IPv6 brackets kept).
-inline std::string host_of(const std::string& address) {
-  auto colon = address.rfind(':');
-  if (colon == std::string::npos
-      || address.find(']', colon) != std::string::npos)
-    return address;
-  return address.substr(0, colon);
 }
 
 } // namespace actorflow::apps

@@ -64,6 +64,8 @@ const char* to_string(actor_kind kind) {
   switch (kind) {
     case actor_kind::task:
       return "task";
+    case actor_kind::worker:
+      return "worker";
     case actor_kind::executor:
       return "executor";
     case actor_kind::variable:

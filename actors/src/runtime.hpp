@@ -1,6 +1,6 @@
 #pragma once
 
-// Private to actors/: the actors a task actor spawns.
+// Private to actors/: the actors a task's master and worker spawn.
 
 #include <atomic>
 #include <map>
@@ -22,13 +22,16 @@
 
 namespace actorflow {
 
-/// Counters shared by a task actor and its executors. Monitoring only:
-/// relaxed atomics, never used for control flow.
+/// Counters shared by a task's master, its worker and its executors.
+/// Monitoring only: relaxed atomics, never used for control flow.
 struct task_counters {
   std::atomic<uint64_t> messages{0};
   std::atomic<uint64_t> bytes_in{0};
   std::atomic<uint64_t> bytes_out{0};
   std::atomic<uint64_t> steps{0};
+  /// Gauges the worker sets: its variables and registered partitions.
+  std::atomic<uint64_t> variables{0};
+  std::atomic<uint64_t> partitions{0};
 };
 
 /// The generator of one random op in one session. TensorFlow keeps one
@@ -103,16 +106,29 @@ accumulator_options accumulator_options_of(const node_def& node,
 /// The queue options a queue node's attributes describe, named `name`.
 queue_options queue_options_of(const node_def& node, std::string name);
 
-/// Runs one registered partition. `task` is its task actor (resource
-/// lookups), `rngs` the generators of its random ops; messages: (run_graph, run_graph_request, vector<actor> peers)
-/// -> run_graph_response; (recv_tensor, int64 step, string key, tensor);
-/// (abort_step, int64 step, status).
-executor_actor spawn_executor(caf::actor_system& sys, task_actor task,
-                          graph_def partition, std::string device,
-                          std::string default_container,
-                          std::shared_ptr<task_counters> counters,
-                          rng_map rngs, std::string session,
-                          monitoring::identity who = {});
+/// What an executor is spawned with.
+struct executor_options {
+  /// Its task's worker (resource lookups).
+  worker_actor worker;
+  /// The registered partition.
+  graph_def partition;
+  /// Its device, and the container of resources that name none.
+  std::string device;
+  std::string default_container;
+  std::shared_ptr<task_counters> counters;
+  /// The generators of its random ops, by node.
+  rng_map rngs;
+  /// The session it belongs to (private queues are per session).
+  std::string session;
+  /// What the monitor shows it as.
+  monitoring::identity who;
+};
+
+/// Runs one registered partition. Messages: (run_graph,
+/// run_graph_request, vector<actor> peers) -> run_graph_response;
+/// (recv_tensor, int64 step, string key, tensor); (abort_step, int64 step,
+/// status).
+executor_actor spawn_executor(caf::actor_system& sys, executor_options opts);
 
 /// Spawns the monitor actor of the task `opts` describe (monitor_actor in
 /// type_ids.hpp).

@@ -49,6 +49,7 @@
 #include <caf/binary_serializer.hpp>
 #include <caf/send.hpp>
 
+#include "actorflow/actors/host_port.hpp"
 #include "actorflow/actors/monitoring.hpp"
 #include "actorflow/actors/run_actors.hpp"
 #include "actorflow/actors/type_ids.hpp"
@@ -80,20 +81,6 @@ std::atomic<uint64_t> n_ring_bytes{0};
 void close_fd(int fd) {
   if (fd >= 0)
     ::close(fd);
-}
-
-// Splits "host:port" at its last colon ("[v6]:port" keeps its brackets
-// off the host).
-bool split_host_port(const std::string& hp, std::string& host,
-                     std::string& port) {
-  auto colon = hp.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == hp.size())
-    return false;
-  host = hp.substr(0, colon);
-  port = hp.substr(colon + 1);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  return port.find_first_not_of("0123456789") == std::string::npos;
 }
 
 // An incoming connection: its blocking socket, and its TLS when the
@@ -965,7 +952,8 @@ std::string open_inbox(const std::string& host, const caf::actor& exec) {
     return {};
   auto id = r.next_inbox++;
   r.inboxes.emplace(id, caf::actor_cast<caf::weak_actor_ptr>(exec));
-  return host + ":" + std::to_string(p->second) + "/" + std::to_string(id);
+  return host_port{host_of(host), p->second}.to_string() + "/"
+         + std::to_string(id);
 }
 
 void close_inbox(const std::string& address) {
@@ -985,10 +973,11 @@ route route_to(const std::string& address, caf::actor_system* sys) {
            != std::string::npos)
     return {};
   auto hp = address.substr(0, slash);
-  std::string host;
-  std::string port;
-  if (!split_host_port(hp, host, port))
+  host_port parsed;
+  if (!host_port::parse(hp, parsed).ok())
     return {};
+  auto host = parsed.host;
+  auto port = std::to_string(parsed.port);
   route result;
   result.inbox = std::strtoull(address.c_str() + slash + 1, nullptr, 10);
   auto sec = sys ? tls_socket::security_of(*sys) : nullptr;

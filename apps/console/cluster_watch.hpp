@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actorflow/actors/host_port.hpp"
 #include "actorflow/actors/type_ids.hpp"
 #include "actorflow/net/cluster_spec.hpp"
 
@@ -281,9 +282,11 @@ private:
           size_t i) {
     std::string address;
     w->with_view(i, [&](task_view& v) { address = v.address; });
-    auto colon = address.rfind(':');
-    auto host = address.substr(0, colon);
-    auto port = static_cast<uint16_t>(std::stoi(address.substr(colon + 1)));
+    // A malformed address shows the task down, naming why.
+    host_port hp;
+    auto parsed = host_port::parse(address, hp);
+    auto host = hp.host;
+    auto port = hp.port;
     auto deadline = std::chrono::seconds(2);
     // Ends connection `gen` (an older attempt's failure is ignored) and
     // tries again in a second.
@@ -330,12 +333,14 @@ private:
     return {
       [=](try_atom) {
         auto gen = ++self->state.generation;
+        if (!parsed.ok())
+          return down(parsed.message(), gen);
         auto mm = self->home_system().middleman().actor_handle();
         self->request(mm, deadline, caf::connect_atom::value, host, port)
           .then(
             [=](const caf::node_id&, caf::strong_actor_ptr& ptr,
                 const std::set<std::string>&) {
-              auto task = caf::actor_cast<task_actor>(ptr);
+              auto task = caf::actor_cast<master_actor>(ptr);
               if (!task)
                 return down("no actor published at " + address, gen);
               self->request(task, deadline, get_monitor_atom_v)

@@ -265,11 +265,15 @@ void device_name::merge_from(const device_name& other) {
     id = other.id;
 }
 
+std::string task_name(std::string_view job, int task, int replica) {
+  return "/job:" + std::string{job} + "/replica:" + std::to_string(replica)
+         + "/task:" + std::to_string(task);
+}
+
 std::string full_device_name(std::string_view job, int replica, int task,
                              std::string_view type, int id) {
-  return "/job:" + std::string{job} + "/replica:" + std::to_string(replica)
-         + "/task:" + std::to_string(task) + "/device:" + std::string{type}
-         + ":" + std::to_string(id);
+  return task_name(job, task, replica) + "/device:" + std::string{type} + ":"
+         + std::to_string(id);
 }
 
 bool is_specification(const device_name& less, const device_name& more) {

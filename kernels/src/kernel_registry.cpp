@@ -37,6 +37,10 @@ status run_kernel(kernel_context& ctx) {
   if (fn == nullptr)
     return unimplemented("No kernel registered for op '" + ctx.node.op
                          + "' (node '" + ctx.node.name + "')");
+  return run_kernel(fn, ctx);
+}
+
+status run_kernel(compute_fn fn, kernel_context& ctx) {
   try {
     return fn(ctx);
   } catch (const op_error& e) {

@@ -1,5 +1,6 @@
 #include "actorflow/net/cluster_spec.hpp"
 
+#include "actorflow/graph/device_name.hpp"
 #include "actorflow/graph/text_util.hpp"
 
 #include <algorithm>
@@ -320,8 +321,7 @@ std::vector<std::string> cluster_spec::task_names() const {
   std::vector<std::string> full;
   for (const auto& [job, tasks] : jobs_)
     for (const auto& entry : tasks)
-      full.push_back("/job:" + job + "/replica:0/task:"
-                     + std::to_string(entry.first) + std::string{suffix});
+      full.push_back(task_name(job, entry.first) + std::string{suffix});
   std::sort(full.begin(), full.end());
   for (auto& name : full)
     name.resize(name.size() - suffix.size());

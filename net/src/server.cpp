@@ -52,8 +52,8 @@ server::server(caf::actor_system& sys, const cluster_spec& cluster,
                    "Task " + std::to_string(task)
                      + " was not defined in job \"" + job + "\"");
   auto& address = cluster.task_address(job, task);
-  auto parsed = parse_address(address);
-  if (!parsed)
+  host_port parsed;
+  if (!host_port::parse(address, parsed).ok())
     throw op_error(error_code::invalid_argument,
                    "Could not parse port for local server from \"" + address
                      + "\"");
@@ -73,10 +73,10 @@ server::server(caf::actor_system& sys, const cluster_spec& cluster,
   // so tests never open ports to the network (and tasks on 127.0.0.2,
   // 127.0.0.3, ... may share a port, as pods on their own hosts do).
   const char* in = nullptr;
-  if (parsed->host == "localhost")
+  if (parsed.host == "localhost")
     in = "127.0.0.1";
-  else if (parsed->host.rfind("127.", 0) == 0)
-    in = parsed->host.c_str();
+  else if (parsed.host.rfind("127.", 0) == 0)
+    in = parsed.host.c_str();
   if (in != nullptr && std::string_view{in} != "127.0.0.1")
     impl_->local_host = in;
   // SO_REUSEADDR, as gRPC's server: a restarted task binds its port again
@@ -93,7 +93,7 @@ server::server(caf::actor_system& sys, const cluster_spec& cluster,
     caf::scoped_actor self{sys};
     self
       ->request(transport_actor(sys), std::chrono::seconds(30),
-                caf::publish_atom::value, parsed->port,
+                caf::publish_atom::value, parsed.port,
                 caf::actor_cast<caf::strong_actor_ptr>(impl_->actor),
                 std::set<std::string>{}, std::string{in ? in : ""}, true)
       .receive([&](uint16_t actual) { res = actual; },

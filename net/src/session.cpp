@@ -106,7 +106,7 @@ struct session::impl {
   caf::actor_system* sys = nullptr;
   graph* g = nullptr;
   session_config config;
-  task_actor master;
+  master_actor master;
   /// Set for a private in-process engine, which this session owns.
   bool owns_master = false;
   std::string target;
@@ -140,32 +140,32 @@ std::chrono::milliseconds connect_timeout(const session_config& config) {
 }
 
 // Finds the master published at `target`, with a deadline.
-task_actor connect_master(caf::actor_system& sys, const std::string& target,
+master_actor connect_master(caf::actor_system& sys, const std::string& target,
                           const session_config& config) {
   auto address = strip_scheme(target);
-  auto parsed = parse_address(address);
-  if (!parsed)
+  host_port parsed;
+  if (!host_port::parse(address, parsed).ok())
     throw op_error(error_code::invalid_argument,
                    "Malformed session target \"" + target
                      + "\": expected caf://host:port or grpc://host:port");
   // Through the middleman actor, so that the wait has a deadline.
   caf::scoped_actor self{sys};
   status err;
-  task_actor master;
+  master_actor master;
   auto mm = transport_actor(sys);
   self
     ->request(mm, connect_timeout(config), caf::connect_atom::value,
-              parsed->host, parsed->port)
+              parsed.host, parsed.port)
     .receive(
       [&](const caf::node_id&, caf::strong_actor_ptr& ptr,
           const std::set<std::string>&) {
-        master = caf::actor_cast<task_actor>(ptr);
+        master = caf::actor_cast<master_actor>(ptr);
         if (!master)
           err = {error_code::unavailable,
                  "No master published at " + std::string{address}};
       },
       [&](caf::error& e) {
-        auto tls = last_tls_failure(sys, parsed->host, parsed->port);
+        auto tls = last_tls_failure(sys, parsed.host, parsed.port);
         err = {error_code::unavailable,
                "Could not connect to master at " + std::string{address} + ": "
                  + sys.render(e) + (tls.empty() ? "" : " (" + tls + ")")};
@@ -176,7 +176,7 @@ task_actor connect_master(caf::actor_system& sys, const std::string& target,
 
 // Opens the master session; returns its handle.
 std::string create_master_session(caf::actor_system& sys,
-                                  const task_actor& master,
+                                  const master_actor& master,
                                   const session_config& config,
                                   const std::string& what) {
   caf::scoped_actor self{sys};
@@ -202,7 +202,7 @@ std::string create_master_session(caf::actor_system& sys,
 // or whose process is lost ends every wait with Unavailable instead of
 // leaving callers blocked; when the session closes it ends, and steps
 // still waiting fail with Aborted.
-caf::behavior client_actor(caf::event_based_actor* self, task_actor master,
+caf::behavior client_actor(caf::event_based_actor* self, master_actor master,
                            std::shared_ptr<pending_steps> pending,
                            std::string what) {
   self->monitor(master);
@@ -370,7 +370,7 @@ session::session(session_config config, graph* g)
   opts.job = "localhost";
   opts.task = 0;
   opts.cluster["/job:localhost/replica:0/task:0"] = "";
-  impl_->master = caf::actor_cast<task_actor>(spawn_task(*impl_->sys, opts));
+  impl_->master = caf::actor_cast<master_actor>(spawn_task(*impl_->sys, opts));
   impl_->owns_master = true;
   impl_->target = "";
   impl_->handle = create_master_session(*impl_->sys, impl_->master, config,

@@ -21,7 +21,9 @@ TEST_CASE("atoms: every runtime atom has its own text", "[atoms]") {
     assign_add_atom::value,     assign_sub_atom::value,
     is_initialized_atom::value, get_stats_atom::value,
     reset_atom::value,          cleanup_atom::value,
-    check_deadlines_atom::value, caf::connect_atom::value};
+    check_deadlines_atom::value, caf::connect_atom::value,
+    get_worker_atom::value,     step_reply_atom::value,
+    get_monitor_atom::value};
   std::set<std::string> texts;
   for (auto a : atoms)
     texts.insert(caf::to_string(a));

@@ -40,6 +40,8 @@ tensor borrowed(float* data, std::shared_ptr<int> owner) {
 // so of the borrowed tensor) goes only after its reply went out.
 bool expires(const std::weak_ptr<int>& owner) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  // Polls the owner, as a weak_ptr signals nothing when it expires; bounded
+  // by the deadline.
   while (!owner.expired() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return owner.expired();

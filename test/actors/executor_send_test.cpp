@@ -84,8 +84,16 @@ std::pair<executor_actor, std::string>
 register_partition(caf::scoped_actor& self, const caf::actor& task,
                    const graph_def& part, const std::string& device) {
   std::pair<executor_actor, std::string> exec;
+  // Partitions register with the task's worker, which its master names.
+  worker_actor worker;
+  self->request(caf::actor_cast<master_actor>(task), max_wait, get_worker_atom_v)
+    .receive([&](worker_actor& w) { worker = std::move(w); },
+             [&](caf::error& err) {
+               FAIL("get_worker: " << caf::to_string(err));
+             });
+  REQUIRE(worker);
   self
-    ->request(task, max_wait, register_graph_atom_v, to_bytes(part), device,
+    ->request(worker, max_wait, register_graph_atom_v, to_bytes(part), device,
               std::string{"session"})
     .receive(
       [&](status& err, executor_actor& x, std::string& inbox) {

@@ -76,6 +76,8 @@ TEST_CASE("monitoring: an instrumented actor counts messages, busy time and "
   // The reply is sent from within the last message's handling: allow for
   // its own count to land a moment later.
   auto deadline = std::chrono::steady_clock::now() + max_wait;
+  // Polls the record, which signals nothing when a count lands; bounded by
+  // the deadline.
   while (s.messages < 52 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     s = rec->read();
@@ -107,6 +109,8 @@ TEST_CASE("monitoring: an ended actor leaves the live set for a bounded "
       n += record_for(a.id()) != nullptr ? 1 : 0;
     return n;
   };
+  // Polls the registry, which signals nothing when a record leaves the live
+  // set; bounded by the deadline.
   while (alive() > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   REQUIRE(alive() == 0);
@@ -167,7 +171,7 @@ TEST_CASE("monitoring: the monitor actor's snapshot and subscription",
   opts.job = "mon";
   opts.task = 0;
   opts.cluster["/job:mon/replica:0/task:0"] = "127.0.0.1:1";
-  auto task = caf::actor_cast<task_actor>(spawn_task(sys, opts));
+  auto task = caf::actor_cast<master_actor>(spawn_task(sys, opts));
   caf::scoped_actor self{sys};
   monitor_actor mon;
   self->request(task, max_wait, get_monitor_atom_v)
@@ -321,6 +325,8 @@ TEST_CASE("monitoring: metrics_text is Prometheus' text format with the "
                  + "\",kind=\"queue\",actor=\"in\\\"put\",actor_id=\"" + id
                  + "\"} 1\n";
   auto later = metrics_text(opts);
+  // Polls the metrics text, as the record signals nothing when it counts;
+  // bounded by 200 tries.
   for (int i = 0; i < 200 && later.find(counted) == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     later = metrics_text(opts);

@@ -118,6 +118,8 @@ TEST_CASE("scheduler: a chain of actors that fans out keeps both workers "
   for (int i = 0; i < 50; ++i)
     caf::anon_send(head, i);
   auto deadline = std::chrono::steady_clock::now() + 30s;
+  // Polls the sink's counter, a plain atomic that signals nothing; bounded
+  // by the deadline.
   while (hits < 1000 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(1ms);
   CHECK(hits == 1000);
@@ -192,6 +194,8 @@ void expect_turns_on(ping_pong_log& log, size_t n, std::thread::id thread) {
 
 bool wait_for(const std::atomic<bool>& flag) {
   auto deadline = std::chrono::steady_clock::now() + 30s;
+  // Polls the flag, which the actors set without notifying anyone; bounded
+  // by the deadline.
   while (!flag && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(1ms);
   return flag;
@@ -205,6 +209,7 @@ TEST_CASE("scheduler: a message an actor sends runs next on the same "
   ping_pong_pair pp;
   auto& log = pp.log;
   // Let both workers go to sleep first.
+  // The scheduler signals nothing when a worker parks: give them time.
   std::this_thread::sleep_for(20ms);
   caf::anon_send(pp.a, 10, pp.b);
   REQUIRE(wait_for(log.done));
@@ -239,6 +244,8 @@ TEST_CASE("scheduler: run_actors_until runs the actors a waiting thread "
   auto& log = pp.log;
   auto& a = pp.a;
   auto& b = pp.b;
+  // Let both workers go to sleep first: the scheduler signals nothing when
+  // a worker parks.
   std::this_thread::sleep_for(20ms);
   // The whole exchange happens on this thread: the first message wakes no
   // worker, and each next one stays on the thread that sent it.
@@ -251,8 +258,11 @@ TEST_CASE("scheduler: run_actors_until runs the actors a waiting thread "
   log.done = false;
   std::atomic<bool> finished{false};
   std::thread other{[&] {
+    // Let the main thread get into run_actors_until first: nothing signals
+    // when it starts waiting there.
     std::this_thread::sleep_for(20ms);
     caf::anon_send(a, 0, b);
+    // Polls the flag, which the actor sets without notifying anyone.
     while (!log.done)
       std::this_thread::sleep_for(1ms);
     finished = true;
@@ -281,6 +291,8 @@ TEST_CASE("scheduler: run_actors_until refuses to run actors on a thread "
   });
   caf::anon_send(nested, 1);
   auto deadline = std::chrono::steady_clock::now() + 30s;
+  // Polls the result, which the actor stores without notifying anyone;
+  // bounded by the deadline.
   while (result < 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(1ms);
   CHECK(result == 0);
@@ -303,6 +315,8 @@ TEST_CASE("scheduler: run_actors_after runs the actor a message makes "
           "[scheduler]") {
   ping_pong_pair pp;
   auto& log = pp.log;
+  // Let both workers go to sleep first: the scheduler signals nothing when
+  // a worker parks.
   std::this_thread::sleep_for(20ms);
   auto here = std::this_thread::get_id();
   run_actors_after(*pp.h.sys, [&] { caf::anon_send(pp.a, 10, pp.b); });
@@ -378,6 +392,8 @@ TEST_CASE("scheduler: run_actors_after leaves the rest of the chain to the "
           "[scheduler]") {
   ping_pong_pair pp;
   auto& log = pp.log;
+  // Let both workers go to sleep first: the scheduler signals nothing when
+  // a worker parks.
   std::this_thread::sleep_for(20ms);
   auto here = std::this_thread::get_id();
   int asked = 0;

@@ -324,6 +324,8 @@ TEST_CASE("tensor_channel: a reader polls only while frames keep coming",
   // Polling ends within its spin time (ACTORFLOW_CHANNEL_SPIN_US, 1 ms by
   // default): over half a second of quiet the process is all but idle,
   // where a reader that kept polling would take the whole of it.
+  // Outlast the reader's spin first: it signals nothing when it stops
+  // polling.
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   auto before = cpu_seconds();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -368,6 +370,8 @@ TEST_CASE("tensor_channel: the reading thread runs the receiving actor "
     return {[&](int) {
       busy = true;
       auto until = std::chrono::steady_clock::now() + 2 * max_wait;
+      // Polls `release`, which the test sets without notifying anyone;
+      // bounded by `until`.
       while (!release && std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }};
@@ -384,6 +388,8 @@ TEST_CASE("tensor_channel: the reading thread runs the receiving actor "
   require_started(self, forwarder);
   caf::anon_send(blocker, 1);
   auto until = std::chrono::steady_clock::now() + max_wait;
+  // Polls `busy`, which the blocker sets without notifying anyone; bounded
+  // by `until`.
   while (!busy && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   REQUIRE(busy);
@@ -460,6 +466,8 @@ TEST_CASE("tensor_channel: a frame for another actor is not held up by "
   // Running the whole chain first would take 8 of them.
   CHECK(pongs_before <= 1);
   auto until = std::chrono::steady_clock::now() + max_wait;
+  // Polls `chain_done`, which `first` sets without notifying anyone;
+  // bounded by `until`.
   while (!chain_done && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   CHECK(chain_done);
@@ -984,6 +992,8 @@ TEST_CASE("tensor_channel: with TLS on, frames travel encrypted and a plain "
   auto fallback = receive_one(self);
   CHECK(fallback.key == "plain");
   CHECK(tensor_channel::fallbacks() == before + 1);
+  // Polls what the TLS log said: its callback signals nothing when a line
+  // comes; bounded by the deadline.
   auto deadline = std::chrono::steady_clock::now() + max_wait;
   for (;;) {
     {

@@ -178,6 +178,8 @@ TEST_CASE("bench: --quick prints every figure as a JSON line", "[bench]") {
   // Nothing left behind: the nodes and the raw TCP server are gone.
   auto deadline = std::chrono::steady_clock::now() + 10s;
   auto left = children_of(pid);
+  // Polls /proc: the nodes are the bench's children, not ours, so their end
+  // is no event to wait on (bounded by the deadline).
   while (!left.empty() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(100ms);
     left = children_of(pid);

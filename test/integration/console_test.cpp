@@ -276,6 +276,8 @@ TEST_CASE("console: a task that is stopped is shown down by name, and up "
     node_path, "--cluster", json_spec, "--job", "worker"});
   REQUIRE(node->wait_for_line("serving", 15s));
   auto deadline = std::chrono::steady_clock::now() + 10s;
+  // Polls stdout, as wait_for_line would match the lines from before the
+  // restart; bounded by the deadline.
   while (ups() == ups_before && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(50ms);
   CHECK(ups() > ups_before);

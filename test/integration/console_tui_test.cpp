@@ -507,6 +507,8 @@ TEST_CASE("console: the terminal UI in tmux sorts, filters, shows a detail "
     CHECK(runs(console_pid, "actorflow-console"));
     term.press("q");
     auto deadline = std::chrono::steady_clock::now() + 5s;
+    // Polls tmux, which signals nothing when the session ends; bounded by
+    // the deadline.
     while (term.alive() && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(50ms);
     INFO("screen:\n" << term.capture());
@@ -541,6 +543,8 @@ TEST_CASE("console: the terminal UI in tmux sorts, filters, shows a detail "
   CHECK(st->code == 128 + SIGTERM);
   auto deadline = std::chrono::steady_clock::now() + 15s;
   for (auto pid : pids) {
+    // Polls /proc: the tasks are the launcher's children, not ours, so their
+    // end is no event to wait on (bounded by the deadline).
     while (runs(pid, "actorflow-train")
            && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(50ms);

@@ -211,6 +211,8 @@ TEST_CASE("errors: a task killed while a later step waits on it fails the "
     options.timeout_in_ms = 20000;
     err = error_of([&] { sess.run(dequeue, {}, options); });
   }};
+  // Let the step reach task 1 and wait there first: the session gives no
+  // sign that a step is waiting.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   nodes.process("local", 1).send_signal(SIGKILL);
   waiting.join();
@@ -279,6 +281,8 @@ TEST_CASE("errors: closing a session ends its running step with Aborted",
     options.timeout_in_ms = 20000;
     err = error_of([&] { sess.run(never, {}, options); });
   }};
+  // Let the step start waiting on the queue first: the session gives no
+  // sign that a step is waiting.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   sess.close();
   waiting.join();
@@ -344,6 +348,8 @@ namespace {
 /// /proc/<pid>/stat); false if it did not get there.
 bool wait_until_stopped(pid_t pid) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  // Polls /proc: child_process reports an exit but not a stop; bounded by
+  // the deadline.
   while (std::chrono::steady_clock::now() < deadline) {
     std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
     std::string text;
@@ -398,6 +404,8 @@ TEST_CASE("errors: a silent task (SIGSTOP) is reported within seconds, and "
   // Reported by the heartbeat's 4 s timeout, not the step's 20 s deadline.
   CHECK(took < 10.0);
   // The same process came back: nothing was lost, nothing is aborted.
+  // Give the continued task a moment to reconnect; the session offers no
+  // event for that.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   CHECK(sess.run(v, {}, options).scalar_value<float>() == 5.0f);
   sess.run(increment, {}, options);
@@ -406,6 +414,8 @@ TEST_CASE("errors: a silent task (SIGSTOP) is reported within seconds, and "
   auto& master = nodes.process("local", 0);
   auto logged = [&](const std::string& line) {
     auto until = std::chrono::steady_clock::now() + 5s;
+    // Polls the master's stderr: child_process waits only for stdout lines;
+    // bounded by 5 s.
     while (std::chrono::steady_clock::now() < until) {
       if (master.err().find(line) != std::string::npos)
         return true;
@@ -462,6 +472,8 @@ TEST_CASE("errors: a step on tasks that are not up waits for them until its "
   }};
   // Started from this thread, which outlives them (node_command's
   // --parent-pid ties a node to the thread that spawned it).
+  // Let the step start waiting for them first: the session gives no sign
+  // that a step is waiting.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   std::vector<std::unique_ptr<child_process>> late;
   for (int t : {1, 2})

@@ -158,6 +158,8 @@ TEST_CASE("partition: a cut link to the ps is reported, and training goes "
   REQUIRE(net.cut(true));
   auto lost = "warning: lost /job:ps/replica:0/task:0 at " + ps;
   bool reported = false;
+  // Polls the worker's stderr: child_process waits only for stdout lines;
+  // bounded at 15 s.
   while (!reported && seconds_since(cut_at) < 15.0) {
     reported = worker0.err().find(lost) != std::string::npos;
     if (!reported)
@@ -171,6 +173,8 @@ TEST_CASE("partition: a cut link to the ps is reported, and training goes "
   CHECK(took < 8.0);
   auto before = global_steps(worker0.out(), 0);
   REQUIRE_FALSE(before.empty());
+  // Keep the link down a while after the loss: the outage itself is under
+  // test, so there is no event to wait for.
   std::this_thread::sleep_for(std::chrono::seconds(2));
   REQUIRE(net.cut(false));
   auto st0 = worker0.wait(120s);

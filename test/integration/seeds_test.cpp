@@ -136,6 +136,8 @@ TEST_CASE("seed001: reduce sum split across two workers", "[seed001]") {
   // Each worker's tf.Print wrote its partial sum to that node's stderr.
   auto& worker1 = nodes.process("worker", 1);
   auto deadline = std::chrono::steady_clock::now() + 5s;
+  // Polls the worker's stderr: child_process waits only for stdout lines;
+  // bounded by the deadline.
   while (worker1.err().find("portion is[500]") == std::string::npos
          && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(20ms);

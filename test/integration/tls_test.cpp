@@ -115,6 +115,8 @@ std::string err_with(child_process& proc, const std::string& needle,
                      std::chrono::milliseconds timeout = 10s) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   auto err = proc.err();
+  // Polls stderr: child_process waits only for stdout lines; bounded by the
+  // deadline.
   while (err.find(needle) == std::string::npos
          && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(20ms);

@@ -207,6 +207,8 @@ TEST_CASE("train: --local stops every task when it is stopped", "[train]") {
   // reaped by init after a SIGKILL'd launcher), within a bounded wait.
   auto deadline = std::chrono::steady_clock::now() + 15s;
   for (auto pid : pids) {
+    // Polls /proc: the tasks are not this process's children, so their end
+    // is no event it can wait on (bounded by the deadline).
     while (is_trainer(pid) && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(50ms);
     INFO("pid " << pid);

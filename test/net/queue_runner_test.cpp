@@ -279,6 +279,8 @@ TEST_CASE("queue_runner: fills a queue until the coordinator stops it, and the "
     CHECK(sess.run(x, {}, within()).scalar_value<float>()
           == static_cast<float>(i));
   // Let the runner fill the queue and block on the next enqueue.
+  // The queue tells the client nothing when it fills: poll its size
+  // (bounded by the deadline).
   auto deadline = std::chrono::steady_clock::now() + 10s;
   while (sess.run(size, {}, within()).scalar_value<int32_t>() < 3
          && std::chrono::steady_clock::now() < deadline)

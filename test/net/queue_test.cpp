@@ -85,6 +85,8 @@ TEST_CASE("queue: a step with a shorter deadline than one already waiting "
     auto err = error_of([&] { sess.run(dequeue[0], {}, patient); });
     return std::make_pair(code_of(err), clock::now());
   });
+  // Let the slow step start waiting on the queue first: the session gives
+  // no sign that a step is waiting.
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   run_options quick;
   quick.timeout_in_ms = 300;
@@ -398,10 +400,13 @@ TEST_CASE("queue: close(cancel_pending_enqueues) fails blocked enqueues "
     }));
   session closer{srv.target(), bounded(), &g};
   // Wait (bounded) until the queue is full and four enqueues wait.
+  // The queue tells the client nothing when it fills, so poll its size.
   for (int i = 0; i < 200
                   && closer.run(q.size()).scalar_value<int32_t>() < 2;
        ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // Nothing shows when the other four enqueues block on the full queue:
+  // give them time.
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   closer.run(cancel);
   int ok = 0;

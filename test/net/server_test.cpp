@@ -175,7 +175,7 @@ TEST_CASE("server: its monitor traces the next step on request, without "
   session sess{srv.target(), session_config{}, &g};
   CHECK(sess.run(b).scalar_value<float>() == 6.0f);
   caf::scoped_actor self{default_system()};
-  auto task = caf::actor_cast<task_actor>(srv.task_actor());
+  auto task = caf::actor_cast<master_actor>(srv.task_actor());
   monitor_actor mon;
   self->request(task, std::chrono::seconds(10), get_monitor_atom_v)
     .receive([&](monitor_actor& m) { mon = m; },

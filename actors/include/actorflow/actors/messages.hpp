@@ -95,8 +95,10 @@ struct run_step_response {
 /// come with its first step only (a CAF request), and later requests leave
 /// them empty (each handle costs a registry update to send and a proxy
 /// lookup to receive). A later request to an executor in another process
-/// goes over the tensor channel when both ends have one, and the executor
-/// answers there (tensor_channel::send_run_graph, send_step_reply).
+/// goes over the tensor channel when both ends have one and the executor
+/// has answered a request that brought them (until then CAF keeps the
+/// requests in order behind the first), and the executor answers there
+/// (tensor_channel::send_run_graph, send_step_reply).
 struct run_graph_request {
   int64_t step_id = 0;
   /// Feeds by `_Arg` index.

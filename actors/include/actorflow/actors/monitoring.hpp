@@ -20,7 +20,7 @@ namespace actorflow::monitoring {
 
 /// What an actor is, in TensorFlow's terms.
 enum class actor_kind : uint8_t {
-  task,        ///< a task's master/worker actor
+  task,        ///< a task's master (the actor the task publishes)
   executor,    ///< one registered partition of a session's graph
   variable,    ///< a variable (container/name)
   queue,       ///< a FIFOQueue / PaddingFIFOQueue / RandomShuffleQueue
@@ -29,6 +29,7 @@ enum class actor_kind : uint8_t {
   client,      ///< a session's client actor (steps to its master)
   monitor,     ///< the task's monitor actor
   other,       ///< an embedding application's own actor
+  worker,      ///< a task's worker (partitions and resources)
 };
 
 const char* to_string(actor_kind kind);

@@ -331,6 +331,8 @@ using accumulator_op_atom = caf::atom_constant<caf::atom("accum_op")>;
 inline constexpr accumulator_op_atom accumulator_op_atom_v = accumulator_op_atom{};
 
 // The monitor actor (monitor_actor below, actors/src/monitor_actor.cpp).
+using get_worker_atom = caf::atom_constant<caf::atom("get_worker")>;
+inline constexpr get_worker_atom get_worker_atom_v = get_worker_atom{};
 using get_monitor_atom = caf::atom_constant<caf::atom("get_mon")>;
 inline constexpr get_monitor_atom get_monitor_atom_v = get_monitor_atom{};
 using monitor_snapshot_atom = caf::atom_constant<caf::atom("mon_snap")>;
@@ -492,17 +494,12 @@ using monitor_actor = caf::typed_actor<
   caf::replies_to<monitor_get_trace_atom>::with<int64_t, std::string>,
   caf::reacts_to<monitor_tick_atom, uint64_t>>;
 
-/// A task: master service (sessions and steps), worker service (partition
-/// registration: the executor and its tensor channel inbox, "" for none),
-/// resource manager (variables) and its counters. The
-/// connect message is its own retry timer for reaching other tasks,
-/// check_deadlines its timer for step deadlines (deadline_table.hpp), and
-/// step_reply an executor's answer (step, part, response) to a request
-/// that went over the tensor channel.
-using task_actor = caf::typed_actor<
-  caf::replies_to<create_session_atom, session_config>::with<std::string>,
-  caf::replies_to<close_session_atom, std::string>::with<status>,
-  caf::replies_to<run_step_atom, run_step_request>::with<run_step_response>,
+/// A task's worker service (TF's Worker): partition registration (the
+/// executor and its tensor channel inbox, "" for none) and the task's
+/// resource manager (variables, queues, readers and accumulators by
+/// container and name, created on first lookup); `cleanup` frees
+/// containers (TF's ClearContainers).
+using worker_actor = caf::typed_actor<
   caf::replies_to<register_graph_atom, std::string, std::string,
                   std::string>::with<status, executor_actor, std::string>,
   caf::replies_to<get_variable_atom, std::string, std::string, int32_t,
@@ -513,10 +510,23 @@ using task_actor = caf::typed_actor<
                   std::string>::with<status, reader_actor>,
   caf::replies_to<get_accumulator_atom, std::string, std::string,
                   std::string>::with<status, accumulator_actor>,
+  caf::replies_to<cleanup_atom, std::vector<std::string>>::with<status>>;
+
+/// A task's master service (TF's Master), the actor a task publishes:
+/// sessions and their steps, `reset` of containers on every task, the
+/// task's statistics and monitor, and its worker (`get_worker`, how other
+/// masters reach it). The connect message is its own retry timer for
+/// reaching other tasks, check_deadlines its timer for step deadlines
+/// (deadline_table.hpp), and step_reply an executor's answer (step, part,
+/// response) to a request that went over the tensor channel.
+using master_actor = caf::typed_actor<
+  caf::replies_to<create_session_atom, session_config>::with<std::string>,
+  caf::replies_to<close_session_atom, std::string>::with<status>,
+  caf::replies_to<run_step_atom, run_step_request>::with<run_step_response>,
+  caf::replies_to<reset_atom, std::vector<std::string>>::with<status>,
+  caf::replies_to<get_worker_atom>::with<worker_actor>,
   caf::replies_to<get_stats_atom>::with<task_stats>,
   caf::replies_to<get_monitor_atom>::with<monitor_actor>,
-  caf::replies_to<reset_atom, std::vector<std::string>>::with<status>,
-  caf::replies_to<cleanup_atom, std::vector<std::string>>::with<status>,
   caf::reacts_to<caf::connect_atom, std::string, int64_t, int>,
   caf::reacts_to<check_deadlines_atom>,
   caf::reacts_to<step_reply_atom, int64_t, int64_t, run_graph_response>>;
@@ -543,10 +553,11 @@ CAF_BEGIN_TYPE_ID_BLOCK(actorflow, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(actorflow, (actorflow::variable_actor))
   CAF_ADD_TYPE_ID(actorflow, (actorflow::queue_actor))
   CAF_ADD_TYPE_ID(actorflow, (actorflow::executor_actor))
-  CAF_ADD_TYPE_ID(actorflow, (actorflow::task_actor))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::master_actor))
   CAF_ADD_TYPE_ID(actorflow, (actorflow::reader_actor))
   CAF_ADD_TYPE_ID(actorflow, (actorflow::accumulator_actor))
   CAF_ADD_TYPE_ID(actorflow, (actorflow::wire_chunk))
   CAF_ADD_TYPE_ID(actorflow, (actorflow::monitor_actor))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::worker_actor))
 
 CAF_END_TYPE_ID_BLOCK(actorflow)

@@ -64,6 +64,10 @@ struct device_name {
 std::string full_device_name(std::string_view job, int replica, int task,
                              std::string_view type, int id);
 
+/// `/job:J/replica:R/task:T`, the name of a task (and the prefix of its
+/// devices' names).
+std::string task_name(std::string_view job, int task, int replica = 0);
+
 /// True if every field set in `less` is set in `more` with the same value
 /// (TensorFlow's IsSpecification).
 bool is_specification(const device_name& less, const device_name& more);

@@ -63,4 +63,9 @@ const kernel_registry& builtin_kernels();
 /// (InvalidArgument for op_error) naming the node.
 status run_kernel(kernel_context& ctx);
 
+/// Runs `ctx.node` with `fn`, a kernel looked up beforehand (the executor
+/// finds each node's once, when its partition is registered), with the
+/// same errors as run_kernel.
+status run_kernel(compute_fn fn, kernel_context& ctx);
+
 } // namespace actorflow

@@ -1,0 +1,223 @@
+#pragma once
+
+// Private to actors/: the master service of a task (TF's Master): client
+// sessions, their graphs, planning (prune, place, partition, register) and
+// its cache, the fan-out of a step to its partitions' executors and the
+// fan-in of their replies, step deadlines, and the directory of the other
+// tasks' workers. master.cpp holds the actor and the step protocol,
+// master_plan.cpp the planning, peer_directory.cpp the directory.
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actorflow/actors/deadline_table.hpp"
+#include "actorflow/actors/monitoring.hpp"
+#include "actorflow/actors/task.hpp"
+#include "actorflow/actors/type_ids.hpp"
+#include "plan_registration.hpp"
+#include "runtime.hpp"
+#include "tensor_channel.hpp"
+
+namespace actorflow {
+
+/// Whether a partition's executor knows the step's other executors (its
+/// peers), which the first request of a plan brings. Later requests may go
+/// over the tensor channel only once the executor has answered a request
+/// that carried them: a channel request that overtook the first one (CAF's
+/// connection and the channel are two paths) would find an executor that
+/// does not know its master yet, and be dropped (docs/DESIGN.md,
+/// "Concurrent first runs").
+enum class peers_state : uint8_t {
+  /// The next request carries the peers.
+  unsent,
+  /// Carried by a request not answered yet: requests go over CAF, behind it.
+  sent,
+  /// The executor answered: requests may take the channel.
+  known,
+};
+
+/// A registered partition of a plan.
+struct plan_part {
+  std::string device;
+  executor_actor executor;
+  /// Feed positions this partition's `_Arg` nodes read.
+  std::vector<int64_t> feeds;
+  peers_state peers = peers_state::unsent;
+  /// Its tensor channel inbox when it is in another process and both ends
+  /// have one: later requests go there (tensor_channel::send_run_graph).
+  tensor_channel::route route;
+};
+
+/// Everything a repeated run with the same signature reuses.
+struct step_plan {
+  std::vector<plan_part> parts;
+  std::vector<std::string> peer_devices;
+  /// run_graph_request::sink_devices.
+  std::vector<std::string> sink_devices;
+  std::vector<caf::actor> peers;
+  /// run_graph_request::peer_inboxes.
+  std::vector<std::string> peer_inboxes;
+};
+
+using step_promise = caf::typed_response_promise<run_step_response>;
+
+/// A run waiting for its plan to be registered (or for a plan being
+/// registered by a concurrent run of the same signature).
+struct pending_run {
+  step_promise rp;
+  run_step_request req;
+  int64_t timeout_ms = 0;
+};
+
+/// A plan being registered and the runs that wait for it.
+struct pending_plan {
+  explicit pending_plan(size_t parts) : registration(parts) {
+    // nop
+  }
+  std::shared_ptr<step_plan> plan = std::make_shared<step_plan>();
+  plan_registration<pending_run> registration;
+};
+
+struct master_session {
+  session_config config;
+  graph_def graph;
+  /// Node name -> position in `graph`, kept as deltas arrive so that a
+  /// step's feed checks don't walk the whole graph.
+  std::unordered_map<std::string, size_t> node_index;
+  /// Registered plans by signature (feeds | fetches | targets).
+  std::unordered_map<std::string, std::shared_ptr<step_plan>> plans;
+  /// Plans being registered, by signature: a concurrent first run of the
+  /// same signature waits there instead of registering its own.
+  std::unordered_map<std::string, std::shared_ptr<pending_plan>> planning;
+  /// Tasks this session had partitions on that were lost since: why, and
+  /// the worker that was lost (its node and id). When the same worker
+  /// answers again (a network cut or a stopped process that came back)
+  /// the session goes on; another one (a restarted task), the next step
+  /// fails Aborted (TF: "Graph handle is not found ... Possibly, this
+  /// worker just restarted"), because the state (variables, queues) the
+  /// session relied on is gone.
+  struct lost_task_info {
+    std::string reason;
+    caf::node_id node;
+    caf::actor_id id = 0;
+  };
+  std::map<std::string, lost_task_info> lost_tasks;
+  /// Every executor registered for this session, on any task; ended when
+  /// the session closes (TF's DeregisterGraph).
+  std::vector<executor_actor> executors;
+};
+
+/// Fan-in state of one step on the master.
+struct master_step {
+  step_promise rp;
+  size_t remaining = 0;
+  bool done = false;
+  bool trace = false;
+  /// The plan it runs (its parts' peer state advances as they answer).
+  std::shared_ptr<step_plan> plan;
+  std::vector<plan_part> parts;
+  std::vector<tensor> outputs;
+  std::vector<run_graph_response> responses;
+  /// Which parts have answered (the first one that has not is named when
+  /// the step times out).
+  std::vector<bool> replied;
+  int64_t timeout_ms = 0;
+  /// When the master started it (monitoring::ticks).
+  uint64_t start_ticks = 0;
+  /// Traced because the client asked (its response carries the stats)
+  /// and/or because the monitor did (step_record::request_trace).
+  bool trace_for_client = false;
+  bool trace_for_monitor = false;
+};
+
+/// Called with the worker of a task, or why it could not be reached.
+using peer_callback = std::function<void(status, worker_actor)>;
+
+struct master_state {
+  task_options opts;
+  std::string task_prefix; // "/job:J/replica:0/task:T"
+  std::string device;      // task_prefix + "/device:CPU:0"
+  /// This task's own worker.
+  worker_actor worker;
+  /// This task's inbox on the tensor channel, where executors in other
+  /// processes answer the requests that went over the channel ("" for
+  /// none).
+  std::string reply_inbox;
+  std::unordered_map<std::string, master_session> sessions;
+  /// The workers of other tasks, by task, once reached.
+  std::unordered_map<std::string, worker_actor> peers;
+  /// Callers waiting for a task being reached.
+  std::unordered_map<std::string, std::vector<peer_callback>> connecting;
+  /// Graph registrations waiting for a remote task's reply, by task: a
+  /// lost task fails them at once (CAF fails no request already sent to
+  /// a peer whose connection times out).
+  std::map<std::string, std::map<uint64_t, std::function<void(status)>>>
+    registering;
+  uint64_t next_registration = 0;
+  std::unordered_map<int64_t, master_step> steps;
+  /// Deadlines of the steps in `steps` that have one.
+  deadline_table<int64_t> step_deadlines;
+  std::shared_ptr<task_counters> counters;
+  /// The task's monitor, spawned when first asked for (get_monitor).
+  monitor_actor monitor;
+  /// Where this master records its steps (the monitor reads it).
+  std::shared_ptr<monitoring::step_record> step_record;
+  uint64_t next_session = 0;
+  int64_t step_base = 0;
+  int64_t next_step = 0;
+  static inline const char* name = "actorflow.master";
+};
+
+using master_self = master_actor::stateful_pointer<master_state>;
+
+/// Spawns the master of the task `opts` describe, with its worker.
+master_actor spawn_master(caf::actor_system& sys, task_options opts,
+                          worker_actor worker,
+                          std::shared_ptr<task_counters> counters);
+
+// -- master.cpp: the step protocol ---------------------------------------------
+
+/// Answers `rp` with `err` as a step's result.
+void deliver_error(step_promise& rp, status err);
+
+/// Starts a step of `plan` for `req` on every partition.
+void start_step(master_self self, step_promise rp,
+                const std::shared_ptr<step_plan>& plan, run_step_request& req,
+                int64_t timeout_ms);
+
+/// The signature plans are cached by.
+std::string signature(const run_step_request& req);
+
+// -- master_plan.cpp -------------------------------------------------------------
+
+/// Prunes, places and partitions the step's graph, registers the
+/// partitions with their tasks' workers and caches the plan, then runs the
+/// step and every run of the same signature that arrived meanwhile.
+/// Errors fail the step (and those runs), never the task; nothing throws.
+void plan_and_run(master_self self, pending_run run);
+
+// -- peer_directory.cpp ------------------------------------------------------------
+
+/// Calls `k` with the worker of `task` (this task's own at once), reaching
+/// it first if needed: tasks of a cluster start in any order, so a task
+/// that refuses is tried again with back-off until `deadline`, then `k`
+/// gets Unavailable naming the task and its address.
+void resolve_peer(master_self self, const std::string& task,
+                  caf::actor_clock::time_point deadline, peer_callback k);
+
+/// One attempt of reaching `task` (the connect message's handler).
+void connect_peer(master_self self, const std::string& task,
+                  caf::actor_clock::time_point deadline, int attempt);
+
+/// The worker of `task` went down: forget it; true when it was a peer's.
+bool forget_peer(master_self self, const caf::actor_addr& source,
+                 std::string& task);
+
+} // namespace actorflow

@@ -1,0 +1,147 @@
+// The master's directory of the other tasks' workers: a task is reached
+// lazily when a step first needs it (its published master, then the
+// worker it hosts), retried with back-off until the caller's deadline, and
+// forgotten when its worker goes down so that the next step reaches it
+// again (a restarted task gets a fresh connection).
+
+#include <algorithm>
+
+#include <caf/io/middleman.hpp>
+#include <caf/io/middleman_actor.hpp>
+
+#include "actorflow/actors/host_port.hpp"
+#include "actorflow/actors/transport.hpp"
+#include "master.hpp"
+
+namespace actorflow {
+
+namespace {
+
+void finish_connect(master_self self, const std::string& task, status err,
+                    worker_actor peer) {
+  auto i = self->state.connecting.find(task);
+  if (i == self->state.connecting.end())
+    return;
+  auto waiters = std::move(i->second);
+  self->state.connecting.erase(i);
+  for (auto& k : waiters)
+    k(err, peer);
+}
+
+// The task's master answered: ask it for its worker.
+void ask_worker(master_self self, const std::string& task,
+                master_actor master) {
+  self->request(master, std::chrono::seconds(5), get_worker_atom_v)
+    .then(
+      [self, task](worker_actor& worker) {
+        if (!worker) {
+          finish_connect(self, task,
+                         {error_code::unavailable,
+                          "No worker published for " + task},
+                         {});
+          return;
+        }
+        self->state.peers[task] = worker;
+        monitoring::registry::instance().peer_changed(
+          self->state.task_prefix,
+          {task, self->state.opts.cluster[task], true, monitoring::wall_us(),
+           ""});
+        // Forget the handle when the peer goes away, so the next step
+        // reaches it again.
+        self->monitor(worker);
+        finish_connect(self, task, {}, worker);
+      },
+      [self, task](caf::error& err) {
+        finish_connect(self, task, to_status(err, task), {});
+      });
+}
+
+} // namespace
+
+void resolve_peer(master_self self, const std::string& task,
+                  caf::actor_clock::time_point deadline, peer_callback k) {
+  auto& st = self->state;
+  if (task == st.task_prefix) {
+    k({}, st.worker);
+    return;
+  }
+  if (auto i = st.peers.find(task); i != st.peers.end()) {
+    k({}, i->second);
+    return;
+  }
+  auto& waiters = st.connecting[task];
+  waiters.push_back(std::move(k));
+  if (waiters.size() == 1)
+    connect_peer(self, task, deadline, 0);
+}
+
+void connect_peer(master_self self, const std::string& task,
+                  caf::actor_clock::time_point deadline, int attempt) {
+  auto& st = self->state;
+  auto a = st.opts.cluster.find(task);
+  if (a == st.opts.cluster.end() || a->second.empty()) {
+    finish_connect(self, task,
+                   invalid_argument("Task " + task + " is not in the cluster"),
+                   {});
+    return;
+  }
+  auto address = a->second;
+  host_port hp;
+  if (auto err = host_port::parse(address, hp); !err.ok()) {
+    finish_connect(self, task,
+                   invalid_argument("Could not parse the address of " + task
+                                    + ": " + err.message()),
+                   {});
+    return;
+  }
+  auto mm = transport_actor(self->home_system());
+  self
+    ->request(mm, std::chrono::seconds(5), caf::connect_atom::value, hp.host,
+              hp.port)
+    .then(
+      [self, task](const caf::node_id&, caf::strong_actor_ptr& ptr,
+                   const std::set<std::string>&) {
+        auto master = caf::actor_cast<master_actor>(ptr);
+        if (!master) {
+          finish_connect(self, task,
+                         {error_code::unavailable,
+                          "No actor published for " + task},
+                         {});
+          return;
+        }
+        ask_worker(self, task, std::move(master));
+      },
+      [self, task, address, hp, deadline, attempt](caf::error& err) {
+        auto now = self->clock().now();
+        // Tasks of a cluster start in any order: retry with back-off
+        // until the step's deadline.
+        auto delay = std::chrono::milliseconds(
+          std::min(1000, 50 * (1 << std::min(attempt, 5))));
+        if (now + delay >= deadline) {
+          auto tls = last_tls_failure(self->home_system(), hp.host, hp.port);
+          finish_connect(self, task,
+                         {error_code::unavailable,
+                          "Could not connect to " + task + " at " + address
+                            + ": " + self->system().render(err)
+                            + (tls.empty() ? "" : " (" + tls + ")")},
+                         {});
+          return;
+        }
+        self->delayed_send(self, delay, caf::connect_atom::value, task,
+                           deadline.time_since_epoch().count(), attempt + 1);
+      });
+}
+
+bool forget_peer(master_self self, const caf::actor_addr& source,
+                 std::string& task) {
+  auto& st = self->state;
+  for (auto i = st.peers.begin(); i != st.peers.end(); ++i)
+    if (i->second.address() == source) {
+      task = i->first;
+      st.peers.erase(i);
+      return true;
+    }
+  return false;
+}
+
+} // namespace actorflow

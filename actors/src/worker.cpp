@@ -1,0 +1,379 @@
+// The worker service of a task (TF's Worker and its ResourceMgr): graph
+// registration (one executor per registered partition), the task's
+// containers of variables, queues, readers and accumulators, and their
+// cleanup.
+
+#include <algorithm>
+#include <map>
+#include <regex>
+
+#include "actorflow/actors/instrumented.hpp"
+#include "actorflow/kernels/reader_core.hpp"
+#include "worker.hpp"
+
+namespace actorflow {
+
+namespace {
+
+struct worker_state {
+  task_options opts;
+  std::string task_prefix; // "/job:J/replica:0/task:T"
+  std::string device;      // task_prefix + "/device:CPU:0"
+  /// The host this task's executors receive tensors on (tensor_channel):
+  /// its address's host, "" without an address or with the channel off.
+  std::string channel_host;
+  std::map<std::pair<std::string, std::string>, variable_actor> variables;
+  struct queue_entry {
+    queue_options opts;
+    queue_actor handle;
+  };
+  std::map<std::pair<std::string, std::string>, queue_entry> queues;
+  struct reader_entry {
+    node_def def;
+    reader_actor handle;
+  };
+  std::map<std::pair<std::string, std::string>, reader_entry> readers;
+  struct accumulator_entry {
+    accumulator_options opts;
+    accumulator_actor handle;
+  };
+  std::map<std::pair<std::string, std::string>, accumulator_entry>
+    accumulators;
+  std::vector<executor_actor> executors;
+  /// Random generators per (session, node), shared by that session's
+  /// executors on this task; gone with the last of them.
+  std::map<std::pair<std::string, std::string>, std::weak_ptr<rng_cell>> rngs;
+  std::shared_ptr<task_counters> counters;
+  static inline const char* name = "actorflow.worker";
+
+  /// The gauges the master's statistics read.
+  void count_resources() {
+    counters->variables.store(variables.size(), std::memory_order_relaxed);
+    counters->partitions.store(executors.size(), std::memory_order_relaxed);
+  }
+};
+
+using worker_self = worker_actor::stateful_pointer<worker_state>;
+
+// Two reader nodes describe the same reader: same op and attributes,
+// wherever they sit in their graphs.
+bool same_reader(const node_def& x, const node_def& y) {
+  auto relevant = [](const node_def& n) {
+    auto attrs = n.attrs;
+    attrs.erase("_class");
+    attrs.erase("container");
+    return attrs;
+  };
+  return x.op == y.op && relevant(x) == relevant(y);
+}
+
+bool valid_container(const std::string& c) {
+  static const std::regex re{"[A-Za-z0-9.][A-Za-z0-9_.\\-/]*"};
+  return std::regex_match(c, re);
+}
+
+status check_container(const std::string& container) {
+  if (!valid_container(container))
+    return invalid_argument("container contains invalid characters: "
+                            + container);
+  return {};
+}
+
+// The node a queue or reader lookup carries (one node, encoded), after
+// checking the container's name.
+status resource_node(const std::string& container, const std::string& name,
+                     const std::string& node_bytes, node_def& out) {
+  if (auto err = check_container(container); !err.ok())
+    return err;
+  graph_def g;
+  if (auto err = from_bytes(node_bytes, g); !err.ok() || g.nodes.size() != 1)
+    return invalid_argument("malformed resource node for " + name);
+  out = std::move(g.nodes.front());
+  return {};
+}
+
+// Frees the resources of `containers` on this task (the job-named default
+// container when the list is empty, as TF's ClearContainers). A missing
+// container is fine.
+void clear_containers(worker_self self, std::vector<std::string> containers) {
+  auto& st = self->state;
+  if (containers.empty())
+    containers.push_back(st.opts.job);
+  std::set<std::string> doomed(containers.begin(), containers.end());
+  auto free = [&](auto& resources, auto handle_of) {
+    for (auto i = resources.begin(); i != resources.end();) {
+      if (doomed.count(i->first.first) > 0) {
+        self->send_exit(handle_of(i->second), caf::exit_reason::user_shutdown);
+        i = resources.erase(i);
+      } else {
+        ++i;
+      }
+    }
+  };
+  free(st.variables, [](auto& var) -> auto& { return var; });
+  free(st.queues, [](auto& q) -> auto& { return q.handle; });
+  free(st.readers, [](auto& r) -> auto& { return r.handle; });
+  free(st.accumulators, [](auto& a) -> auto& { return a.handle; });
+  st.count_resources();
+}
+
+// A partition of a session's graph: its executor and its inbox on the
+// tensor channel ("" for none).
+caf::result<status, executor_actor, std::string>
+register_graph(worker_self self, const std::string& bytes,
+               const std::string& device, const std::string& session) {
+  auto& st = self->state;
+  graph_def g;
+  if (auto err = from_bytes(bytes, g); !err.ok())
+    return {err, executor_actor{}, std::string{}};
+  if (device != st.device)
+    return {invalid_argument("partition for " + device + " sent to "
+                             + st.device),
+            executor_actor{}, std::string{}};
+  rng_map rngs;
+  for (auto& n : g.nodes) {
+    if (!is_random_op(n.op))
+      continue;
+    auto& slot = st.rngs[{session, n.name}];
+    auto cell = slot.lock();
+    if (!cell) {
+      // A seed of the wrong kind fails the registration, not the worker.
+      try {
+        cell = make_rng(n);
+      } catch (const op_error& e) {
+        return {status{e.code(), e.get_status().message() + " [[node "
+                                   + n.name + "]]"},
+                executor_actor{}, std::string{}};
+      }
+      slot = cell;
+    }
+    rngs.emplace(n.name, std::move(cell));
+  }
+  for (auto i = st.rngs.begin(); i != st.rngs.end();)
+    i = i->second.expired() ? st.rngs.erase(i) : std::next(i);
+  executor_options eo;
+  eo.worker = caf::actor_cast<worker_actor>(self);
+  eo.partition = std::move(g);
+  eo.device = device;
+  eo.default_container = st.opts.job;
+  eo.counters = st.counters;
+  eo.rngs = std::move(rngs);
+  eo.session = session;
+  eo.who = {.name = session + " " + device,
+            .container = "",
+            .task = st.task_prefix};
+  auto exec = spawn_executor(self->system(), std::move(eo));
+  self->monitor(exec);
+  st.executors.push_back(exec);
+  st.count_resources();
+  std::string inbox;
+  if (!st.channel_host.empty()) {
+    inbox = tensor_channel::open_inbox(st.channel_host,
+                                       caf::actor_cast<caf::actor>(exec));
+    if (!inbox.empty())
+      exec->attach_functor([inbox] { tensor_channel::close_inbox(inbox); });
+  }
+  return {status{}, exec, std::move(inbox)};
+}
+
+caf::result<status, variable_actor>
+get_variable(worker_self self, const std::string& container,
+             const std::string& name, int32_t type,
+             const std::string& shape_bytes) {
+  auto& st = self->state;
+  if (auto err = check_container(container); !err.ok())
+    return {err, variable_actor{}};
+  auto key = std::make_pair(container, name);
+  auto i = st.variables.find(key);
+  if (i == st.variables.end()) {
+    tensor_shape shape = tensor_shape::unknown();
+    byte_reader r{shape_bytes};
+    decode(r, shape);
+    auto var = spawn_variable(self->system(), name, static_cast<dtype>(type),
+                              shape,
+                              {.name = name,
+                               .container = container,
+                               .task = st.task_prefix});
+    i = st.variables.emplace(key, var).first;
+    st.count_resources();
+  }
+  return {status{}, i->second};
+}
+
+caf::result<status, queue_actor>
+get_queue(worker_self self, const std::string& container,
+          const std::string& name, const std::string& node_bytes) {
+  auto& st = self->state;
+  node_def def;
+  if (auto err = resource_node(container, name, node_bytes, def); !err.ok())
+    return {err, queue_actor{}};
+  auto opts = queue_options_of(def, name);
+  if (auto err = validate(opts); !err.ok())
+    return {err, queue_actor{}};
+  auto key = std::make_pair(container, name);
+  if (auto i = st.queues.find(key); i != st.queues.end()) {
+    // Same container and shared_name: the same queue, if it agrees.
+    if (auto err = check_compatible(i->second.opts, opts); !err.ok())
+      return {err, queue_actor{}};
+    return {status{}, i->second.handle};
+  }
+  auto handle = spawn_queue(self->system(), opts,
+                            {.name = name,
+                             .container = container,
+                             .task = st.task_prefix});
+  st.queues.emplace(key, worker_state::queue_entry{std::move(opts), handle});
+  return {status{}, handle};
+}
+
+caf::result<status, reader_actor>
+get_reader(worker_self self, const std::string& container,
+           const std::string& name, const std::string& node_bytes) {
+  auto& st = self->state;
+  node_def def;
+  if (auto err = resource_node(container, name, node_bytes, def); !err.ok())
+    return {err, reader_actor{}};
+  auto key = std::make_pair(container, name);
+  if (auto i = st.readers.find(key); i != st.readers.end()) {
+    // Same container and shared_name: the same reader, if it agrees.
+    if (!same_reader(i->second.def, def))
+      return {invalid_argument("Shared reader " + name + " in container '"
+                               + container + "' is a " + i->second.def.op
+                               + " with other attributes than " + def.name
+                               + " (" + def.op + ")"),
+              reader_actor{}};
+    return {status{}, i->second.handle};
+  }
+  std::unique_ptr<reader_core> core;
+  if (auto err = reader_core::make(def, core); !err.ok())
+    return {err, reader_actor{}};
+  auto handle = spawn_reader(self->system(), std::move(core),
+                             {.name = name,
+                              .container = container,
+                              .task = st.task_prefix});
+  st.readers.emplace(key, worker_state::reader_entry{def, handle});
+  return {status{}, handle};
+}
+
+caf::result<status, accumulator_actor>
+get_accumulator(worker_self self, const std::string& container,
+                const std::string& name, const std::string& node_bytes) {
+  auto& st = self->state;
+  node_def def;
+  if (auto err = resource_node(container, name, node_bytes, def); !err.ok())
+    return {err, accumulator_actor{}};
+  auto opts = accumulator_options_of(def, name);
+  if (auto err = validate(opts); !err.ok())
+    return {err, accumulator_actor{}};
+  auto key = std::make_pair(container, name);
+  if (auto i = st.accumulators.find(key); i != st.accumulators.end()) {
+    auto& have = i->second.opts;
+    if (have.type != opts.type || !(have.shape == opts.shape)
+        || have.reduction_type != opts.reduction_type)
+      return {invalid_argument(
+                "Shared accumulator " + name + " in container '" + container
+                + "' has dtype " + std::string{to_string(have.type)}
+                + " and shape " + have.shape.to_string() + "; requested "
+                + std::string{to_string(opts.type)} + " and "
+                + opts.shape.to_string()),
+              accumulator_actor{}};
+    return {status{}, i->second.handle};
+  }
+  auto handle = spawn_accumulator(self->system(), opts,
+                                  {.name = name,
+                                   .container = container,
+                                   .task = st.task_prefix});
+  st.accumulators.emplace(
+    key, worker_state::accumulator_entry{std::move(opts), handle});
+  return {status{}, handle};
+}
+
+worker_actor::behavior_type worker(worker_self self, task_options opts,
+                                   std::shared_ptr<task_counters> counters) {
+  auto& st = self->state;
+  st.opts = std::move(opts);
+  st.task_prefix = task_name(st.opts);
+  st.device = st.task_prefix + "/device:CPU:0";
+  st.counters = std::move(counters);
+  st.channel_host = channel_host_of(self->system(), st.opts);
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& xs = self->state.executors;
+    xs.erase(std::remove_if(xs.begin(), xs.end(),
+                            [&](const executor_actor& x) {
+                              return x.address() == dm.source;
+                            }),
+             xs.end());
+    self->state.count_resources();
+  });
+  // The task's executors and resources end with it (its master sends the
+  // exit when the task stops).
+  self->set_exit_handler([self](caf::exit_msg& em) {
+    auto& st = self->state;
+    for (auto& exec : st.executors)
+      self->send_exit(exec, em.reason);
+    for (auto& [key, var] : st.variables)
+      self->send_exit(var, em.reason);
+    for (auto& [key, q] : st.queues)
+      self->send_exit(q.handle, em.reason);
+    for (auto& [key, r] : st.readers)
+      self->send_exit(r.handle, em.reason);
+    for (auto& [key, a] : st.accumulators)
+      self->send_exit(a.handle, em.reason);
+    self->quit(em.reason);
+  });
+  auto count = [self] {
+    self->state.counters->messages.fetch_add(1, std::memory_order_relaxed);
+  };
+  return {
+    [self, count](register_graph_atom, const std::string& bytes,
+                  const std::string& device, const std::string& session) {
+      count();
+      return register_graph(self, bytes, device, session);
+    },
+    [self, count](get_variable_atom, const std::string& container,
+                  const std::string& name, int32_t type,
+                  const std::string& shape_bytes) {
+      count();
+      return get_variable(self, container, name, type, shape_bytes);
+    },
+    [self, count](get_queue_atom, const std::string& container,
+                  const std::string& name, const std::string& node_bytes) {
+      count();
+      return get_queue(self, container, name, node_bytes);
+    },
+    [self, count](get_reader_atom, const std::string& container,
+                  const std::string& name, const std::string& node_bytes) {
+      count();
+      return get_reader(self, container, name, node_bytes);
+    },
+    [self, count](get_accumulator_atom, const std::string& container,
+                  const std::string& name, const std::string& node_bytes) {
+      count();
+      return get_accumulator(self, container, name, node_bytes);
+    },
+    [self, count](cleanup_atom, std::vector<std::string>& containers) {
+      count();
+      clear_containers(self, std::move(containers));
+      return status{};
+    },
+  };
+}
+
+} // namespace
+
+std::string channel_host_of(caf::actor_system& sys, const task_options& opts) {
+  auto own = opts.cluster.find(task_name(opts));
+  if (own == opts.cluster.end() || own->second.empty()
+      || !caf::get_or(sys.config(), "actorflow.tensor-channel", true))
+    return {};
+  return host_of(own->second);
+}
+
+worker_actor spawn_worker(caf::actor_system& sys, task_options opts,
+                          std::shared_ptr<task_counters> counters) {
+  auto prefix = task_name(opts);
+  return spawn_instrumented(
+    sys, {monitoring::actor_kind::worker, prefix, "", prefix}, worker,
+    std::move(opts), std::move(counters));
+}
+
+} // namespace actorflow
