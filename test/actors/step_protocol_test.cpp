@@ -197,6 +197,13 @@ private:
   std::string session_;
 };
 
+/// A FIFO queue on the task, in the default graph: an enqueue of 5.0 and
+/// a dequeue.
+std::pair<operation, output> queue_of_fives() {
+  fifo_queue q{4, {dtype::float32}, {tensor_shape{}}, "q"};
+  return {q.enqueue({constant(5.0f)}), q.dequeue().front()};
+}
+
 void require_value(const answer& a, float expected) {
   REQUIRE(a.count() == 1);
   REQUIRE(a.errors.empty());
@@ -259,9 +266,7 @@ TEST_CASE("step protocol: a step's deadline and its reply race; the client "
           "[step_protocol]") {
   graph g;
   auto as_default = g.as_default();
-  fifo_queue q{4, {dtype::float32}, {tensor_shape{}}, "q"};
-  auto enqueue = q.enqueue({constant(5.0f)});
-  auto dequeue = q.dequeue().front();
+  auto [enqueue, dequeue] = queue_of_fives();
   protocol_fixture f;
 
   SECTION("the deadline first: DeadlineExceeded naming the device; the "
@@ -310,9 +315,7 @@ TEST_CASE("step protocol: closing the session races a step's completion; "
           "[step_protocol]") {
   graph g;
   auto as_default = g.as_default();
-  fifo_queue q{4, {dtype::float32}, {tensor_shape{}}, "q"};
-  auto enqueue = q.enqueue({constant(5.0f)});
-  auto dequeue = q.dequeue().front();
+  auto [enqueue, dequeue] = queue_of_fives();
   protocol_fixture f;
 
   SECTION("closed while the step waits: it ends Cancelled or Aborted") {
