@@ -319,7 +319,7 @@ void start_step(executor_self self, run_graph_request& req,
     step.feeds.emplace(k, std::move(v));
   }
   if (auto e = st.early.find(id); e != st.early.end()) {
-    step.arrived = std::move(e->second);
+    step.rendezvous.adopt(std::move(e->second));
     st.early.erase(e);
   }
   auto n = st.nodes.size();

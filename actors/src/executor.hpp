@@ -20,6 +20,7 @@
 #include "actorflow/actors/type_ids.hpp"
 #include "node_class.hpp"
 #include "runtime.hpp"
+#include "step_rendezvous.hpp"
 #include "tensor_channel.hpp"
 
 namespace actorflow::executor_detail {
@@ -92,10 +93,8 @@ struct step_state {
   size_t in_flight = 0;
   bool trace = false;
   std::unordered_map<int64_t, tensor> feeds;
-  /// Recv nodes waiting for their tensor, by rendezvous key.
-  std::unordered_map<std::string, int> waiting;
-  /// Tensors that arrived before their Recv ran.
-  std::unordered_map<std::string, tensor> arrived;
+  /// Where its Recvs and the tensors sent to them meet.
+  step_rendezvous rendezvous;
   run_graph_response response;
   /// Index into response.node_stats per node (-1 = not traced).
   std::vector<int> stat_index;

@@ -520,18 +520,13 @@ void compute_unchecked(executor_self self, step_state& step, int i,
       return;
     case node_kind::send:
       return run_send(self, step, i, inputs);
-    case node_kind::recv: {
-      auto a = step.arrived.find(plan.cls.rendezvous_key);
-      if (a != step.arrived.end()) {
-        auto value = std::move(a->second);
-        step.arrived.erase(a);
-        complete_node(self, step, i, {std::move(value)});
+    case node_kind::recv:
+      if (auto value = step.rendezvous.recv(plan.cls.rendezvous_key, i)) {
+        complete_node(self, step, i, {std::move(*value)});
         return;
       }
-      step.waiting.emplace(plan.cls.rendezvous_key, i);
-      ++step.in_flight;
+      ++step.in_flight; // until deliver() resumes it
       return;
-    }
     case node_kind::placeholder:
     case node_kind::invalid:
       return fail_node(self, id, i, plan.detail<status>());

@@ -24,13 +24,10 @@ void deliver(executor_self self, int64_t id, std::string key,
     return;
   }
   auto& step = s->second;
-  auto w = step.waiting.find(key);
-  if (w == step.waiting.end()) {
-    step.arrived.emplace(std::move(key), std::move(value));
+  auto waiting = step.rendezvous.send(key, value);
+  if (!waiting)
     return;
-  }
-  auto i = w->second;
-  step.waiting.erase(w);
+  auto i = *waiting;
   if (step.trace) {
     node_exec_stats r;
     r.node_name = "RecvTensor";

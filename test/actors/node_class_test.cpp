@@ -113,7 +113,7 @@ TEST_CASE("classify: operations on resources take the handle as a ref",
   CHECK(of(node("AssignSub")).kind == node_kind::assign_sub);
 }
 
-TEST_CASE("classify: kernels are found once; what cannot run is invalid "
+TEST_CASE("classify: kernels are found once, and what cannot run is invalid "
           "with the error its steps fail with",
           "[node_class]") {
   auto c = of(node("MatMul"));

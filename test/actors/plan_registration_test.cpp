@@ -49,8 +49,8 @@ TEST_CASE("plan_registration: an answer for a partition that already "
   CHECK(r.error().ok());
 }
 
-TEST_CASE("plan_registration: the first hard error fails it at once; later "
-          "answers only settle",
+TEST_CASE("plan_registration: the first hard error fails it at once, and "
+          "later answers only settle",
           "[plan_registration]") {
   registration r{3};
   r.wait("waiting run");

@@ -261,8 +261,8 @@ TEST_CASE("step protocol: concurrent first runs of one signature share one "
   }
 }
 
-TEST_CASE("step protocol: a step's deadline and its reply race; the client "
-          "gets exactly one answer either way",
+TEST_CASE("step protocol: a step's deadline and its reply race, and the "
+          "client gets exactly one answer either way",
           "[step_protocol]") {
   graph g;
   auto as_default = g.as_default();
@@ -310,7 +310,7 @@ TEST_CASE("step protocol: a step's deadline and its reply race; the client "
   }
 }
 
-TEST_CASE("step protocol: closing the session races a step's completion; "
+TEST_CASE("step protocol: closing the session races a step's completion, with "
           "one answer either way, and the session is gone",
           "[step_protocol]") {
   graph g;
