@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "actorflow/net/cluster_spec.hpp"
+#include "free_ports.hpp"
 
 extern char** environ;
 
@@ -47,45 +48,6 @@ using steady = std::chrono::steady_clock;
 
 inline std::runtime_error sys_error(const std::string& what, int err = errno) {
   return std::runtime_error(what + ": " + std::strerror(err));
-}
-
-/// `n` distinct free loopback ports. Every socket stays bound until all are
-/// picked, so the kernel cannot hand out one port twice; they are closed
-/// without listen() so no TIME_WAIT keeps them busy afterwards.
-inline std::vector<uint16_t> free_ports(size_t n) {
-  std::vector<int> fds;
-  std::vector<uint16_t> ports;
-  auto close_all = [&] {
-    for (int fd : fds)
-      ::close(fd);
-  };
-  for (size_t i = 0; i < n; ++i) {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      auto err = errno;
-      close_all();
-      throw sys_error("socket", err);
-    }
-    fds.push_back(fd);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    socklen_t len = sizeof addr;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0
-        || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      auto err = errno;
-      close_all();
-      throw sys_error("bind 127.0.0.1:0", err);
-    }
-    ports.push_back(ntohs(addr.sin_port));
-  }
-  close_all();
-  return ports;
-}
-
-inline uint16_t free_port() {
-  return free_ports(1).front();
 }
 
 /// How a child ended.

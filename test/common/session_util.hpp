@@ -12,6 +12,7 @@
 #include <string>
 
 #include "actorflow/actors/messages.hpp"
+#include "free_ports.hpp"
 
 namespace actorflow::testing {
 
@@ -23,24 +24,9 @@ inline session_config bounded() {
   return config;
 }
 
-// A loopback port nothing listens on right now (bound to 0, then closed
-// without listen(), so no TIME_WAIT holds it).
-inline uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    throw std::runtime_error("free_port: no socket");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  auto ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0
-            && ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len)
-                 == 0;
-  ::close(fd);
-  if (!ok)
-    throw std::runtime_error("free_port: no loopback port");
-  return ntohs(addr.sin_port);
-}
+// A loopback port nothing listens on right now, below the kernel's
+// ephemeral range (apps/examples/free_ports.hpp).
+using examples::free_port;
 
 /// A TCP connection to 127.0.0.1:`port` (blocking, close-on-exec), or -1
 /// if it was refused.

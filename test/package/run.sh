@@ -47,11 +47,19 @@ cmake --build "$tmp/build" > /dev/null
 cmake -S "$prefix/share/actorflow/examples" -B "$tmp/examples" -G Ninja \
   -DCMAKE_PREFIX_PATH="$prefix" > /dev/null
 cmake --build "$tmp/examples" > /dev/null
+# Below the kernel's ephemeral range, as apps/examples/free_ports.hpp picks
+# them: a port the kernel hands out itself cannot take one meanwhile.
 read -r ps w0 w1 < <(python3 -c '
-import socket
-socks = [socket.socket() for _ in range(3)]
-for s in socks:
-    s.bind(("127.0.0.1", 0))
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+socks = []
+while len(socks) < 3:
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", random.randrange(10000, low) if low > 11000 else 0))
+        socks.append(s)
+    except OSError:
+        s.close()
 print(*[s.getsockname()[1] for s in socks])')
 cluster="{\"ps\": [\"127.0.0.1:$ps\"], \"worker\": [\"127.0.0.1:$w0\", \"127.0.0.1:$w1\"]}"
 example=$tmp/examples/linear_regression
