@@ -122,6 +122,15 @@ void complete_node(executor_self self, step_state& step, int i,
 }
 
 // Continues a step after an asynchronous part of node `i` finished.
+void fail_node(executor_self self, int64_t id, int i, status err) {
+  if (err.message().find("[[node") == std::string::npos)
+    err = status{err.code(),
+                 err.message() + " [[node "
+                   + self->state.nodes[static_cast<size_t>(i)].def.name
+                   + "]]"};
+  fail_step(self, id, std::move(err));
+}
+
 void resume(executor_self self, int64_t id, int i, status st,
             std::vector<tensor> outputs) {
   auto s = self->state.steps.find(id);
@@ -130,10 +139,7 @@ void resume(executor_self self, int64_t id, int i, status st,
   auto& step = s->second;
   --step.in_flight;
   if (!st.ok()) {
-    auto& name = self->state.nodes[static_cast<size_t>(i)].def.name;
-    if (st.message().find("[[node") == std::string::npos)
-      st = status{st.code(), st.message() + " [[node " + name + "]]"};
-    fail_step(self, id, std::move(st));
+    fail_node(self, id, i, std::move(st));
     return;
   }
   complete_node(self, step, i, std::move(outputs));

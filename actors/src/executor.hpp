@@ -164,6 +164,9 @@ void mark_finished(executor_state& st, int64_t step);
 /// operations are cancelled) and answers the master.
 void fail_step(executor_self self, int64_t id, status err);
 
+/// fail_step, naming node `i` in the message unless it does already.
+void fail_node(executor_self self, int64_t id, int i, status err);
+
 /// Node `i` of `step` finished with `outputs`: readies its consumers.
 void complete_node(executor_self self, step_state& step, int i,
                    std::vector<tensor> outputs);

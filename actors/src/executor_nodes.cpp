@@ -200,16 +200,6 @@ bool heavy_ready(executor_self self, const step_state& step) {
   });
 }
 
-// Fails the step `id` with `err`, naming node `i` unless it does already.
-void fail_node(executor_self self, int64_t id, int i, status err) {
-  if (err.message().find("[[node") == std::string::npos)
-    err = status{err.code(),
-                 err.message() + " [[node "
-                   + self->state.nodes[static_cast<size_t>(i)].def.name
-                   + "]]"};
-  fail_step(self, id, std::move(err));
-}
-
 // A `_Send`: its value to the consuming partition, over the tensor
 // channel, CAF, or held in this partition's reply for the master.
 void run_send(executor_self self, step_state& step, int i,
@@ -579,10 +569,7 @@ void compute(executor_self self, step_state& step, int i,
   try {
     compute_unchecked(self, step, i, std::move(inputs));
   } catch (const op_error& e) {
-    fail_step(self, id,
-              {e.code(), e.get_status().message() + " [[node "
-                           + self->state.nodes[static_cast<size_t>(i)].def.name
-                           + "]]"});
+    fail_node(self, id, i, {e.code(), e.get_status().message()});
   } catch (const std::exception& e) {
     fail_step(self, id, internal_error(e.what()));
   }

@@ -70,7 +70,7 @@ void on_step_reply(master_self self, int64_t id, size_t part,
   if (!resp.result.ok()) {
     // The first error aborts the step everywhere; the client gets it.
     step.done = true;
-    for (auto& p : step.parts)
+    for (auto& p : step.parts())
       self->send(p.executor, abort_step_atom_v, id,
                  status{error_code::aborted, "step aborted"});
     record_step(st, step, resp.result);
@@ -83,11 +83,11 @@ void on_step_reply(master_self self, int64_t id, size_t part,
     return;
   }
   for (auto& h : resp.held) {
-    auto sink = std::find_if(step.parts.begin(), step.parts.end(),
+    auto sink = std::find_if(step.parts().begin(), step.parts().end(),
                              [&](const plan_part& x) {
                                return x.device == h.device;
                              });
-    if (sink == step.parts.end()) {
+    if (sink == step.parts().end()) {
       resp.result = internal_error("no partition on " + h.device
                                    + " for the value of " + h.key);
       return on_step_reply(self, id, part, std::move(resp));
@@ -108,13 +108,13 @@ void on_step_reply(master_self self, int64_t id, size_t part,
     out.has_stats = step.trace_for_client;
     // Receives first (TF lists RecvTensor per receiving device), then each
     // partition, the master's own device first.
-    for (size_t p = 0; p < step.parts.size(); ++p)
+    for (size_t p = 0; p < step.parts().size(); ++p)
       if (!step.responses[p].recv_stats.empty())
         out.stats.dev_stats.push_back(
-          {step.parts[p].device, std::move(step.responses[p].recv_stats)});
-    for (size_t p = 0; p < step.parts.size(); ++p)
+          {step.parts()[p].device, std::move(step.responses[p].recv_stats)});
+    for (size_t p = 0; p < step.parts().size(); ++p)
       out.stats.dev_stats.push_back(
-        {step.parts[p].device, std::move(step.responses[p].node_stats)});
+        {step.parts()[p].device, std::move(step.responses[p].node_stats)});
   }
   record_step(st, step, {});
   if (step.trace_for_monitor)
@@ -142,12 +142,12 @@ void check_step_deadlines(master_self self) {
       continue;
     auto& step = i->second;
     size_t p = 0;
-    while (p + 1 < step.parts.size() && step.replied[p])
+    while (p + 1 < step.parts().size() && step.replied[p])
       ++p;
     run_graph_response resp;
     resp.result = {error_code::deadline_exceeded,
                    "Timed out after " + std::to_string(step.timeout_ms)
-                     + " ms waiting for the step on " + step.parts[p].device};
+                     + " ms waiting for the step on " + step.parts()[p].device};
     on_step_reply(self, id, p, std::move(resp));
   }
 }
@@ -168,14 +168,14 @@ void fail_steps_on(master_self self, Lost lost, Why why) {
   auto& st = self->state;
   std::vector<std::pair<int64_t, size_t>> failed;
   for (auto& [id, step] : st.steps)
-    for (size_t p = 0; p < step.parts.size(); ++p)
+    for (size_t p = 0; p < step.parts().size(); ++p)
       if (lost(step, p)) {
         failed.emplace_back(id, p);
         break;
       }
   for (auto [id, p] : failed) {
     run_graph_response resp;
-    resp.result = {error_code::unavailable, why(st.steps[id].parts[p])};
+    resp.result = {error_code::unavailable, why(st.steps[id].parts()[p])};
     on_step_reply(self, id, p, std::move(resp));
   }
 }
@@ -200,7 +200,7 @@ void lost_task(master_self self, const std::string& task,
   fail_steps_on(
     self,
     [&](const master_step& step, size_t p) {
-      return on_task(step.parts[p].device);
+      return on_task(step.parts()[p].device);
     },
     [&](const plan_part&) { return why; });
   for (auto& [handle, sess] : st.sessions)
@@ -224,8 +224,8 @@ void lost_executor(master_self self, const caf::actor_addr& exec,
   fail_steps_on(
     self,
     [&](const master_step& step, size_t p) {
-      return !step.replied[p] && step.parts[p].route
-             && step.parts[p].executor.address() == exec;
+      return !step.replied[p] && step.parts()[p].route
+             && step.parts()[p].executor.address() == exec;
     },
     [&](const plan_part& part) {
       return "Lost connection (" + part.device + "): " + reason;
@@ -514,8 +514,8 @@ master_actor::behavior_type master(master_self self, task_options opts,
       // Only the part that was asked over the channel may answer this way.
       auto i = self->state.steps.find(id);
       if (i == self->state.steps.end() || part < 0
-          || static_cast<size_t>(part) >= i->second.parts.size()
-          || !i->second.parts[static_cast<size_t>(part)].route
+          || static_cast<size_t>(part) >= i->second.parts().size()
+          || !i->second.parts()[static_cast<size_t>(part)].route
           || i->second.replied[static_cast<size_t>(part)])
         return;
       on_step_reply(self, id, static_cast<size_t>(part), std::move(resp));
@@ -558,8 +558,7 @@ void start_step(master_self self, step_promise rp,
                            && st.step_record->take_trace_request();
   step.trace = step.trace_for_client || step.trace_for_monitor;
   step.plan = plan_ptr;
-  step.parts = plan.parts;
-  step.outputs.resize(req.fetches.size());
+    step.outputs.resize(req.fetches.size());
   step.responses.resize(plan.parts.size());
   step.replied.resize(plan.parts.size());
   step.timeout_ms = timeout_ms;

@@ -120,9 +120,12 @@ struct master_step {
   size_t remaining = 0;
   bool done = false;
   bool trace = false;
-  /// The plan it runs (its parts' peer state advances as they answer).
+  /// The plan it runs (its parts' peer state advances as they answer);
+  /// `parts()` are the plan's, never copied per step.
   std::shared_ptr<step_plan> plan;
-  std::vector<plan_part> parts;
+  std::vector<plan_part>& parts() const noexcept {
+    return plan->parts;
+  }
   std::vector<tensor> outputs;
   std::vector<run_graph_response> responses;
   /// Which parts have answered (the first one that has not is named when
