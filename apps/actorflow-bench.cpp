@@ -63,8 +63,8 @@
 #include <caf/actor_system_config.hpp>
 
 #include "actorflow/actorflow.hpp"
-#include "actorflow/actors/channel_info.hpp"
-#include "actorflow/actors/transport.hpp"
+#include "actorflow/transport/channel_info.hpp"
+#include "actorflow/transport/transport.hpp"
 
 #include "command_line.hpp"
 #include "bench/caf_rtt.hpp"

@@ -1,5 +1,5 @@
 // actorflow-console: watches a running cluster through every task's
-// monitor actor (actors/type_ids.hpp, monitor_actor): a terminal UI, or
+// monitor actor (transport/type_ids.hpp, monitor_actor): a terminal UI, or
 // one JSON snapshot of the whole cluster with --once --json.
 //
 //   actorflow-console --cluster '{"ps": ["127.0.0.1:2222"], ...}'

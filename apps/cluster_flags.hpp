@@ -17,10 +17,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actorflow/actors/host_port.hpp"
+#include "actorflow/transport/host_port.hpp"
 #include "actorflow/graph/device_name.hpp"
 #include "actorflow/graph/status.hpp"
-#include "actorflow/net/cluster_spec.hpp"
+#include "actorflow/client/cluster_spec.hpp"
 #include "command_line.hpp"
 
 namespace actorflow::apps {

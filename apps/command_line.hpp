@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actorflow/graph/status.hpp"
-#include "actorflow/net/runtime.hpp"
+#include "actorflow/client/runtime.hpp"
 #include "log.hpp"
 
 namespace actorflow::apps {

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "actorflow/net/server.hpp"
+#include "actorflow/client/server.hpp"
 #include "command_line.hpp"
 
 namespace actorflow::apps {

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Unit tests built with AddressSanitizer and UndefinedBehaviorSanitizer
 # (GCC's, in build-sanitize, with ccache) and run with any report a
-# failure: the graph, actors and net layers (where bytes from the network
-# are decoded and threads share state); with --all the kernels' tests and
-# the integration tests too, with every program built the same way (at
-# -O1 that took 6 more minutes to build and 3 to test here: too long for
-# the README's test command, which runs this script without it).
+# failure: the graph, transport, actors and client layers (where bytes
+# from the network are decoded and threads share state); with --all the
+# kernels' tests and the integration tests too, with every program built
+# the same way (at -O1 that took 6 more minutes to build and 3 to test
+# here: too long for the README's test command, which runs this script
+# without it).
 # Suppressions (test/sanitize/) name what is CAF's, each with why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-layers=(graph actors net)
-[ "${1:-}" != "--all" ] || layers=(graph kernels actors net integration)
+layers=(graph transport actors client)
+[ "${1:-}" != "--all" ] || layers=(graph kernels transport actors client integration)
 dir=${ACTORFLOW_SANITIZE_DIR:-build-sanitize}
 if [ ! -f "$dir/build.ninja" ]; then
   # -O0: half of -O1's compile time here (task_actor.cpp: 34 s against

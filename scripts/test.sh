@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: unit tests per layer, multi-process integration
 # tests, the seed examples and the installed-package consumer; then the
-# graph, actors and net unit tests under ASan and UBSan (sanitize.sh).
+# graph, transport, actors and client unit tests under ASan and UBSan (sanitize.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

@@ -21,7 +21,7 @@
 #include <unordered_set>
 
 #include "actorflow/actors/instrumented.hpp"
-#include "actorflow/actors/type_ids.hpp"
+#include "actorflow/transport/type_ids.hpp"
 #include "actorflow/kernels/kernel.hpp"
 #include "executor.hpp"
 

@@ -17,11 +17,11 @@
 
 #include <caf/all.hpp>
 
-#include "actorflow/actors/type_ids.hpp"
+#include "actorflow/transport/type_ids.hpp"
 #include "node_class.hpp"
 #include "runtime.hpp"
 #include "step_rendezvous.hpp"
-#include "tensor_channel.hpp"
+#include "actorflow/transport/tensor_channel.hpp"
 
 namespace actorflow::executor_detail {
 

@@ -20,10 +20,10 @@
 #include "actorflow/actors/deadline_table.hpp"
 #include "actorflow/actors/monitoring.hpp"
 #include "actorflow/actors/task.hpp"
-#include "actorflow/actors/type_ids.hpp"
+#include "actorflow/transport/type_ids.hpp"
 #include "plan_registration.hpp"
 #include "runtime.hpp"
-#include "tensor_channel.hpp"
+#include "actorflow/transport/tensor_channel.hpp"
 
 namespace actorflow {
 

@@ -15,7 +15,7 @@
 #include "actorflow/actors/task.hpp"
 #include "actorflow/graph/device_name.hpp"
 #include "runtime.hpp"
-#include "tensor_channel.hpp"
+#include "actorflow/transport/tensor_channel.hpp"
 
 namespace actorflow {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <variant>
 
-#include "actorflow/actors/type_ids.hpp"
+#include "actorflow/transport/type_ids.hpp"
 #include "actorflow/graph/graph_def.hpp"
 #include "actorflow/kernels/kernel.hpp"
 

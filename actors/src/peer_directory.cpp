@@ -9,8 +9,8 @@
 #include <caf/io/middleman.hpp>
 #include <caf/io/middleman_actor.hpp>
 
-#include "actorflow/actors/host_port.hpp"
-#include "actorflow/actors/transport.hpp"
+#include "actorflow/transport/host_port.hpp"
+#include "actorflow/transport/transport.hpp"
 #include "master.hpp"
 
 namespace actorflow {

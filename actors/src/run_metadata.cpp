@@ -1,4 +1,4 @@
-#include "actorflow/actors/messages.hpp"
+#include "actorflow/transport/messages.hpp"
 
 #include <algorithm>
 

@@ -12,10 +12,11 @@
 
 #include <caf/all.hpp>
 
-#include "actorflow/actors/messages.hpp"
+#include "actorflow/transport/messages.hpp"
 #include "actorflow/actors/monitoring.hpp"
 #include "actorflow/actors/task.hpp"
-#include "actorflow/actors/type_ids.hpp"
+#include "actorflow/transport/env_number.hpp"
+#include "actorflow/transport/type_ids.hpp"
 #include "actorflow/graph/graph_def.hpp"
 #include "actorflow/kernels/accumulator_core.hpp"
 #include "actorflow/kernels/queue_core.hpp"
@@ -136,10 +137,5 @@ monitor_actor spawn_monitor(caf::actor_system& sys, task_options opts);
 
 /// Microseconds since the epoch (step stats).
 int64_t now_micros();
-
-/// The number in environment variable `name` if it is within [lo, hi],
-/// else `fallback`.
-int64_t env_number(const char* name, int64_t lo, int64_t hi,
-                   int64_t fallback);
 
 } // namespace actorflow

@@ -7,7 +7,7 @@
 #include <Eigen/Core>
 
 #include "actorflow/actors/instrumented.hpp"
-#include "actorflow/actors/type_ids.hpp"
+#include "actorflow/transport/type_ids.hpp"
 #include "runtime.hpp"
 
 namespace actorflow {

@@ -5,10 +5,10 @@
 #include <memory>
 #include <string>
 
-#include "actorflow/actors/host_port.hpp"
+#include "actorflow/transport/host_port.hpp"
 #include "actorflow/actors/task.hpp"
 #include "runtime.hpp"
-#include "tensor_channel.hpp"
+#include "actorflow/transport/tensor_channel.hpp"
 
 namespace actorflow {
 

@@ -1,7 +1,7 @@
 #pragma once
 
 // actorflow-console's view of a cluster: one watcher actor per task keeps
-// that task's monitor document (actors/type_ids.hpp, monitor_actor) up to
+// that task's monitor document (transport/type_ids.hpp, monitor_actor) up to
 // date through a subscription, measures the round trip, and says when the
 // task is down and why. The UI thread reads copies (cluster_watch::view).
 // Every request has a deadline: a dead or stopped task never blocks the
@@ -19,9 +19,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actorflow/actors/host_port.hpp"
-#include "actorflow/actors/type_ids.hpp"
-#include "actorflow/net/cluster_spec.hpp"
+#include "actorflow/transport/host_port.hpp"
+#include "actorflow/transport/type_ids.hpp"
+#include "actorflow/client/cluster_spec.hpp"
 
 namespace actorflow::apps {
 

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "actorflow/actors/type_ids.hpp"
+#include "actorflow/transport/type_ids.hpp"
 #include "runtime.hpp"
 
 using namespace actorflow;

@@ -16,12 +16,12 @@
 #include <vector>
 
 #include "actorflow/actors/task.hpp"
-#include "actorflow/actors/type_ids.hpp"
+#include "actorflow/transport/type_ids.hpp"
 #include "actorflow/graph/ops.hpp"
 #include "actorflow/graph/partition.hpp"
 #include "actorflow/graph/placer.hpp"
 #include "actorflow/graph/subgraph.hpp"
-#include "tensor_channel.hpp"
+#include "actorflow/transport/tensor_channel.hpp"
 
 using namespace actorflow;
 

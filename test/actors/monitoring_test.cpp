@@ -15,8 +15,8 @@
 
 #include "actorflow/actors/monitoring.hpp"
 #include "actorflow/actors/task.hpp"
-#include "actorflow/actors/type_ids.hpp"
-#include "actors/test_system.hpp"
+#include "actorflow/transport/type_ids.hpp"
+#include "common/test_system.hpp"
 #include "actorflow/actors/instrumented.hpp"
 
 using namespace actorflow;

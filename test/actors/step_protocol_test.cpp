@@ -17,7 +17,7 @@
 #include <caf/scheduler/test_coordinator.hpp>
 
 #include "actorflow/actors/task.hpp"
-#include "actorflow/actors/type_ids.hpp"
+#include "actorflow/transport/type_ids.hpp"
 #include "actorflow/graph/ops.hpp"
 #include "actorflow/graph/queue_ops.hpp"
 

@@ -1,4 +1,4 @@
-// The task actor through its message protocol (what net/'s session and
+// The task actor through its message protocol (what client/'s session and
 // server speak): master sessions, graph deltas, steps, variables in the
 // task's resource manager, statistics and the placement log. Semantics
 // from tf_semantics §4 (placement), §6.1 (containers, sharing by name),
@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "actorflow/actors/task.hpp"
-#include "actorflow/actors/type_ids.hpp"
+#include "actorflow/transport/type_ids.hpp"
 #include "actorflow/graph/ops.hpp"
-#include "actors/test_system.hpp"
+#include "common/test_system.hpp"
 
 using namespace actorflow;
 using actorflow::testing::test_system;
@@ -106,7 +106,7 @@ private:
   caf::actor task_;
 };
 
-// The client side of one master session, as net/'s session does it:
+// The client side of one master session, as client/'s session does it:
 // sends the nodes the master has not seen with each step.
 class client {
 public:

@@ -1,4 +1,4 @@
-// The tensor channel (actors/src/tensor_channel.hpp): `_Send` values
+// The tensor channel (transport/tensor_channel.hpp): `_Send` values
 // between processes over a TCP connection of their own. Values of every
 // kind arrive intact and in order at the inbox's actor, which the
 // reading thread runs itself; a peer that breaks the protocol loses its
@@ -33,8 +33,8 @@
 #include <caf/binary_serializer.hpp>
 
 #include "actorflow/actors/task.hpp"
-#include "actorflow/actors/transport.hpp"
-#include "actorflow/actors/type_ids.hpp"
+#include "actorflow/transport/transport.hpp"
+#include "actorflow/transport/type_ids.hpp"
 #include "actorflow/graph/ops.hpp"
 #include "actorflow/graph/partition.hpp"
 #include "actorflow/graph/placer.hpp"
@@ -42,7 +42,7 @@
 #include "common/recording_proxy.hpp"
 #include "common/temp_dir.hpp"
 #include "shared_ring.hpp"
-#include "tensor_channel.hpp"
+#include "actorflow/transport/tensor_channel.hpp"
 #include "tensor_frame.hpp"
 
 using namespace actorflow;

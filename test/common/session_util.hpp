@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "actorflow/actors/messages.hpp"
+#include "actorflow/transport/messages.hpp"
 #include "free_ports.hpp"
 
 namespace actorflow::testing {

@@ -4,7 +4,7 @@
 #   check_api_docs.sh SOURCE_DIR OUT_DIR
 set -euo pipefail
 "$1/scripts/api_docs.sh" "$2"
-for page in index layer_graph layer_kernels layer_actors layer_net \
+for page in index layer_graph layer_kernels layer_transport layer_actors layer_client \
             layer_train classactorflow_1_1session classactorflow_1_1server \
             classactorflow_1_1graph classactorflow_1_1profiler__hook \
             namespaceactorflow_1_1train; do
@@ -14,8 +14,8 @@ for page in index layer_graph layer_kernels layer_actors layer_net \
   fi
 done
 # Each layer's page links its headers' file pages.
-grep -q 'session_8hpp.html' "$2/html/layer_net.html" || {
-  echo "check_api_docs: layer_net.html does not link session.hpp" >&2
+grep -q 'session_8hpp.html' "$2/html/layer_client.html" || {
+  echo "check_api_docs: layer_client.html does not link session.hpp" >&2
   exit 1
 }
 echo "check_api_docs: ok"

@@ -5,7 +5,7 @@
 #include <caf/binary_deserializer.hpp>
 #include <caf/message.hpp>
 
-#include "actorflow/actors/type_ids.hpp"
+#include "actorflow/transport/type_ids.hpp"
 
 namespace actorflow::fuzz {
 

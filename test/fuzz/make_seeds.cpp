@@ -13,7 +13,7 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/binary_serializer.hpp>
 
-#include "actorflow/actors/type_ids.hpp"
+#include "actorflow/transport/type_ids.hpp"
 #include "actorflow/graph/nn_ops.hpp"
 #include "actorflow/graph/ops.hpp"
 #include "actorflow/graph/training.hpp"

@@ -137,7 +137,7 @@ TEST_CASE("errors: a step waiting on an unreachable task times out",
 }
 
 // Enough remote steps for a session's caller to wait by running actors
-// (net/src/session.cpp: while its replies average 0.1-2 ms), so that the
+// (client/src/session.cpp: while its replies average 0.1-2 ms), so that the
 // failures below reach a caller waiting that way too.
 constexpr int warm_up_steps = 30;
 

@@ -18,7 +18,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 
-#include "actorflow/actors/transport.hpp"
+#include "actorflow/transport/transport.hpp"
 #include "common/recording_proxy.hpp"
 #include "common/temp_dir.hpp"
 #include "integration_util.hpp"

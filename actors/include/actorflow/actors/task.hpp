@@ -24,7 +24,7 @@ struct task_options {
 /// Spawns the actor of one task: master service (sessions, placement,
 /// partitioning, step fan-out), worker service (registered partitions,
 /// executors) and the task's resource manager (containers of variables).
-/// The caller publishes it (net/) or talks to it in process. It stops on an
+/// The caller publishes it (client/) or talks to it in process. It stops on an
 /// exit message; its executors and variables go with it.
 caf::actor spawn_task(caf::actor_system& sys, task_options opts);
 

@@ -44,7 +44,7 @@ int64_t byte_size_load_fn(const node_def& node);
 std::vector<std::string> standard_ps_ops();
 
 /// The arguments of TF's `replica_device_setter` (except `cluster`, see
-/// actorflow/net/device_setter.hpp).
+/// actorflow/client/device_setter.hpp).
 struct replica_device_setter_options {
   /// Number of ps tasks; 0 means "no ps", and the setter is not built.
   int ps_tasks = 0;

@@ -177,7 +177,7 @@ public:
   const std::vector<std::string>& collection(const std::string& key) const;
 
   /// tf.train.add_queue_runner: the graph's QUEUE_RUNNERS collection, which
-  /// start_queue_runners (net/queue_runner.hpp) starts.
+  /// start_queue_runners (client/queue_runner.hpp) starts.
   void add_queue_runner(queue_runner_def def) {
     queue_runners_.push_back(std::move(def));
   }

@@ -21,7 +21,7 @@
 ///
 /// Each function builds its queue and enqueue ops in the default graph and
 /// adds a queue_runner_def to it (`graph::queue_runners()`), which
-/// `start_queue_runners` (net/queue_runner.hpp) starts in a session. Names
+/// `start_queue_runners` (client/queue_runner.hpp) starts in a session. Names
 /// follow TF: the producer's queue is "input_producer" (its ops under
 /// "input_producer/"), a batch's outputs "batch:0", "batch:1", ... and its
 /// queue "batch/fifo_queue". Errors are InvalidArgument (TF's ValueError)

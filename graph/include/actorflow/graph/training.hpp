@@ -215,7 +215,7 @@ public:
   /// tokens to finish the first step").
   operation get_init_tokens_op(int num_tokens = -1);
   /// The chief's queue runner: one thread running the sync op; build it
-  /// with `queue_runner{graph, def}` (net/queue_runner.hpp).
+  /// with `queue_runner{graph, def}` (client/queue_runner.hpp).
   const queue_runner_def& chief_queue_runner() const;
 
   int replicas_to_aggregate() const noexcept {

@@ -1,0 +1,32 @@
+#pragma once
+
+/// Umbrella header: everything a user needs to build graphs, start servers
+/// and run sessions.
+
+#include "actorflow/transport/messages.hpp"
+#include "actorflow/actors/monitoring.hpp"
+#include "actorflow/graph/device_name.hpp"
+#include "actorflow/graph/device_setter.hpp"
+#include "actorflow/graph/gradients.hpp"
+#include "actorflow/graph/graph.hpp"
+#include "actorflow/graph/input.hpp"
+#include "actorflow/graph/io_ops.hpp"
+#include "actorflow/graph/nn_ops.hpp"
+#include "actorflow/graph/ops.hpp"
+#include "actorflow/graph/parsing_ops.hpp"
+#include "actorflow/graph/queue_ops.hpp"
+#include "actorflow/graph/status.hpp"
+#include "actorflow/graph/tensor.hpp"
+#include "actorflow/graph/training.hpp"
+#include "actorflow/client/basic_session_run_hooks.hpp"
+#include "actorflow/client/cluster_spec.hpp"
+#include "actorflow/client/coordinator.hpp"
+#include "actorflow/client/device_setter.hpp"
+#include "actorflow/client/monitored_session.hpp"
+#include "actorflow/client/queue_runner.hpp"
+#include "actorflow/client/runtime.hpp"
+#include "actorflow/client/saver.hpp"
+#include "actorflow/client/server.hpp"
+#include "actorflow/client/session.hpp"
+#include "actorflow/client/session_run_hook.hpp"
+#include "actorflow/client/sync_replicas_hook.hpp"

@@ -1,0 +1,91 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "actorflow/transport/messages.hpp"
+#include "actorflow/client/cluster_spec.hpp"
+
+namespace caf {
+class actor;
+class actor_system;
+} // namespace caf
+
+namespace actorflow {
+
+/// One task of a cluster (TensorFlow's `tf.train.Server`): a task actor
+/// offering the master and worker services, published on the port of its
+/// address in the cluster spec.
+///
+/// ~~~
+/// cluster_spec cluster{{{"local", {"localhost:2222", "localhost:2223"}}}};
+/// server s0{cluster, "local", 0};
+/// session sess{s0.target()};
+/// ~~~
+class server {
+public:
+  /// Starts task `task` of job `job` in `sys` (default: the process-wide
+  /// system). Errors (op_error): InvalidArgument if the job or task is not
+  /// in the cluster or the address has no valid port ("Could not parse port
+  /// for local server from \"localhost\""); Unknown (TF's code for "Could
+  /// not start server") if the port is in use, naming the address.
+  server(const cluster_spec& cluster, const std::string& job, int task);
+  server(caf::actor_system& sys, const cluster_spec& cluster,
+         const std::string& job, int task);
+  /// Picks the job/task when the cluster has one job / the job one task,
+  /// as TF does; InvalidArgument "Must specify an explicit `job_name`" /
+  /// "`task_index`" otherwise.
+  explicit server(const cluster_spec& cluster);
+
+  /// A single-task server on a free loopback port, job "local".
+  static server create_local_server();
+
+  server(server&&) noexcept;
+  server& operator=(server&&) noexcept;
+  ~server();
+
+  /// "caf://localhost:<port>", or "caf://127.0.0.2:<port>" for a task on a
+  /// loopback address other than 127.0.0.1, which binds that address only
+  /// (sessions also accept "grpc://" targets).
+  std::string target() const;
+  /// The port actually bound (differs from the spec when it said 0).
+  uint16_t port() const;
+  const cluster_spec& cluster() const;
+  const std::string& job_name() const;
+  int task_index() const;
+  /// "/job:J/replica:0/task:T/device:CPU:0".
+  std::string device() const;
+
+  /// Blocks until `stop()` is called (from another thread or a signal
+  /// handler thread). Returns at once if already stopped.
+  void join();
+  /// Unpublishes the port and ends the task's actors (sessions on it fail
+  /// with Unavailable afterwards). Idempotent; the destructor calls it.
+  void stop();
+  bool stopped() const;
+
+  /// The task's counters (messages, bytes, mailbox, steps); blocks at most
+  /// a few seconds; Unavailable on timeout.
+  task_stats stats() const;
+
+  /// Serves this task's metrics (actorflow::metrics_text, actors/task.hpp)
+  /// in Prometheus' text format at http://host:port/metrics on a thread of
+  /// its own until stop(). Port 0 picks a free one; returns the port bound.
+  /// Read-only: GET /metrics is all it answers (404 for other paths, 405
+  /// for other methods). Errors (op_error): Unknown naming the address if
+  /// it cannot bind; AlreadyExists if this server serves metrics already.
+  /// Blocks only to bind.
+  uint16_t serve_metrics(const std::string& host = "127.0.0.1",
+                         uint16_t port = 0);
+
+  /// The task actor itself, for an embedding CAF application: it answers
+  /// `(get_stats_atom) -> task_stats` like any other message of the
+  /// `actorflow` type ID block (transport/type_ids.hpp).
+  caf::actor task_actor() const;
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace actorflow

@@ -1,0 +1,270 @@
+#include "actorflow/client/server.hpp"
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include <httplib.h>
+
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "actorflow/actors/task.hpp"
+#include "actorflow/transport/transport.hpp"
+#include "actorflow/transport/type_ids.hpp"
+#include "actorflow/graph/device_name.hpp"
+#include "actorflow/client/runtime.hpp"
+#include "address.hpp"
+
+namespace actorflow {
+
+struct server::impl {
+  caf::actor_system* sys = nullptr;
+  cluster_spec cluster;
+  /// This task (job, index) and every task's address.
+  task_options opts;
+  uint16_t port = 0;
+  /// Where a session on this process reaches the task: "localhost", or
+  /// the loopback address (127.0.0.2, ...) it alone is bound to.
+  std::string local_host = "localhost";
+  caf::actor actor;
+  // serve_metrics: the HTTP server and its thread.
+  std::unique_ptr<httplib::Server> http;
+  std::thread http_thread;
+  std::mutex mtx;
+  std::condition_variable cv;
+  bool stopped = false;
+};
+
+server::server(const cluster_spec& cluster, const std::string& job, int task)
+  : server(default_system(), cluster, job, task) {
+  // nop
+}
+
+server::server(caf::actor_system& sys, const cluster_spec& cluster,
+               const std::string& job, int task)
+  : impl_(std::make_unique<impl>()) {
+  if (!cluster.has_job(job))
+    throw op_error(error_code::invalid_argument,
+                   "Job \"" + job + "\" was not defined in cluster");
+  if (!cluster.has_task(job, task))
+    throw op_error(error_code::invalid_argument,
+                   "Task " + std::to_string(task)
+                     + " was not defined in job \"" + job + "\"");
+  auto& address = cluster.task_address(job, task);
+  host_port parsed;
+  if (!host_port::parse(address, parsed).ok())
+    throw op_error(error_code::invalid_argument,
+                   "Could not parse port for local server from \"" + address
+                     + "\"");
+  impl_->sys = &sys;
+  impl_->cluster = cluster;
+  task_options opts;
+  opts.job = job;
+  opts.task = task;
+  for (auto& name : cluster.task_names()) {
+    device_name d;
+    device_name::parse(name, d);
+    opts.cluster[name] = cluster.task_address(*d.job, *d.task);
+  }
+  impl_->opts = opts;
+  impl_->actor = spawn_task(sys, opts);
+  // TF binds every interface; a loopback address binds that address only,
+  // so tests never open ports to the network (and tasks on 127.0.0.2,
+  // 127.0.0.3, ... may share a port, as pods on their own hosts do).
+  const char* in = nullptr;
+  if (parsed.host == "localhost")
+    in = "127.0.0.1";
+  else if (parsed.host.rfind("127.", 0) == 0)
+    in = parsed.host.c_str();
+  if (in != nullptr && std::string_view{in} != "127.0.0.1")
+    impl_->local_host = in;
+  // SO_REUSEADDR, as gRPC's server: a restarted task binds its port again
+  // although connections of its old process linger in TIME_WAIT (a live
+  // listener on the port still fails the bind).
+  // With TLS, peers with a certificate for a host of this cluster may
+  // connect (besides the allowed peers).
+  std::vector<std::string> hosts;
+  for (auto& [name, addr] : opts.cluster)
+    hosts.push_back(addr);
+  trust_hosts(sys, hosts);
+  caf::expected<uint16_t> res{caf::sec::runtime_error};
+  {
+    caf::scoped_actor self{sys};
+    self
+      ->request(transport_actor(sys), std::chrono::seconds(30),
+                caf::publish_atom::value, parsed.port,
+                caf::actor_cast<caf::strong_actor_ptr>(impl_->actor),
+                std::set<std::string>{}, std::string{in ? in : ""}, true)
+      .receive([&](uint16_t actual) { res = actual; },
+               [&](caf::error& err) { res = std::move(err); });
+  }
+  if (!res) {
+    caf::anon_send_exit(impl_->actor, caf::exit_reason::user_shutdown);
+    throw op_error(error_code::unknown,
+                   "Could not start server for /job:" + job + "/task:"
+                     + std::to_string(task) + " on " + address + ": "
+                     + sys.render(res.error()));
+  }
+  impl_->port = *res;
+}
+
+server::server(const cluster_spec& cluster)
+  : server(cluster,
+           [&] {
+             auto jobs = cluster.jobs();
+             if (jobs.size() != 1)
+               throw op_error(error_code::invalid_argument,
+                              "Must specify an explicit `job_name`.");
+             return jobs.front();
+           }(),
+           [&] {
+             auto idx = cluster.task_indices(cluster.jobs().front());
+             if (idx.size() != 1)
+               throw op_error(error_code::invalid_argument,
+                              "Must specify an explicit `task_index`.");
+             return idx.front();
+           }()) {
+  // nop
+}
+
+server server::create_local_server() {
+  return server{cluster_spec{std::map<std::string, std::vector<std::string>>{
+                  {"local", {"localhost:0"}}}},
+                "local", 0};
+}
+
+server::server(server&&) noexcept = default;
+
+server& server::operator=(server&& other) noexcept {
+  if (this != &other) {
+    stop();
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+
+server::~server() {
+  stop();
+}
+
+std::string server::target() const {
+  return "caf://" + impl_->local_host + ":" + std::to_string(impl_->port);
+}
+
+uint16_t server::port() const {
+  return impl_->port;
+}
+
+const cluster_spec& server::cluster() const {
+  return impl_->cluster;
+}
+
+const std::string& server::job_name() const {
+  return impl_->opts.job;
+}
+
+int server::task_index() const {
+  return impl_->opts.task;
+}
+
+std::string server::device() const {
+  return task_name(impl_->opts) + "/device:CPU:0";
+}
+
+void server::join() {
+  if (!impl_)
+    return;
+  std::unique_lock<std::mutex> guard{impl_->mtx};
+  impl_->cv.wait(guard, [this] { return impl_->stopped; });
+}
+
+void server::stop() {
+  if (!impl_)
+    return;
+  {
+    std::lock_guard<std::mutex> guard{impl_->mtx};
+    if (impl_->stopped)
+      return;
+    impl_->stopped = true;
+  }
+  {
+    // Closed when stop returns: a new server may bind the port at once.
+    caf::scoped_actor self{*impl_->sys};
+    self
+      ->request(transport_actor(*impl_->sys), std::chrono::seconds(5),
+                caf::unpublish_atom::value, impl_->actor.address(),
+                impl_->port)
+      .receive([] {}, [](caf::error&) {});
+  }
+  if (impl_->http) {
+    impl_->http->stop();
+    impl_->http_thread.join();
+  }
+  // The task's executors and variables are linked to it and go with it.
+  caf::anon_send_exit(impl_->actor, caf::exit_reason::user_shutdown);
+  impl_->cv.notify_all();
+}
+
+bool server::stopped() const {
+  if (!impl_)
+    return true;
+  std::lock_guard<std::mutex> guard{impl_->mtx};
+  return impl_->stopped;
+}
+
+uint16_t server::serve_metrics(const std::string& host, uint16_t port) {
+  std::lock_guard<std::mutex> guard{impl_->mtx};
+  auto address = host + ":" + std::to_string(port);
+  if (impl_->http)
+    throw op_error(error_code::already_exists,
+                   device() + " serves its metrics already");
+  if (impl_->stopped)
+    throw op_error(error_code::failed_precondition,
+                   device() + " is stopped: no metrics on " + address);
+  auto http = std::make_unique<httplib::Server>();
+  http->Get("/metrics", [opts = impl_->opts](const httplib::Request&,
+                                             httplib::Response& res) {
+    res.set_content(metrics_text(opts), "text/plain; version=0.0.4");
+  });
+  // Nothing else, and nothing that changes the task.
+  auto refuse = [](const httplib::Request&, httplib::Response& res) {
+    res.status = 405;
+    res.set_content("read-only: GET /metrics\n", "text/plain");
+  };
+  http->Post(".*", refuse);
+  http->Put(".*", refuse);
+  http->Delete(".*", refuse);
+  http->Patch(".*", refuse);
+  int bound = port == 0 ? http->bind_to_any_port(host)
+                        : (http->bind_to_port(host, port) ? port : -1);
+  if (bound <= 0)
+    throw op_error(error_code::unknown,
+                   "Could not serve metrics of " + device() + " on "
+                     + address);
+  impl_->http_thread = std::thread{[h = http.get()] { h->listen_after_bind(); }};
+  // httplib's stop() does nothing to a server that is not running yet, so
+  // a stop() right after this would wait for its thread forever.
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!http->is_running() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  impl_->http = std::move(http);
+  return static_cast<uint16_t>(bound);
+}
+
+caf::actor server::task_actor() const {
+  return impl_->actor;
+}
+
+task_stats server::stats() const {
+  caf::scoped_actor self{*impl_->sys};
+  task_stats result;
+  status err;
+  self->request(impl_->actor, std::chrono::seconds(5), get_stats_atom_v)
+    .receive([&](task_stats& s) { result = std::move(s); },
+             [&](caf::error& e) { err = to_status(e, device()); });
+  throw_if_error(err);
+  return result;
+}
+
+} // namespace actorflow

@@ -1,0 +1,590 @@
+// Optimizers end to end: each update against TF's formulas computed here,
+// the global step, names and slots, convergence, and updates applied on
+// the ps task for a worker's session.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actorflow/graph/nn_ops.hpp"
+#include "actorflow/graph/training.hpp"
+#include "actorflow/client/cluster_spec.hpp"
+#include "actorflow/client/coordinator.hpp"
+#include "actorflow/client/queue_runner.hpp"
+#include "actorflow/client/device_setter.hpp"
+#include "actorflow/client/server.hpp"
+#include "actorflow/client/session.hpp"
+#include "common/session_util.hpp"
+#include "common/test_util.hpp"
+
+using namespace actorflow;
+using namespace actorflow::testing;
+
+namespace {
+
+std::vector<double> values_of(const tensor& t) {
+  std::vector<double> xs;
+  for (auto x : t.flat<float>())
+    xs.push_back(x);
+  return xs;
+}
+
+void check_close(const std::vector<double>& got,
+                 const std::vector<double>& want, double tol = 1e-5) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i << ": " << got[i] << " vs " << want[i]);
+    CHECK(std::abs(got[i] - want[i]) <= tol * std::max(1.0, std::abs(want[i])));
+  }
+}
+
+/// Runs `steps` updates of loss = sum(w^2) from w = [1, -2, 0.5] and
+/// returns w after each.
+std::vector<std::vector<double>> train(optimizer& opt, int steps) {
+  graph g;
+  auto as_default = g.as_default();
+  variable w{tensor::vec<float>({1.0f, -2.0f, 0.5f}), named("w")};
+  auto step = create_global_step();
+  auto train_op = opt.minimize(reduce_sum(square(w)), &step);
+  session sess{bounded(), &g};
+  sess.run(global_variables_initializer());
+  std::vector<std::vector<double>> result;
+  for (int i = 0; i < steps; ++i) {
+    sess.run(train_op);
+    result.push_back(values_of(sess.run(w)));
+  }
+  CHECK(sess.run(step).scalar_value<int64_t>() == steps);
+  return result;
+}
+
+/// TF's Adam (beta1 0.9, beta2 0.999, epsilon 1e-8) on loss = sum(w^2),
+/// in double: what the variable should read after each step().
+struct adam_reference {
+  adam_reference(std::vector<double> w0, double lr)
+    : w(std::move(w0)), m(w.size(), 0.0), v(w.size(), 0.0), lr(lr) {
+    // nop
+  }
+
+  void step() {
+    auto lr_t = lr * std::sqrt(1 - b2p) / (1 - b1p);
+    for (size_t i = 0; i < w.size(); ++i) {
+      auto g = 2 * w[i];
+      m[i] = 0.9 * m[i] + 0.1 * g;
+      v[i] = 0.999 * v[i] + 0.001 * g * g;
+      w[i] -= lr_t * m[i] / (std::sqrt(v[i]) + 1e-8);
+    }
+    b1p *= 0.9;
+    b2p *= 0.999;
+  }
+
+  std::vector<double> w;
+  std::vector<double> m;
+  std::vector<double> v;
+  double lr;
+  double b1p = 0.9;
+  double b2p = 0.999;
+};
+
+// One ps and one worker on free loopback ports, both served here.
+struct ps_and_worker {
+  cluster_spec cluster{std::map<std::string, std::vector<std::string>>{
+    {"ps", {loopback(free_port())}}, {"worker", {loopback(free_port())}}}};
+  server ps{cluster, "ps", 0};
+  server worker{cluster, "worker", 0};
+  /// The test's graph, the default one while the fixture lives.
+  graph g;
+  graph::default_guard as_default = g.as_default();
+};
+
+} // namespace
+
+TEST_CASE("training: GradientDescent applies var -= lr * grad",
+          "[training]") {
+  gradient_descent_optimizer opt{0.1};
+  auto ws = train(opt, 2);
+  // grad = 2w: w * 0.8 per step.
+  check_close(ws[0], {0.8, -1.6, 0.4});
+  check_close(ws[1], {0.64, -1.28, 0.32});
+}
+
+TEST_CASE("training: Momentum and Nesterov follow TF's updates",
+          "[training]") {
+  for (bool nesterov : {false, true}) {
+    INFO("nesterov " << nesterov);
+    momentum_optimizer opt{0.1, 0.9, nesterov};
+    auto ws = train(opt, 3);
+    std::vector<double> w{1.0, -2.0, 0.5};
+    std::vector<double> accum(3, 0.0);
+    for (int s = 0; s < 3; ++s) {
+      for (size_t i = 0; i < 3; ++i) {
+        auto g = 2 * w[i];
+        accum[i] = accum[i] * 0.9 + g;
+        w[i] -= nesterov ? 0.1 * (g + 0.9 * accum[i]) : 0.1 * accum[i];
+      }
+      check_close(ws[static_cast<size_t>(s)], w);
+    }
+  }
+}
+
+TEST_CASE("training: Adagrad follows TF's update", "[training]") {
+  adagrad_optimizer opt{0.5, 0.1};
+  auto ws = train(opt, 3);
+  std::vector<double> w{1.0, -2.0, 0.5};
+  std::vector<double> accum(3, 0.1);
+  for (int s = 0; s < 3; ++s) {
+    for (size_t i = 0; i < 3; ++i) {
+      auto g = 2 * w[i];
+      accum[i] += g * g;
+      w[i] -= 0.5 * g / std::sqrt(accum[i]);
+    }
+    check_close(ws[static_cast<size_t>(s)], w);
+  }
+}
+
+TEST_CASE("training: Adam follows TF's update with bias correction",
+          "[training]") {
+  adam_optimizer opt{0.1};
+  auto ws = train(opt, 3);
+  adam_reference want{{1.0, -2.0, 0.5}, 0.1};
+  for (int s = 0; s < 3; ++s) {
+    want.step();
+    check_close(ws[static_cast<size_t>(s)], want.w, 1e-4);
+  }
+}
+
+TEST_CASE("training: Adam on a variable large enough for its slots to "
+          "update at once follows TF's update",
+          "[training]") {
+  // 2^21 elements: the executor updates Adam's two slots in parallel from
+  // this size on (actors/src/executor.cpp), one after the other below it.
+  constexpr int64_t n = int64_t{1} << 21;
+  graph g;
+  auto as_default = g.as_default();
+  tensor init{dtype::float32, tensor_shape{n}};
+  auto w0 = init.flat<float>();
+  for (int64_t i = 0; i < n; ++i)
+    w0[static_cast<size_t>(i)] = static_cast<float>(i % 7 - 3) * 0.25f;
+  adam_reference want{{w0.begin(), w0.end()}, 0.1};
+  auto& w = want.w;
+  variable var{init, named("w")};
+  adam_optimizer opt{0.1};
+  auto train_op = opt.minimize(reduce_sum(square(var)));
+  session sess{bounded(), &g};
+  sess.run(global_variables_initializer());
+  for (int s = 0; s < 2; ++s) {
+    sess.run(train_op);
+    want.step();
+    auto got = sess.run(var).flat<float>();
+    REQUIRE(got.size() == w.size());
+    double worst = 0;
+    for (size_t i = 0; i < w.size(); ++i)
+      worst = std::max(worst, std::abs(got[i] - w[i])
+                                / std::max(1.0, std::abs(w[i])));
+    CHECK(worst <= 1e-4);
+  }
+}
+
+TEST_CASE("training: names, slots and the global step as TF builds them",
+          "[training]") {
+  graph g;
+  auto as_default = g.as_default();
+  variable w{tensor::vec<float>({1.0f, 2.0f}), named("w")};
+  variable b{0.0f, named("b")};
+  auto step = create_global_step();
+  CHECK(step.name() == "global_step:0");
+  CHECK(step.type() == dtype::int64);
+  CHECK_FALSE(step.trainable());
+  CHECK(get_global_step().name() == "global_step:0");
+  auto again = error_of([] { create_global_step(); });
+  REQUIRE(again);
+  CHECK(again->code() == error_code::invalid_argument);
+  momentum_optimizer opt{0.1, 0.9};
+  auto train_op = opt.minimize(add(reduce_sum(square(w)), square(b)), &step);
+  CHECK(train_op.name() == "Momentum");
+  CHECK(train_op.type() == "AssignAdd");
+  CHECK(g.find_operation("Momentum/update_w/ApplyMomentum").valid());
+  auto slot = opt.get_slot(w, "momentum");
+  REQUIRE(slot.valid());
+  CHECK(slot.name() == "w/Momentum:0");
+  CHECK_FALSE(slot.trainable());
+  CHECK(slot.shape() == tensor_shape{2});
+  // Slots are global variables (initialized and saved with the model) but
+  // never trained themselves.
+  auto globals = global_variables();
+  CHECK(globals.size() == 5); // w, b, global_step, two slots
+  CHECK(trainable_variables().size() == 2);
+  adam_optimizer adam;
+  adam.minimize(reduce_sum(w.value()), nullptr, {w});
+  CHECK(adam.get_slot(w, "m").name() == "w/Adam:0");
+  CHECK(adam.get_slot(w, "v").name() == "w/Adam_1:0");
+  CHECK(g.find_operation("beta1_power").valid());
+  // No gradient for any variable is an error naming them.
+  auto x = placeholder(dtype::float32, tensor_shape{}, "x");
+  gradient_descent_optimizer gd{0.1};
+  auto none = error_of([&] { gd.minimize(square(x), nullptr, {w}); });
+  REQUIRE(none);
+  CHECK_THAT(none->get_status().message(),
+             Catch::Contains("No gradients provided for any variable"));
+}
+
+TEST_CASE("training: softmax regression learns a separable problem",
+          "[training]") {
+  graph g;
+  auto as_default = g.as_default();
+  // Two features, three classes: the class is the quadrant-ish region.
+  std::vector<float> xs;
+  std::vector<int32_t> ys;
+  for (int i = 0; i < 60; ++i) {
+    float a = static_cast<float>(i % 10) / 10.0f;
+    float b = static_cast<float>(i / 10) / 6.0f;
+    xs.push_back(a);
+    xs.push_back(b);
+    ys.push_back(a + b < 0.6f ? 0 : (a > b ? 1 : 2));
+  }
+  auto x = constant(tensor::from_vector(xs, tensor_shape{60, 2}));
+  auto y = constant(tensor::vec(ys));
+  variable w{tensor{dtype::float32, tensor_shape{2, 3}}, named("w")};
+  variable b{tensor{dtype::float32, tensor_shape{3}}, named("b")};
+  auto logits = bias_add(matmul(x, w), b);
+  auto loss = reduce_mean(sparse_softmax_cross_entropy_with_logits(y, logits));
+  auto correct = equal(argmax(logits, 1), cast(y, dtype::int64));
+  auto accuracy = reduce_mean(cast(correct, dtype::float32));
+  adam_optimizer opt{0.1};
+  auto train_op = opt.minimize(loss);
+  session sess{bounded(), &g};
+  sess.run(global_variables_initializer());
+  auto before = sess.run(loss).scalar_value<float>();
+  for (int i = 0; i < 300; ++i)
+    sess.run(train_op);
+  auto after = sess.run(loss).scalar_value<float>();
+  CHECK(after < before * 0.5f);
+  CHECK(sess.run(accuracy).scalar_value<float>() >= 0.9f);
+}
+
+TEST_CASE("training: a worker's updates run on the ps task's variables",
+          "[training]") {
+  ps_and_worker tasks;
+  auto& cluster = tasks.cluster;
+  auto& g = tasks.g;
+  operation train_op;
+  variable w;
+  {
+    device_scope setter{replica_device_setter(cluster)};
+    w = variable{tensor::vec<float>({1.0f, -2.0f}), named("w")};
+    auto step = create_global_step();
+    momentum_optimizer opt{0.1, 0.9};
+    train_op = opt.minimize(reduce_sum(square(w)), &step);
+    auto slot = opt.get_slot(w, "momentum");
+    CHECK(slot.op().device() == "/job:ps/task:0");
+  }
+  CHECK(w.op().device() == "/job:ps/task:0");
+  CHECK(g.find_operation("Momentum/update_w/ApplyMomentum").device()
+        == "/job:ps/task:0");
+  session on_worker{tasks.worker.target(), bounded(), &g};
+  on_worker.run(global_variables_initializer());
+  on_worker.run(train_op);
+  on_worker.run(train_op);
+  // A session on the ps sees the updated variable: it lives there.
+  session on_ps{tasks.ps.target(), bounded(), &g};
+  // accum1 = 2w0, w1 = 0.8 w0; accum2 = 0.9 * 2w0 + 1.6 w0 = 3.4 w0,
+  // w2 = 0.8 w0 - 0.34 w0 = 0.46 w0.
+  check_close(values_of(on_ps.run(w)), {0.46, -0.92});
+  CHECK(on_ps.run(get_global_step()).scalar_value<int64_t>() == 2);
+}
+
+TEST_CASE("training: the ps starts the reads it sends to a worker before "
+          "the optimizer's constants, the first layer's first",
+          "[training]") {
+  ps_and_worker tasks;
+  auto& cluster = tasks.cluster;
+  auto& g = tasks.g;
+  operation train_op;
+  {
+    device_scope setter{replica_device_setter(cluster)};
+    auto w1 = variable{tensor::vec<float>({1.0f, -2.0f}), named("w1")};
+    auto w2 = variable{tensor::vec<float>({0.5f, 0.5f}), named("w2")};
+    auto step = create_global_step();
+    adam_optimizer opt{0.01};
+    train_op = opt.minimize(reduce_sum(square(w1 * w2)), &step);
+  }
+  session sess{tasks.worker.target(), bounded(), &g};
+  sess.run(global_variables_initializer());
+  // The first step looks the variables up; the order shows from then on.
+  sess.run(train_op);
+  run_options traced;
+  traced.trace_level = run_options::full_trace;
+  run_metadata md;
+  sess.run(std::vector<fetch>{train_op}, {}, traced, &md);
+  REQUIRE(md.has_step_stats);
+  std::vector<std::string> order;
+  for (auto& dev : md.stats.dev_stats)
+    if (dev.device.rfind("/job:ps/", 0) == 0)
+      for (auto& n : dev.node_stats)
+        order.push_back(n.node_name);
+  auto pos = [&](const std::string& name) {
+    auto i = std::find(order.begin(), order.end(), name);
+    INFO(name << " in the ps's trace");
+    REQUIRE(i != order.end());
+    return i - order.begin();
+  };
+  // Both values go to the worker's gradient computation: their reads come
+  // before Adam's hyperparameters, which only the updates at the end need.
+  CHECK(pos("w1/read") < pos("w2/read"));
+  CHECK(pos("w2/read") < pos("Adam/update_w1/learning_rate"));
+  CHECK(pos("w2/read") < pos("Adam/update_w2/beta1"));
+}
+
+namespace {
+
+struct pipelined_run {
+  /// The first layer's weights after the steps, the loss before them and
+  /// the last step's.
+  std::vector<double> w;
+  double first_loss = 0;
+  double loss = 0;
+  /// Names of the nodes the last (traced) step ran, by job.
+  std::vector<std::string> on_ps;
+  std::vector<std::string> on_worker;
+};
+
+/// Three steps of a ReLU layer x [64, 784] -> [64, 256] whose weights
+/// (784 KiB) live on the ps, trained from the worker with `opt`; the
+/// first layer's weights travel to the worker and its gradient back.
+pipelined_run train_large_layer(bool pipelined, bool adam) {
+  ps_and_worker tasks;
+  output loss;
+  operation train_op;
+  variable w;
+  output x;
+  {
+    device_scope setter{replica_device_setter(tasks.cluster)};
+    w = variable{random_uniform({784, 256}, -0.05, 0.05, dtype::float32, 11),
+                 named("w")};
+    x = placeholder(dtype::float32, tensor_shape{-1, 784}, "x");
+    loss = reduce_mean(square(relu(matmul(x, w)) - 0.5f));
+    auto step = create_global_step();
+    if (adam) {
+      adam_optimizer opt{0.001};
+      train_op = opt.minimize(loss, &step);
+    } else {
+      gradient_descent_optimizer opt{0.5};
+      train_op = opt.minimize(loss, &step);
+    }
+  }
+  std::vector<float> xs(64 * 784);
+  for (size_t i = 0; i < xs.size(); ++i)
+    xs[i] = static_cast<float>((i * 7919) % 1000) / 1000.0f;
+  auto batch = tensor::from_vector(xs, tensor_shape{64, 784});
+  auto config = bounded();
+  config.matmul_pipelining = pipelined;
+  session sess{tasks.worker.target(), config, &tasks.g};
+  sess.run(global_variables_initializer());
+  pipelined_run result;
+  result.first_loss = sess.run(loss, {{x, batch}}).scalar_value<float>();
+  for (int i = 0; i < 2; ++i)
+    sess.run(std::vector<fetch>{train_op}, {{x, batch}});
+  run_options traced;
+  traced.trace_level = run_options::full_trace;
+  run_metadata md;
+  result.loss = sess
+                  .run(std::vector<fetch>{loss, train_op}, {{x, batch}},
+                       traced, &md)
+                  .at(0)
+                  .scalar_value<float>();
+  result.w = values_of(sess.run(w));
+  for (auto& dev : md.stats.dev_stats)
+    for (auto& n : dev.node_stats)
+      (dev.device.rfind("/job:ps/", 0) == 0 ? result.on_ps : result.on_worker)
+        .push_back(n.node_name);
+  return result;
+}
+
+size_t count_containing(const std::vector<std::string>& names,
+                        const std::string& part) {
+  return static_cast<size_t>(
+    std::count_if(names.begin(), names.end(), [&](const std::string& n) {
+      return n.find(part) != std::string::npos;
+    }));
+}
+
+size_t count_ending(const std::vector<std::string>& names,
+                    const std::string& tail) {
+  return static_cast<size_t>(
+    std::count_if(names.begin(), names.end(), [&](const std::string& n) {
+      return n.size() >= tail.size()
+             && n.compare(n.size() - tail.size(), tail.size(), tail) == 0;
+    }));
+}
+
+} // namespace
+
+TEST_CASE("training: a large layer's weights and gradient cross between "
+          "tasks in row blocks, with the values of whole tensors",
+          "[training][matmul_pipelining]") {
+  for (bool adam : {false, true}) {
+    INFO((adam ? "Adam" : "GradientDescent"));
+    auto whole = train_large_layer(false, adam);
+    auto blocks = train_large_layer(true, adam);
+    // Off: no block ran anywhere.
+    CHECK(count_containing(whole.on_ps, "/_pipelined/") == 0);
+    CHECK(count_containing(whole.on_worker, "/_pipelined/") == 0);
+    // On: the worker multiplied 4 blocks of the weights, then 4 blocks of
+    // the gradient, and the ps applied the gradient's 4 blocks.
+    CHECK(count_containing(blocks.on_worker, "MatMul/_pipelined/matmul_")
+          == 4);
+    CHECK(count_containing(blocks.on_worker,
+                           "MatMul_grad/MatMul_1/_pipelined/matmul_")
+          == 4);
+    CHECK(count_containing(blocks.on_ps, "/_pipelined/rows_") == 4);
+    CHECK(count_ending(blocks.on_ps, "/_pipelined/split_b") == 1);
+    // The same training, up to the order of float additions.
+    CHECK(blocks.loss == Approx(whole.loss).epsilon(1e-5));
+    check_close(blocks.w, whole.w, 1e-5);
+    // And it did train.
+    CHECK(blocks.first_loss == Approx(whole.first_loss).epsilon(1e-5));
+    CHECK(whole.loss < 0.9 * whole.first_loss);
+  }
+}
+
+TEST_CASE("training: synchronous replicas average both workers' gradients "
+          "per step",
+          "[training][sync]") {
+  cluster_spec cluster{std::map<std::string, std::vector<std::string>>{
+    {"ps", {loopback(free_port())}},
+    {"worker", {loopback(free_port()), loopback(free_port())}}}};
+  server ps{cluster, "ps", 0};
+  server w0{cluster, "worker", 0};
+  server w1{cluster, "worker", 1};
+  // Between-graph replication: each worker builds its own graph.
+  struct replica {
+    graph g;
+    output target;
+    variable w;
+    variable step;
+    operation train_op;
+    std::unique_ptr<gradient_descent_optimizer> opt;
+    std::unique_ptr<sync_replicas_optimizer> sync;
+  };
+  std::vector<std::unique_ptr<replica>> replicas;
+  for (int task = 0; task < 2; ++task) {
+    auto r = std::make_unique<replica>();
+    auto as_default = r->g.as_default();
+    replica_device_setter_options o;
+    o.worker_device = "/job:worker/task:" + std::to_string(task);
+    device_scope setter{replica_device_setter(cluster, o)};
+    r->w = variable{tensor::vec<float>({0.0f, 0.0f}), named("w")};
+    r->step = create_global_step();
+    r->target = placeholder(dtype::float32, tensor_shape{2}, "target");
+    auto loss = reduce_sum(square(sub(r->w.value(), r->target)));
+    r->opt = std::make_unique<gradient_descent_optimizer>(0.25);
+    r->sync = std::make_unique<sync_replicas_optimizer>(*r->opt, 2);
+    r->train_op = r->sync->minimize(loss, r->step);
+    replicas.push_back(std::move(r));
+  }
+  auto& chief = *replicas[0];
+  session chief_sess{w0.target(), bounded(), &chief.g};
+  session other_sess{w1.target(), bounded(), &replicas[1]->g};
+  operation init;
+  operation chief_local;
+  operation other_local;
+  {
+    auto d = chief.g.as_default();
+    init = global_variables_initializer();
+    chief_local = local_variables_initializer();
+  }
+  {
+    auto d = replicas[1]->g.as_default();
+    other_local = local_variables_initializer();
+  }
+  // No initial tokens: every worker's step ends with the update of that
+  // step, so the replicas run in lockstep and the result is exact.
+  auto init_tokens = chief.sync->get_init_tokens_op(0);
+  chief_sess.run(init);
+  chief_sess.run(chief_local);
+  other_sess.run(other_local);
+  chief_sess.run(chief.sync->local_step_init_op());
+  other_sess.run(replicas[1]->sync->local_step_init_op());
+  chief_sess.run(chief.sync->chief_init_op());
+  chief_sess.run(init_tokens);
+  coordinator coord;
+  queue_runner chief_runner{chief.g, chief.sync->chief_queue_runner()};
+  chief_runner.create_threads(chief_sess, &coord);
+  // Worker 0 pulls w towards [2, 2], worker 1 towards [4, 0]; each step
+  // applies the mean gradient: w -= 0.25 * 2 * (w - [3, 1]). The rounds are
+  // driven in lockstep: a replica that ran ahead could take the other's
+  // token (as in TF), which makes the values depend on timing.
+  const int steps = 3;
+  for (int i = 0; i < steps; ++i) {
+    auto other = std::async(std::launch::async, [&] {
+      auto& r = *replicas[1];
+      other_sess.run(r.train_op, {{r.target, tensor::vec<float>({4, 0})}});
+    });
+    chief_sess.run(chief.train_op,
+                   {{chief.target, tensor::vec<float>({2, 2})}});
+    REQUIRE(other.wait_for(std::chrono::seconds(30))
+            == std::future_status::ready);
+    other.get();
+  }
+  // Each step halves the distance to [3, 1]: 1 - 0.5^3 of the way there.
+  auto w = chief_sess.run(chief.w);
+  CHECK(std::abs(w.flat<float>()[0] - 3.0f * 0.875f) < 1e-5f);
+  CHECK(std::abs(w.flat<float>()[1] - 1.0f * 0.875f) < 1e-5f);
+  CHECK(chief_sess.run(chief.step).scalar_value<int64_t>() == steps);
+  // The chief's thread waits in take_grad; closing its session ends it.
+  coord.request_stop();
+  chief_sess.close();
+  CHECK_NOTHROW(coord.join(std::chrono::seconds(10)));
+}
+
+TEST_CASE("training: in-graph replication, a tower per worker, averaged "
+          "gradients",
+          "[training]") {
+  cluster_spec cluster{std::map<std::string, std::vector<std::string>>{
+    {"ps", {loopback(free_port())}},
+    {"worker", {loopback(free_port()), loopback(free_port())}}}};
+  server ps{cluster, "ps", 0};
+  server w0{cluster, "worker", 0};
+  server w1{cluster, "worker", 1};
+  graph g;
+  auto as_default = g.as_default();
+  variable w;
+  {
+    device_scope on_ps{"/job:ps/task:0"};
+    w = variable{tensor::vec<float>({1.0f, -1.0f}), named("w")};
+  }
+  // One client: tower i on worker i, each with half of the batch.
+  std::vector<output> xs;
+  grads_and_vars towers;
+  gradient_descent_optimizer opt{0.5};
+  std::vector<output> tower_grads;
+  for (int i = 0; i < 2; ++i) {
+    device_scope on_worker{"/job:worker/task:" + std::to_string(i)};
+    name_scope tower{"tower_" + std::to_string(i)};
+    auto x = placeholder(dtype::float32, tensor_shape{{-1, 2}}, "x");
+    xs.push_back(x);
+    auto pred = reduce_sum(mul(x, w.value()), std::vector<int>{1});
+    auto loss = reduce_mean(square(pred));
+    tower_grads.push_back(opt.compute_gradients(loss, {w}).front().first);
+  }
+  auto mean_grad = mul(add_n(tower_grads), constant(0.5f));
+  auto train_op = opt.apply_gradients({{mean_grad, w}});
+  CHECK(tower_grads[0].device() == "/job:worker/task:0");
+  CHECK(tower_grads[1].device() == "/job:worker/task:1");
+  session sess{w0.target(), bounded(), &g};
+  sess.run(global_variables_initializer());
+  auto a = tensor::from_vector<float>({1, 0, 0, 2}, tensor_shape{2, 2});
+  auto b = tensor::from_vector<float>({1, 1, 2, 0}, tensor_shape{2, 2});
+  sess.run(train_op, {{xs[0], a}, {xs[1], b}});
+  // d/dw mean((x.w)^2) = 2 mean((x.w) x): tower 0 rows give x.w = 1, -2
+  // -> (1*[1,0] + -2*[0,2]) = [1,-4]; tower 1: x.w = 0, 2 -> [4,0]; each
+  // tower's gradient is 2/2 times its sum, the mean of the two is
+  // [2.5, -2], and w -= 0.5 * that.
+  auto v = sess.run(w);
+  CHECK(std::abs(v.flat<float>()[0] - (1.0f - 1.25f)) < 1e-6f);
+  CHECK(std::abs(v.flat<float>()[1] - (-1.0f + 1.0f)) < 1e-6f);
+}

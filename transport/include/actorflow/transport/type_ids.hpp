@@ -1,0 +1,563 @@
+#pragma once
+
+// CAF registration of every type that crosses an actor boundary. This
+// header pulls in CAF: include it only from .cpp files.
+
+#include <cstring>
+#include <string_view>
+
+#include <caf/all.hpp>
+
+#include "actorflow/transport/messages.hpp"
+#include "actorflow/graph/wire.hpp"
+
+namespace actorflow {
+
+// A tensor crosses the wire as one raw byte block (CAF would otherwise
+// serialize element by element); inside a process the message shares it.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tensor& x) {
+  // On the wire: the header, then the raw element bytes written from and
+  // read into the tensor itself (no whole-tensor copy on either side).
+  // String tensors (and big-endian hosts) send their whole encoding as the
+  // first string instead.
+  if constexpr (std::is_base_of_v<caf::serializer, Inspector>) {
+    auto header = tensor_header_bytes(x);
+    if (header.empty()) {
+      std::string bytes = to_bytes(x);
+      return f(caf::meta::type_name("actorflow::tensor"), bytes);
+    }
+    if (auto err = f(caf::meta::type_name("actorflow::tensor"), header))
+      return err;
+    return x.byte_size() > 0 ? f.apply_raw(x.byte_size(), x.raw())
+                             : caf::error{};
+  } else if constexpr (std::is_base_of_v<caf::deserializer, Inspector>) {
+    std::string bytes;
+    if (auto err = f(caf::meta::type_name("actorflow::tensor"), bytes))
+      return err;
+    // What may follow bounds the allocation (a bad header must not make
+    // a task allocate what the message cannot hold).
+    uint64_t available = 0;
+    if constexpr (std::is_same_v<Inspector, caf::binary_deserializer>)
+      available = f.remaining();
+    else
+      available = uint64_t{1} << 32;
+    tensor value;
+    size_t header = 0;
+    if (tensor_from_header(bytes, value, header, available).ok()
+        && header == bytes.size()) {
+      if (value.byte_size() > 0)
+        if (auto err = f.apply_raw(value.byte_size(), value.raw()))
+          return err;
+      if (auto st = check_received_data(value); !st.ok())
+        return caf::make_error(caf::sec::invalid_argument, st.message());
+      x = std::move(value);
+      return caf::none;
+    }
+    if (auto st = from_bytes(bytes, x); !st.ok())
+      return caf::make_error(caf::sec::invalid_argument, st.message());
+    return caf::none;
+  } else if constexpr (Inspector::reads_state) {
+    std::string bytes = to_bytes(x);
+    return f(caf::meta::type_name("actorflow::tensor"), bytes);
+  } else {
+    std::string bytes;
+    auto load = caf::meta::load_callback([&]() -> caf::error {
+      if (auto st = from_bytes(bytes, x); !st.ok())
+        return caf::make_error(caf::sec::invalid_argument, st.message());
+      return caf::none;
+    });
+    return f(caf::meta::type_name("actorflow::tensor"), bytes, load);
+  }
+}
+
+/// Where the chunks of a tensor land on the receiving side (the middleman
+/// thread's deserializer): the destination tensors by (step, rendezvous
+/// key), created when chunk 0 arrives and dropped when the last byte has
+/// landed, when the step ends here (chunk_landing_forget), or a minute
+/// after they were created. Thread-safe. (chunk_landing.cpp)
+struct chunk_landing {
+  /// Registers `dest`, whose encoding has `header` bytes of `total`, of
+  /// which the first `landed` have arrived.
+  static void add(int64_t step, const std::string& key, tensor dest,
+                  uint64_t header, uint64_t total, uint64_t landed);
+  /// The destination of bytes [offset, offset + n) of (step, key) and its
+  /// header size, counted as landed; an invalid tensor when there is none
+  /// or the range does not fit it.
+  static tensor take(int64_t step, const std::string& key, uint64_t offset,
+                     uint64_t n, uint64_t& header);
+  /// Forgets the destinations of `step` (it ended here).
+  static void forget(int64_t step);
+};
+
+// A chunk on the wire: step, key, total, offset, a u64 length, then the
+// bytes, written from the sender's header and tensor and read straight
+// into the destination tensor where possible (chunk_landing), else into a
+// buffer of the tensor allocator. The length is checked against the
+// message before anything is allocated.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, wire_chunk& x) {
+  if constexpr (std::is_base_of_v<caf::serializer, Inspector>) {
+    uint64_t n = x.size();
+    if (auto err = f(caf::meta::type_name("actorflow::wire_chunk"), x.step,
+                     x.key, x.total, x.offset, n))
+      return err;
+    if (x.landed.valid())
+      return caf::make_error(caf::sec::invalid_argument,
+                             "a landed wire_chunk cannot be sent on");
+    if (x.received.valid())
+      return n > 0 ? f.apply_raw(n, x.received.raw()) : caf::error{};
+    if (!x.prefix.empty())
+      if (auto err = f.apply_raw(x.prefix.size(), x.prefix.data()))
+        return err;
+    if (x.data_size == 0)
+      return caf::error{};
+    if (!x.source.valid() || x.data_begin > x.source.byte_size()
+        || x.data_size > x.source.byte_size() - x.data_begin)
+      return caf::make_error(caf::sec::invalid_argument,
+                             "wire_chunk out of its tensor's range");
+    auto* data = static_cast<char*>(const_cast<void*>(x.source.raw()));
+    return f.apply_raw(x.data_size, data + x.data_begin);
+  } else if constexpr (std::is_base_of_v<caf::deserializer, Inspector>) {
+    wire_chunk in;
+    uint64_t n = 0;
+    if (auto err = f(caf::meta::type_name("actorflow::wire_chunk"), in.step,
+                     in.key, in.total, in.offset, n))
+      return err;
+    uint64_t available = uint64_t{1} << 32;
+    if constexpr (std::is_same_v<Inspector, caf::binary_deserializer>)
+      available = f.remaining();
+    if (n > available)
+      return caf::make_error(caf::sec::invalid_argument,
+                             "wire_chunk longer than its message");
+    if (in.offset > 0 && n > 0) {
+      uint64_t header = 0;
+      if (auto dest = chunk_landing::take(in.step, in.key, in.offset, n,
+                                          header);
+          dest.valid()) {
+        auto* at = static_cast<char*>(dest.raw()) + (in.offset - header);
+        if (auto err = f.apply_raw(n, at))
+          return err;
+        in.landed = std::move(dest);
+        in.landed_size = n;
+        in.header_size = header;
+        x = std::move(in);
+        return caf::none;
+      }
+    }
+    in.received = tensor::uninitialized(
+      dtype::uint8, tensor_shape{static_cast<int64_t>(n)});
+    if (n > 0)
+      if (auto err = f.apply_raw(n, in.received.raw()))
+        return err;
+    if (in.offset == 0 && n < in.total) {
+      // Chunk 0: the header says what the destination is; its data part
+      // goes there, and so will the later chunks'.
+      tensor dest;
+      size_t header = 0;
+      std::string_view bytes{in.data(), n};
+      if (tensor_from_header(bytes, dest, header, in.total).ok()
+          && header <= n && header + dest.byte_size() == in.total) {
+        std::memcpy(dest.raw(), in.data() + header, n - header);
+        chunk_landing::add(in.step, in.key, dest, header, in.total, n);
+        in.landed = std::move(dest);
+        in.landed_size = n;
+        in.header_size = header;
+        in.received = tensor{};
+      }
+    }
+    x = std::move(in);
+    return caf::none;
+  } else {
+    // Other inspectors (printing, comparing): what the chunk is of.
+    uint64_t n = x.size();
+    return f(caf::meta::type_name("actorflow::wire_chunk"), x.step, x.key,
+             x.total, x.offset, n);
+  }
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, status& x) {
+  if constexpr (Inspector::reads_state) {
+    auto code = static_cast<int32_t>(x.code());
+    auto msg = x.message();
+    return f(caf::meta::type_name("actorflow::status"), code, msg);
+  } else {
+    int32_t code = 0;
+    std::string msg;
+    auto load = caf::meta::load_callback([&]() -> caf::error {
+      x = status{static_cast<error_code>(code), std::move(msg)};
+      return caf::none;
+    });
+    return f(caf::meta::type_name("actorflow::status"), code, msg, load);
+  }
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_config& x) {
+  return f(caf::meta::type_name("actorflow::session_config"),
+           x.allow_soft_placement, x.log_device_placement,
+           x.operation_timeout_in_ms, x.matmul_pipelining);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_options& x) {
+  return f(caf::meta::type_name("actorflow::run_options"), x.trace_level,
+           x.timeout_in_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_exec_stats& x) {
+  return f(caf::meta::type_name("actorflow::node_exec_stats"), x.node_name,
+           x.all_start_micros, x.op_start_rel_micros, x.op_end_rel_micros,
+           x.all_end_rel_micros, x.timeline_label);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, device_step_stats& x) {
+  return f(caf::meta::type_name("actorflow::device_step_stats"), x.device,
+           x.node_stats);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_stats& x) {
+  return f(caf::meta::type_name("actorflow::step_stats"), x.dev_stats);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_step_request& x) {
+  return f(caf::meta::type_name("actorflow::run_step_request"),
+           x.session_handle, x.graph_delta, x.graph_base, x.feed_names,
+           x.feed_values, x.fetches, x.targets, x.options);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_step_response& x) {
+  return f(caf::meta::type_name("actorflow::run_step_response"), x.result,
+           x.outputs, x.stats, x.has_stats);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_graph_request& x) {
+  return f(caf::meta::type_name("actorflow::run_graph_request"), x.step_id,
+           x.feeds, x.peer_devices, x.trace, x.sink_devices, x.peer_inboxes,
+           x.reply_inbox, x.part);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, held_tensor& x) {
+  return f(caf::meta::type_name("actorflow::held_tensor"), x.device, x.key,
+           x.value);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_graph_response& x) {
+  return f(caf::meta::type_name("actorflow::run_graph_response"), x.result,
+           x.outputs, x.node_stats, x.recv_stats, x.held);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, task_stats& x) {
+  return f(caf::meta::type_name("actorflow::task_stats"), x.task,
+           x.messages_handled, x.bytes_in, x.bytes_out, x.mailbox_depth,
+           x.steps_run, x.sessions, x.variables, x.partitions);
+}
+
+/// Registers actorflow's message types and loads the middleman (public
+/// entry point: actorflow::add_types in client/runtime.hpp).
+void add_types_impl(caf::actor_system_config& cfg);
+
+/// Sets actorflow's CAF defaults unless already set (public entry point:
+/// actorflow::add_options in client/runtime.hpp).
+void add_options_impl(caf::actor_system_config& cfg);
+
+// -- atoms and the typed interfaces of the runtime's actors ----------------
+
+using create_session_atom = caf::atom_constant<caf::atom("new_sess")>;
+inline constexpr create_session_atom create_session_atom_v = create_session_atom{};
+using close_session_atom = caf::atom_constant<caf::atom("close_sess")>;
+inline constexpr close_session_atom close_session_atom_v = close_session_atom{};
+using run_step_atom = caf::atom_constant<caf::atom("run_step")>;
+inline constexpr run_step_atom run_step_atom_v = run_step_atom{};
+using register_graph_atom = caf::atom_constant<caf::atom("reg_graph")>;
+inline constexpr register_graph_atom register_graph_atom_v = register_graph_atom{};
+using run_graph_atom = caf::atom_constant<caf::atom("run_graph")>;
+inline constexpr run_graph_atom run_graph_atom_v = run_graph_atom{};
+using abort_step_atom = caf::atom_constant<caf::atom("abort_step")>;
+inline constexpr abort_step_atom abort_step_atom_v = abort_step_atom{};
+using check_deadlines_atom = caf::atom_constant<caf::atom("deadlines")>;
+inline constexpr check_deadlines_atom check_deadlines_atom_v
+  = check_deadlines_atom{};
+using recv_tensor_atom = caf::atom_constant<caf::atom("recv_tens")>;
+inline constexpr recv_tensor_atom recv_tensor_atom_v = recv_tensor_atom{};
+using step_reply_atom = caf::atom_constant<caf::atom("step_reply")>;
+inline constexpr step_reply_atom step_reply_atom_v = step_reply_atom{};
+using get_variable_atom = caf::atom_constant<caf::atom("get_var")>;
+inline constexpr get_variable_atom get_variable_atom_v = get_variable_atom{};
+using read_atom = caf::atom_constant<caf::atom("read")>;
+inline constexpr read_atom read_atom_v = read_atom{};
+using assign_atom = caf::atom_constant<caf::atom("assign")>;
+inline constexpr assign_atom assign_atom_v = assign_atom{};
+using assign_add_atom = caf::atom_constant<caf::atom("assign_add")>;
+inline constexpr assign_add_atom assign_add_atom_v = assign_add_atom{};
+using assign_sub_atom = caf::atom_constant<caf::atom("assign_sub")>;
+inline constexpr assign_sub_atom assign_sub_atom_v = assign_sub_atom{};
+using is_initialized_atom = caf::atom_constant<caf::atom("is_init")>;
+inline constexpr is_initialized_atom is_initialized_atom_v = is_initialized_atom{};
+using get_stats_atom = caf::atom_constant<caf::atom("get_stats")>;
+inline constexpr get_stats_atom get_stats_atom_v = get_stats_atom{};
+using reset_atom = caf::atom_constant<caf::atom("sess_reset")>;
+inline constexpr reset_atom reset_atom_v = reset_atom{};
+using cleanup_atom = caf::atom_constant<caf::atom("cleanup")>;
+inline constexpr cleanup_atom cleanup_atom_v = cleanup_atom{};
+using queue_op_atom = caf::atom_constant<caf::atom("queue_op")>;
+inline constexpr queue_op_atom queue_op_atom_v = queue_op_atom{};
+using cancel_step_atom = caf::atom_constant<caf::atom("cancel_stp")>;
+inline constexpr cancel_step_atom cancel_step_atom_v = cancel_step_atom{};
+using get_queue_atom = caf::atom_constant<caf::atom("get_queue")>;
+inline constexpr get_queue_atom get_queue_atom_v = get_queue_atom{};
+
+using get_reader_atom = caf::atom_constant<caf::atom("get_reader")>;
+inline constexpr get_reader_atom get_reader_atom_v = get_reader_atom{};
+using reader_op_atom = caf::atom_constant<caf::atom("reader_op")>;
+inline constexpr reader_op_atom reader_op_atom_v = reader_op_atom{};
+using count_up_to_atom = caf::atom_constant<caf::atom("count_up")>;
+inline constexpr count_up_to_atom count_up_to_atom_v = count_up_to_atom{};
+using apply_atom = caf::atom_constant<caf::atom("apply")>;
+inline constexpr apply_atom apply_atom_v = apply_atom{};
+using get_accumulator_atom = caf::atom_constant<caf::atom("get_accum")>;
+inline constexpr get_accumulator_atom get_accumulator_atom_v = get_accumulator_atom{};
+using accumulator_op_atom = caf::atom_constant<caf::atom("accum_op")>;
+inline constexpr accumulator_op_atom accumulator_op_atom_v = accumulator_op_atom{};
+
+// The monitor actor (monitor_actor below, actors/src/monitor_actor.cpp).
+using get_worker_atom = caf::atom_constant<caf::atom("get_worker")>;
+inline constexpr get_worker_atom get_worker_atom_v = get_worker_atom{};
+using get_monitor_atom = caf::atom_constant<caf::atom("get_mon")>;
+inline constexpr get_monitor_atom get_monitor_atom_v = get_monitor_atom{};
+using monitor_snapshot_atom = caf::atom_constant<caf::atom("mon_snap")>;
+inline constexpr monitor_snapshot_atom monitor_snapshot_atom_v
+  = monitor_snapshot_atom{};
+using monitor_subscribe_atom = caf::atom_constant<caf::atom("mon_sub")>;
+inline constexpr monitor_subscribe_atom monitor_subscribe_atom_v
+  = monitor_subscribe_atom{};
+using monitor_update_atom = caf::atom_constant<caf::atom("mon_upd")>;
+inline constexpr monitor_update_atom monitor_update_atom_v
+  = monitor_update_atom{};
+using monitor_ping_atom = caf::atom_constant<caf::atom("mon_ping")>;
+inline constexpr monitor_ping_atom monitor_ping_atom_v = monitor_ping_atom{};
+using monitor_tick_atom = caf::atom_constant<caf::atom("mon_tick")>;
+inline constexpr monitor_tick_atom monitor_tick_atom_v = monitor_tick_atom{};
+using monitor_trace_atom = caf::atom_constant<caf::atom("mon_trace")>;
+inline constexpr monitor_trace_atom monitor_trace_atom_v
+  = monitor_trace_atom{};
+using monitor_get_trace_atom = caf::atom_constant<caf::atom("mon_gtrace")>;
+inline constexpr monitor_get_trace_atom monitor_get_trace_atom_v
+  = monitor_get_trace_atom{};
+
+/// Operations a conditional accumulator performs (the `op` of an accum_op
+/// message).
+enum class accumulator_op : int32_t {
+  /// The gradient, with n = its local step.
+  apply = 0,
+  /// n = the number of gradients required; waits.
+  take = 1,
+  num_accumulated = 2,
+  /// n = the new global step.
+  set_global_step = 3,
+};
+
+/// Operations a queue actor performs (the `op` of a queue_op message).
+enum class queue_op : int32_t {
+  enqueue = 0,
+  enqueue_many = 1,
+  dequeue = 2,
+  dequeue_many = 3,
+  dequeue_up_to = 4,
+  close = 5,
+  size = 6,
+  is_closed = 7,
+  /// Elements a dequeue took for a step that ended meanwhile: back to the
+  /// front (n = 1: the values are a batch).
+  put_back = 8,
+};
+
+/// Operations a reader actor performs (the `op` of a reader_op message).
+enum class reader_op : int32_t {
+  read = 0,
+  read_up_to = 1,
+  num_records_produced = 2,
+  num_work_units_completed = 3,
+  reset = 4,
+};
+
+/// In-place updates a variable actor applies atomically (the `kind` of an
+/// apply message), the pieces of TF's training ops (ApplyGradientDescent,
+/// ApplyMomentum, ApplyAdagrad, ApplyAdam). Scalars are 0-d tensors. The
+/// message's last field is the first row to update: -1 updates the whole
+/// variable and replies with its new value; a row r >= 0 takes element-wise
+/// arguments of rows [r, r + n) only (a row block of a pipelined gradient,
+/// graph/matmul_pipelining.hpp) and replies with those rows' new values.
+enum class apply_kind : int32_t {
+  /// var -= alpha * delta; args: alpha, delta.
+  gradient_descent = 0,
+  /// var = var * momentum + grad; args: grad, momentum.
+  momentum = 1,
+  /// var += grad^2; args: grad.
+  square_sum = 2,
+  /// var = var * beta + (1 - beta) * x; args: x, beta.
+  moving_average = 3,
+  /// var = var * beta + (1 - beta) * x^2; args: x, beta.
+  moving_square = 4,
+  /// var -= alpha * a / (sqrt(b) + epsilon); args: alpha, a, b, epsilon.
+  scaled_sqrt = 5,
+  /// var -= alpha * (grad + momentum * accum); args: alpha, grad,
+  /// momentum, accum (Nesterov momentum).
+  nesterov = 6,
+};
+
+/// A variable (one tensor in a container of its task).
+using variable_actor = caf::typed_actor<
+  caf::replies_to<read_atom>::with<status, tensor>,
+  caf::replies_to<assign_atom, tensor, bool>::with<status, tensor>,
+  caf::replies_to<assign_add_atom, tensor>::with<status, tensor>,
+  caf::replies_to<assign_sub_atom, tensor>::with<status, tensor>,
+  caf::replies_to<is_initialized_atom>::with<bool>,
+  caf::replies_to<count_up_to_atom, int64_t>::with<status, tensor>,
+  caf::replies_to<apply_atom, int32_t, std::vector<tensor>,
+                  int64_t>::with<status, tensor>>;
+
+/// A queue on its task. `queue_op` carries the operation, its values, n
+/// (dequeue_many / up_to), the step it belongs to (for cancellation) and
+/// cancel_pending_enqueues (close); the reply comes when the operation
+/// completes, which may be much later (a pending request, never a blocked
+/// thread). `cancel_stp` fails the step's pending operations with
+/// Cancelled, without losing an element.
+using queue_actor = caf::typed_actor<
+  caf::replies_to<queue_op_atom, int32_t, std::vector<tensor>, int64_t,
+                  int64_t, bool>::with<status, std::vector<tensor>>,
+  caf::reacts_to<cancel_step_atom, int64_t>>;
+
+/// A reader on its task (kernels/reader_core.hpp). `reader_op` carries
+/// the operation, the filename queue to pull work from (reads only), n
+/// (read_up_to) and the step; requests run one after another in arrival
+/// order, and a read waiting for a file name is a pending dequeue on the
+/// queue, cancelled with its step. `cancel_stp` fails the step's queued
+/// requests with Cancelled.
+using reader_actor = caf::typed_actor<
+  caf::replies_to<reader_op_atom, int32_t, queue_actor, int64_t,
+                  int64_t>::with<status, std::vector<tensor>>,
+  caf::reacts_to<cancel_step_atom, int64_t>>;
+
+/// A conditional accumulator on its task (kernels/accumulator_core.hpp):
+/// (accum_op, op, gradient, n, step) with a reply when the operation
+/// completes (a take waits as a pending request); `cancel_stp` fails the
+/// step's waiting takes with Cancelled.
+using accumulator_actor = caf::typed_actor<
+  caf::replies_to<accumulator_op_atom, int32_t, tensor, int64_t,
+                  int64_t>::with<status, std::vector<tensor>>,
+  caf::reacts_to<cancel_step_atom, int64_t>>;
+
+/// The executor of one registered partition. `run_graph` carries the
+/// executors of the step's other partitions (untyped: the interface cannot
+/// name itself); without them it is a request that came over the tensor
+/// channel (or CAF, when the channel's link went down), answered with a
+/// `step_reply` to the master; `recv_tensor` delivers a tensor whole (from
+/// a peer's message or the tensor channel), or one chunk of it (total
+/// size, offset, bytes).
+using executor_actor = caf::typed_actor<
+  caf::replies_to<run_graph_atom, run_graph_request,
+                  std::vector<caf::actor>>::with<run_graph_response>,
+  caf::reacts_to<run_graph_atom, run_graph_request>,
+  caf::reacts_to<recv_tensor_atom, int64_t, std::string, tensor>,
+  caf::reacts_to<recv_tensor_atom, wire_chunk>,
+  caf::reacts_to<abort_step_atom, int64_t, status>>;
+
+/// A task's monitor (read-only: nothing it answers changes the task).
+/// `mon_snap`: the task's actors, steps, peers, process and training
+/// progress as one JSON document (docs/DESIGN.md, "Monitoring").
+/// `mon_sub` (interval in ms, subscriber): from now on the subscriber gets
+/// `(mon_upd, json)` every interval, the first whole, later ones with only
+/// the actors that changed ("delta": true, "removed": ids), until it goes
+/// down; InvalidArgument for an interval outside [50 ms, 60 s],
+/// ResourceExhausted beyond 32 subscribers. `mon_ping` -> the task's clock
+/// in microseconds (round trips). `mon_trace` asks the master to trace
+/// its next step that succeeds (FULL_TRACE; the values and the variables
+/// are not touched); `mon_gtrace` -> (when it was traced in us since the
+/// epoch, 0 for never; its Chrome trace-event JSON). `mon_tick` is the
+/// actor's own timer.
+using monitor_actor = caf::typed_actor<
+  caf::replies_to<monitor_snapshot_atom>::with<std::string>,
+  caf::replies_to<monitor_subscribe_atom, int64_t, caf::actor>::with<status>,
+  caf::replies_to<monitor_ping_atom>::with<int64_t>,
+  caf::replies_to<monitor_trace_atom>::with<status>,
+  caf::replies_to<monitor_get_trace_atom>::with<int64_t, std::string>,
+  caf::reacts_to<monitor_tick_atom, uint64_t>>;
+
+/// A task's worker service (TF's Worker): partition registration (the
+/// executor and its tensor channel inbox, "" for none) and the task's
+/// resource manager (variables, queues, readers and accumulators by
+/// container and name, created on first lookup); `cleanup` frees
+/// containers (TF's ClearContainers).
+using worker_actor = caf::typed_actor<
+  caf::replies_to<register_graph_atom, std::string, std::string,
+                  std::string>::with<status, executor_actor, std::string>,
+  caf::replies_to<get_variable_atom, std::string, std::string, int32_t,
+                  std::string>::with<status, variable_actor>,
+  caf::replies_to<get_queue_atom, std::string, std::string,
+                  std::string>::with<status, queue_actor>,
+  caf::replies_to<get_reader_atom, std::string, std::string,
+                  std::string>::with<status, reader_actor>,
+  caf::replies_to<get_accumulator_atom, std::string, std::string,
+                  std::string>::with<status, accumulator_actor>,
+  caf::replies_to<cleanup_atom, std::vector<std::string>>::with<status>>;
+
+/// A task's master service (TF's Master), the actor a task publishes:
+/// sessions and their steps, `reset` of containers on every task, the
+/// task's statistics and monitor, and its worker (`get_worker`, how other
+/// masters reach it). The connect message is its own retry timer for
+/// reaching other tasks, check_deadlines its timer for step deadlines
+/// (deadline_table.hpp), and step_reply an executor's answer (step, part,
+/// response) to a request that went over the tensor channel.
+using master_actor = caf::typed_actor<
+  caf::replies_to<create_session_atom, session_config>::with<std::string>,
+  caf::replies_to<close_session_atom, std::string>::with<status>,
+  caf::replies_to<run_step_atom, run_step_request>::with<run_step_response>,
+  caf::replies_to<reset_atom, std::vector<std::string>>::with<status>,
+  caf::replies_to<get_worker_atom>::with<worker_actor>,
+  caf::replies_to<get_stats_atom>::with<task_stats>,
+  caf::replies_to<get_monitor_atom>::with<monitor_actor>,
+  caf::reacts_to<caf::connect_atom, std::string, int64_t, int>,
+  caf::reacts_to<check_deadlines_atom>,
+  caf::reacts_to<step_reply_atom, int64_t, int64_t, run_graph_response>>;
+
+/// caf::error <-> status. Errors of other categories map to TensorFlow
+/// codes: request timeouts to DeadlineExceeded, lost peers to
+/// Unavailable, everything else to Internal; `what` names the peer.
+status to_status(const caf::error& err, const std::string& what = "");
+
+} // namespace actorflow
+
+CAF_BEGIN_TYPE_ID_BLOCK(actorflow, caf::first_custom_type_id)
+
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::tensor))
+  CAF_ADD_TYPE_ID(actorflow, (std::vector<actorflow::tensor>))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::status))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::session_config))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::run_step_request))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::run_step_response))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::run_graph_request))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::run_graph_response))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::task_stats))
+  CAF_ADD_TYPE_ID(actorflow, (std::vector<std::pair<int64_t, actorflow::tensor>>))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::variable_actor))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::queue_actor))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::executor_actor))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::master_actor))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::reader_actor))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::accumulator_actor))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::wire_chunk))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::monitor_actor))
+  CAF_ADD_TYPE_ID(actorflow, (actorflow::worker_actor))
+
+CAF_END_TYPE_ID_BLOCK(actorflow)
