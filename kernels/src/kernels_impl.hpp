@@ -15,7 +15,8 @@
 
 namespace actorflow::detail {
 
-/// Registers Add ... Prod (element-wise math, MatMul, reductions).
+/// Registers the element-wise math (arithmetic, comparisons, Maximum,
+/// Minimum, unary math, Select, AddN), MatMul and the reductions.
 void register_math_kernels(kernel_registry& registry);
 
 /// Registers Const, Identity, NoOp, Print, Split, ConcatV2, Pack, Reshape,
@@ -113,24 +114,6 @@ status visit_all(const kernel_context& ctx, dtype t, F&& f) {
   return visit_castable(ctx, t, std::forward<F>(f));
 }
 
-/// How two operands broadcast against each other: the output shape, and a
-/// walk over it with dimensions of size 1 dropped and neighbouring dimensions
-/// merged when both operands either have or broadcast them alike. The last
-/// walked dimension is contiguous (stride 1) in each operand that has it, so
-/// the walk applies Eigen to whole rows.
-struct broadcast_plan {
-  std::vector<int64_t> out_dims;
-  std::vector<int64_t> dims;
-  std::vector<int64_t> x_strides; // 0 where x is broadcast
-  std::vector<int64_t> y_strides; // 0 where y is broadcast
-  int64_t count = 0;
-};
-
-/// The broadcast of shapes `xs` and `ys` (InvalidArgument "Incompatible
-/// shapes: [2,3] vs. [4]").
-status make_broadcast(const tensor_shape& xs, const tensor_shape& ys,
-                      broadcast_plan& plan);
-
 /// InvalidArgument unless the node has exactly `n` data inputs.
 inline status expect_inputs(const kernel_context& ctx, size_t n) {
   if (ctx.inputs.size() == n)
@@ -203,6 +186,28 @@ inline status expect_input_type(const kernel_context& ctx, size_t i,
                           + std::string{to_string(want)}
                           + " tensor but is a " + std::string{to_string(got)}
                           + " tensor");
+}
+
+/// All inputs must share input 0's dtype (expect_input_type's error).
+inline status expect_same_types(const kernel_context& ctx) {
+  for (size_t i = 1; i < ctx.inputs.size(); ++i)
+    if (auto st = expect_input_type(ctx, i, ctx.inputs[0].type()); !st.ok())
+      return st;
+  return {};
+}
+
+/// All inputs must share input 0's shape (TensorFlow's
+/// OpKernelContext::ValidateInputsAreSameShape).
+inline status expect_same_shapes(const kernel_context& ctx) {
+  for (size_t i = 1; i < ctx.inputs.size(); ++i) {
+    if (!(ctx.inputs[i].shape() == ctx.inputs[0].shape()))
+      return invalid_argument(
+        "Inputs to operation " + ctx.node.name + " of type " + ctx.node.op
+        + " must have the same size and shape.  Input 0: "
+        + ctx.inputs[0].shape().to_string() + " != input "
+        + std::to_string(i) + ": " + ctx.inputs[i].shape().to_string());
+  }
+  return {};
 }
 
 /// Reads an int32 or int64 tensor (of any shape) as int64 values.

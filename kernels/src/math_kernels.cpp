@@ -1,7 +1,10 @@
-// Element-wise math with numpy broadcasting, MatMul and the Sum/Mean/Max
-// reductions, all over Eigen maps of the tensors' buffers.
+// Element-wise math on the element-wise engine (elementwise.hpp):
+// arithmetic, comparisons, Maximum and Minimum with numpy broadcasting,
+// unary math, Select and AddN; then MatMul and the Sum/Mean/Max/Prod
+// reductions over Eigen maps of the tensors' buffers.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -10,136 +13,13 @@
 
 #include <Eigen/Core>
 
-#include "kernels_impl.hpp"
+#include "elementwise.hpp"
 
 namespace actorflow::detail {
 
-status make_broadcast(const tensor_shape& xs, const tensor_shape& ys,
-                      broadcast_plan& plan) {
-  auto& xd = xs.dims();
-  auto& yd = ys.dims();
-  auto rank = std::max(xd.size(), yd.size());
-  std::vector<int64_t> xe(rank, 1);
-  std::vector<int64_t> ye(rank, 1);
-  std::copy(xd.begin(), xd.end(), xe.begin() + (rank - xd.size()));
-  std::copy(yd.begin(), yd.end(), ye.begin() + (rank - yd.size()));
-  plan.out_dims.assign(rank, 1);
-  plan.count = 1;
-  std::vector<bool> x_has;
-  std::vector<bool> y_has;
-  plan.dims.clear();
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t d;
-    if (xe[i] == ye[i])
-      d = xe[i];
-    else if (xe[i] == 1)
-      d = ye[i];
-    else if (ye[i] == 1)
-      d = xe[i];
-    else
-      return invalid_argument("Incompatible shapes: " + xs.to_string()
-                              + " vs. " + ys.to_string());
-    plan.out_dims[i] = d;
-    plan.count *= d;
-    if (d == 1)
-      continue;
-    bool xh = xe[i] == d;
-    bool yh = ye[i] == d;
-    if (!plan.dims.empty() && x_has.back() == xh && y_has.back() == yh) {
-      plan.dims.back() *= d;
-    } else {
-      plan.dims.push_back(d);
-      x_has.push_back(xh);
-      y_has.push_back(yh);
-    }
-  }
-  if (plan.dims.empty()) {
-    // Every operand holds one element.
-    plan.dims.push_back(1);
-    x_has.push_back(true);
-    y_has.push_back(true);
-  }
-  auto n = plan.dims.size();
-  plan.x_strides.assign(n, 0);
-  plan.y_strides.assign(n, 0);
-  int64_t xstride = 1;
-  int64_t ystride = 1;
-  for (size_t i = n; i-- > 0;) {
-    if (x_has[i]) {
-      plan.x_strides[i] = xstride;
-      xstride *= plan.dims[i];
-    }
-    if (y_has[i]) {
-      plan.y_strides[i] = ystride;
-      ystride *= plan.dims[i];
-    }
-  }
-  return {};
-}
-
 namespace {
 
-template <class T>
-using array_t = Eigen::Array<T, Eigen::Dynamic, 1>;
-template <class T>
-using const_map = Eigen::Map<const array_t<T>>;
-template <class T>
-using mut_map = Eigen::Map<array_t<T>>;
-
-// The typed buffer of `t`, viewed as C (T itself or its wrapping_t).
-template <class C, class T>
-const C* data_as(const tensor& t) {
-  return reinterpret_cast<const C*>(t.flat<T>().data());
-}
-template <class C, class T>
-C* data_as(tensor& t) {
-  return reinterpret_cast<C*>(t.flat<T>().data());
-}
-
 // -- binary element-wise ops with broadcasting -----------------------------
-
-
-// out[0..n) = f(x row or scalar, y row or scalar).
-template <class C, class F>
-void apply_row(const C* x, bool x_row, const C* y, bool y_row, C* out,
-               int64_t n, const F& f) {
-  mut_map<C> o(out, n);
-  if (x_row && y_row)
-    o = f(const_map<C>(x, n), const_map<C>(y, n));
-  else if (x_row)
-    o = f(const_map<C>(x, n), array_t<C>::Constant(n, *y));
-  else if (y_row)
-    o = f(array_t<C>::Constant(n, *x), const_map<C>(y, n));
-  else
-    o = f(array_t<C>::Constant(n, *x), array_t<C>::Constant(n, *y));
-}
-
-template <class C, class F>
-void run_broadcast(const broadcast_plan& plan, const C* x, const C* y, C* out,
-                   const F& f) {
-  if (plan.count == 0)
-    return;
-  auto rank = plan.dims.size();
-  auto inner = plan.dims.back();
-  bool x_row = plan.x_strides.back() != 0;
-  bool y_row = plan.y_strides.back() != 0;
-  auto rows = plan.count / inner;
-  std::vector<int64_t> index(rank - 1, 0);
-  int64_t xo = 0;
-  int64_t yo = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    apply_row(x + xo, x_row, y + yo, y_row, out + r * inner, inner, f);
-    for (size_t d = rank - 1; d-- > 0;) {
-      xo += plan.x_strides[d];
-      yo += plan.y_strides[d];
-      if (++index[d] < plan.dims[d])
-        break;
-      xo -= plan.x_strides[d] * plan.dims[d];
-      yo -= plan.y_strides[d] * plan.dims[d];
-      index[d] = 0;
-    }
-  }
-}
 
 // Truncating integer division; the caller rules out division by zero, and
 // min / -1 wraps to min instead of trapping.
@@ -178,13 +58,13 @@ status binary_kernel(kernel_context& ctx) {
     auto yp = data_as<C, T>(y);
     auto op = data_as<C, T>(out);
     if constexpr (Op == binop::add) {
-      run_broadcast(plan, xp, yp, op,
+      run_broadcast<row_op::eigen>(plan, xp, yp, op,
                     [](const auto& a, const auto& b) { return a + b; });
     } else if constexpr (Op == binop::sub) {
-      run_broadcast(plan, xp, yp, op,
+      run_broadcast<row_op::eigen>(plan, xp, yp, op,
                     [](const auto& a, const auto& b) { return a - b; });
     } else if constexpr (Op == binop::mul) {
-      run_broadcast(plan, xp, yp, op,
+      run_broadcast<row_op::eigen>(plan, xp, yp, op,
                     [](const auto& a, const auto& b) { return a * b; });
     } else if constexpr (std::is_integral_v<T>) {
       if (plan.count > 0) {
@@ -192,11 +72,11 @@ status binary_kernel(kernel_context& ctx) {
         if (std::find(ys.begin(), ys.end(), T(0)) != ys.end())
           return invalid_argument("Integer division by zero");
       }
-      run_broadcast(plan, xp, yp, op, [](const auto& a, const auto& b) {
+      run_broadcast<row_op::eigen>(plan, xp, yp, op, [](const auto& a, const auto& b) {
         return a.binaryExpr(b, int_div<T>{});
       });
     } else {
-      run_broadcast(plan, xp, yp, op,
+      run_broadcast<row_op::eigen>(plan, xp, yp, op,
                     [](const auto& a, const auto& b) { return a / b; });
     }
     ctx.outputs.push_back(std::move(out));
@@ -208,9 +88,93 @@ status binary_kernel(kernel_context& ctx) {
     return visit_numeric(ctx, x.type(), body);
 }
 
+// -- comparisons, Maximum, Minimum ----------------------------------------------
+
+enum class cmpop {
+  maximum,
+  minimum,
+  equal,
+  not_equal,
+  greater,
+  greater_equal,
+  less,
+  less_equal
+};
+
+// The element functor of a comparison, Maximum or Minimum. Maximum and
+// Minimum pick as TensorFlow's scalar functors do (a NaN operand decides
+// by its position), which Eigen's packet max/min would not.
+template <cmpop Op>
+struct compare {
+  template <class T>
+  auto operator()(const T& a, const T& b) const {
+    if constexpr (Op == cmpop::maximum)
+      return a < b ? b : a;
+    else if constexpr (Op == cmpop::minimum)
+      return b < a ? b : a;
+    else if constexpr (Op == cmpop::equal)
+      return a == b;
+    else if constexpr (Op == cmpop::not_equal)
+      return a != b;
+    else if constexpr (Op == cmpop::greater)
+      return a > b;
+    else if constexpr (Op == cmpop::greater_equal)
+      return a >= b;
+    else if constexpr (Op == cmpop::less)
+      return a < b;
+    else
+      return a <= b;
+  }
+};
+
+template <cmpop Op>
+status compare_kernel(kernel_context& ctx) {
+  if (auto st = expect_inputs(ctx, 2); !st.ok())
+    return st;
+  auto& x = ctx.inputs[0];
+  auto& y = ctx.inputs[1];
+  if (auto st = expect_input_type(ctx, 1, x.type()); !st.ok())
+    return st;
+  if (auto st = check_type_attr(ctx, "T", x.type()); !st.ok())
+    return st;
+  broadcast_plan plan;
+  if (auto st = make_broadcast(x.shape(), y.shape(), plan); !st.ok())
+    return st;
+  constexpr bool to_bool = Op != cmpop::maximum && Op != cmpop::minimum;
+  auto body = [&]<class T>(type_tag<T>) -> status {
+    using R = std::conditional_t<to_bool, bool, T>;
+    auto out = tensor::uninitialized(to_bool ? dtype::bool_ : x.type(),
+                                     tensor_shape{plan.out_dims});
+    run_broadcast<row_op::each>(plan, x.flat<T>().data(), y.flat<T>().data(),
+                                out.flat<R>().data(), compare<Op>{});
+    ctx.outputs.push_back(std::move(out));
+    return {};
+  };
+  if constexpr (Op == cmpop::equal || Op == cmpop::not_equal)
+    return visit_all(ctx, x.type(), body);
+  else
+    return visit_numeric(ctx, x.type(), body);
+}
+
 // -- unary element-wise ops -------------------------------------------------
 
-enum class unop { neg, square, exp, log, relu, sigmoid, tanh };
+// Eigen's expressions where its packet math is exact; element functors for
+// the rest (its fast-math sqrt and rsqrt round differently from std::sqrt).
+enum class unop {
+  neg,
+  square,
+  exp,
+  log,
+  relu,
+  sigmoid,
+  tanh,
+  reciprocal,
+  abs,
+  sign,
+  log1p,
+  sqrt,
+  rsqrt
+};
 
 template <unop Op>
 status unary_kernel(kernel_context& ctx) {
@@ -224,31 +188,172 @@ status unary_kernel(kernel_context& ctx) {
                                  wrapping_t<T>, T>;
     auto out = tensor::uninitialized(x.type(), x.shape());
     auto n = x.num_elements();
-    const_map<C> in(data_as<C, T>(x), n);
-    mut_map<C> o(data_as<C, T>(out), n);
+    auto in = data_as<C, T>(x);
+    auto o = data_as<C, T>(out);
+    constexpr auto eigen = row_op::eigen;
+    constexpr auto each = row_op::each;
     if constexpr (Op == unop::neg)
-      o = C(0) - in;
+      run_unary<eigen>(in, o, n, [](const auto& a) { return C(0) - a; });
     else if constexpr (Op == unop::square)
-      o = in.square();
+      run_unary<eigen>(in, o, n, [](const auto& a) { return a.square(); });
     else if constexpr (Op == unop::exp)
-      o = in.exp();
+      run_unary<eigen>(in, o, n, [](const auto& a) { return a.exp(); });
     else if constexpr (Op == unop::log)
-      o = in.log();
+      run_unary<eigen>(in, o, n, [](const auto& a) { return a.log(); });
     else if constexpr (Op == unop::relu)
-      o = in.max(C(0));
+      run_unary<eigen>(in, o, n, [](const auto& a) { return a.max(C(0)); });
     else if constexpr (Op == unop::sigmoid)
-      o = (C(1) + (-in).exp()).inverse();
+      run_unary<eigen>(in, o, n, [](const auto& a) {
+        return (C(1) + (-a).exp()).inverse();
+      });
+    else if constexpr (Op == unop::tanh)
+      run_unary<eigen>(in, o, n, [](const auto& a) { return a.tanh(); });
+    else if constexpr (Op == unop::reciprocal)
+      run_unary<each>(in, o, n, [](C v) { return C(1) / v; });
+    else if constexpr (Op == unop::abs)
+      run_unary<each>(in, o, n, [](C v) -> C {
+        if constexpr (std::is_floating_point_v<C>)
+          return std::abs(v);
+        else // wraps for the minimum
+          return v < C(0) ? static_cast<C>(wrapping_t<C>(0)
+                                           - static_cast<wrapping_t<C>>(v))
+                          : v;
+      });
+    else if constexpr (Op == unop::sign)
+      run_unary<each>(in, o, n, [](C v) -> C {
+        if constexpr (std::is_floating_point_v<C>)
+          return std::isnan(v) ? v : C((v > C(0)) - (v < C(0)));
+        else
+          return C((v > C(0)) - (v < C(0)));
+      });
+    else if constexpr (Op == unop::log1p)
+      run_unary<each>(in, o, n, [](C v) { return std::log1p(v); });
+    else if constexpr (Op == unop::sqrt)
+      run_unary<each>(in, o, n, [](C v) { return std::sqrt(v); });
     else
-      o = in.tanh();
+      run_unary<each>(in, o, n, [](C v) { return C(1) / std::sqrt(v); });
     ctx.outputs.push_back(std::move(out));
     return {};
   };
-  constexpr bool float_only = Op == unop::exp || Op == unop::log
-                              || Op == unop::sigmoid || Op == unop::tanh;
-  if constexpr (float_only)
-    return visit_float(ctx, x.type(), body);
-  else
+  constexpr bool numeric = Op == unop::neg || Op == unop::square
+                           || Op == unop::relu || Op == unop::abs
+                           || Op == unop::sign;
+  if constexpr (numeric)
     return visit_numeric(ctx, x.type(), body);
+  else
+    return visit_float(ctx, x.type(), body);
+}
+
+// -- Select ---------------------------------------------------------------------
+
+status select_kernel(kernel_context& ctx) {
+  if (auto st = expect_inputs(ctx, 3); !st.ok())
+    return st;
+  auto& cond = ctx.inputs[0];
+  auto& then = ctx.inputs[1];
+  auto& else_ = ctx.inputs[2];
+  if (auto st = expect_input_type(ctx, 0, dtype::bool_); !st.ok())
+    return st;
+  if (auto st = expect_input_type(ctx, 2, then.type()); !st.ok())
+    return st;
+  if (auto st = check_type_attr(ctx, "T", then.type()); !st.ok())
+    return st;
+  auto same_then_else = [&]() -> status {
+    if (then.shape() == else_.shape())
+      return {};
+    return invalid_argument(
+      "'then' and 'else' must have the same size.  but received: "
+      + then.shape().to_string() + " vs. " + else_.shape().to_string());
+  };
+  auto c = cond.flat<bool>();
+  // How many consecutive output elements each condition value decides.
+  int64_t block = 1;
+  if (cond.shape().rank() == 0) {
+    if (auto st = same_then_else(); !st.ok())
+      return st;
+    block = then.num_elements();
+  } else if (cond.shape().rank() == 1 && then.shape().rank() != 1) {
+    if (then.shape().rank() < 1)
+      return invalid_argument(
+        "'then' must be at least a vector, but saw shape: "
+        + then.shape().to_string());
+    if (then.shape().dim(0) != cond.num_elements())
+      return invalid_argument(
+        "Number of batches of 'then' must match size of 'cond', but saw: "
+        + std::to_string(then.shape().dim(0)) + " vs. "
+        + std::to_string(cond.num_elements()));
+    if (auto st = same_then_else(); !st.ok())
+      return st;
+    block = cond.num_elements() == 0 ? 0
+                                     : then.num_elements()
+                                         / cond.num_elements();
+  } else {
+    if (auto st = expect_same_shapes(ctx); !st.ok())
+      return st;
+  }
+  return visit_all(ctx, then.type(), [&]<class T>(type_tag<T>) -> status {
+    auto out = tensor::uninitialized(then.type(), then.shape());
+    auto t = then.flat<T>().data();
+    auto e = else_.flat<T>().data();
+    auto o = out.flat<T>().data();
+    if (block == 1) {
+      for (size_t i = 0; i < c.size(); ++i)
+        o[i] = c[i] ? t[i] : e[i];
+    } else if (block > 0) {
+      for (size_t b = 0; b < c.size(); ++b) {
+        auto at = static_cast<int64_t>(b) * block;
+        std::copy_n((c[b] ? t : e) + at, block, o + at);
+      }
+    }
+    ctx.outputs.push_back(std::move(out));
+    return {};
+  });
+}
+
+// -- AddN -----------------------------------------------------------------
+
+status add_n_kernel(kernel_context& ctx) {
+  if (auto st = expect_min_inputs(ctx, 1); !st.ok())
+    return st;
+  auto& first = ctx.inputs[0];
+  if (auto st = expect_same_types(ctx); !st.ok())
+    return st;
+  if (auto st = check_type_attr(ctx, "T", first.type()); !st.ok())
+    return st;
+  auto n = static_cast<int64_t>(ctx.inputs.size());
+  if (auto st = read_attr(ctx, "N", n); !st.ok())
+    return st;
+  if (n != static_cast<int64_t>(ctx.inputs.size()))
+    return invalid_argument("attribute N of AddN is " + std::to_string(n)
+                            + " but it has "
+                            + std::to_string(ctx.inputs.size()) + " inputs");
+  if (auto st = expect_same_shapes(ctx); !st.ok())
+    return st;
+  return visit_numeric(ctx, first.type(), [&]<class T>(type_tag<T>) -> status {
+    using C = wrapping_t<T>;
+    if (ctx.inputs.size() == 1) {
+      ctx.outputs.push_back(first);
+      return {};
+    }
+    // The first input's buffer when nothing else holds it (TF forwards it
+    // too): one pass less, nothing allocated.
+    auto out = first.unique()
+                 ? first
+                 : tensor::uninitialized(first.type(), first.shape());
+    auto o = data_as<C, T>(out);
+    auto n = first.num_elements();
+    const C* sum = data_as<C, T>(first);
+    for (size_t k = 1; k < ctx.inputs.size(); ++k) {
+      apply_row<row_op::eigen>(sum, true, data_as<C, T>(ctx.inputs[k]), true,
+                               o, n,
+                               [](const auto& a, const auto& b) {
+                                 return a + b;
+                               });
+      sum = o;
+    }
+    ctx.outputs.push_back(std::move(out));
+    return {};
+  });
 }
 
 // -- MatMul -----------------------------------------------------------------
@@ -517,6 +622,22 @@ void register_math_kernels(kernel_registry& registry) {
   add_kernel<unary_kernel<unop::relu>>(registry, "Relu");
   add_kernel<unary_kernel<unop::sigmoid>>(registry, "Sigmoid");
   add_kernel<unary_kernel<unop::tanh>>(registry, "Tanh");
+  add_kernel<unary_kernel<unop::reciprocal>>(registry, "Reciprocal");
+  add_kernel<unary_kernel<unop::abs>>(registry, "Abs");
+  add_kernel<unary_kernel<unop::sign>>(registry, "Sign");
+  add_kernel<unary_kernel<unop::log1p>>(registry, "Log1p");
+  add_kernel<unary_kernel<unop::sqrt>>(registry, "Sqrt");
+  add_kernel<unary_kernel<unop::rsqrt>>(registry, "Rsqrt");
+  add_kernel<compare_kernel<cmpop::maximum>>(registry, "Maximum");
+  add_kernel<compare_kernel<cmpop::minimum>>(registry, "Minimum");
+  add_kernel<compare_kernel<cmpop::equal>>(registry, "Equal");
+  add_kernel<compare_kernel<cmpop::not_equal>>(registry, "NotEqual");
+  add_kernel<compare_kernel<cmpop::greater>>(registry, "Greater");
+  add_kernel<compare_kernel<cmpop::greater_equal>>(registry, "GreaterEqual");
+  add_kernel<compare_kernel<cmpop::less>>(registry, "Less");
+  add_kernel<compare_kernel<cmpop::less_equal>>(registry, "LessEqual");
+  add_kernel<select_kernel>(registry, "Select");
+  add_kernel<add_n_kernel>(registry, "AddN");
   add_kernel<matmul_kernel>(registry, "MatMul");
   add_kernel<reduce_kernel<redop::sum>>(registry, "Sum");
   add_kernel<reduce_kernel<redop::mean>>(registry, "Mean");

@@ -1,9 +1,8 @@
 // Kernels for training, as TensorFlow 1.x defines them: softmax and the
 // cross-entropies, L2Loss, BiasAdd and its gradient, Gather, segment sums,
-// activation gradients and further element-wise math, comparisons with
-// numpy broadcasting, and the shape helpers gradient graphs are built from
-// (Shape, Size, Rank, Tile, Transpose, ExpandDims, Squeeze, Slice,
-// BroadcastGradientArgs, ArgMax, ...).
+// activation gradients, ZerosLike/OnesLike, and the shape helpers gradient
+// graphs are built from (Shape, Size, Rank, Tile, Transpose, ExpandDims,
+// Squeeze, Slice, BroadcastGradientArgs, ArgMax, ...).
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +12,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels_impl.hpp"
+#include "elementwise.hpp"
 
 namespace actorflow::detail {
 
@@ -90,38 +89,6 @@ std::string slice_debug_string(const tensor_shape& shape, int64_t i) {
     s += std::to_string(index[d]);
   }
   return s + "]";
-}
-
-// TensorFlow's check that all inputs share one shape (OpKernelContext::
-// ValidateInputsAreSameShape).
-status expect_same_shapes(const kernel_context& ctx, size_t first = 0) {
-  for (size_t i = first + 1; i < ctx.inputs.size(); ++i) {
-    if (!(ctx.inputs[i].shape() == ctx.inputs[first].shape()))
-      return invalid_argument(
-        "Inputs to operation " + ctx.node.name + " of type " + ctx.node.op
-        + " must have the same size and shape.  Input " + std::to_string(first)
-        + ": " + ctx.inputs[first].shape().to_string() + " != input "
-        + std::to_string(i) + ": " + ctx.inputs[i].shape().to_string());
-  }
-  return {};
-}
-
-// All inputs from `first` on must share the dtype of input `first`.
-status expect_same_types(const kernel_context& ctx, size_t first = 0) {
-  for (size_t i = first + 1; i < ctx.inputs.size(); ++i)
-    if (auto st = expect_input_type(ctx, i, ctx.inputs[first].type());
-        !st.ok())
-      return st;
-  return {};
-}
-
-// Negation that wraps for the minimum of a signed integer type.
-template <class T>
-T wrapping_neg(T x) {
-  if constexpr (std::is_integral_v<T>)
-    return static_cast<T>(wrapping_t<T>(0) - static_cast<wrapping_t<T>>(x));
-  else
-    return -x;
 }
 
 // The dtype attribute `key` (e.g. out_type), `fallback` if absent; only
@@ -389,15 +356,15 @@ status bias_add_kernel(kernel_context& ctx) {
   return visit_numeric(ctx, value.type(), [&]<class T>(type_tag<T>) -> status {
     using C = wrapping_t<T>;
     auto out = tensor::uninitialized(value.type(), value.shape());
-    auto x = value.flat<T>().data();
-    auto b = bias.flat<T>().data();
-    auto o = out.flat<T>().data();
+    auto x = data_as<C, T>(value);
+    auto b = data_as<C, T>(bias);
+    auto o = data_as<C, T>(out);
     auto n = value.num_elements();
-    // Row by row: the inner loop vectorizes (no modulo per element).
     for (int64_t row = 0; row < n; row += channels)
-      for (int64_t c = 0; c < channels; ++c)
-        o[row + c] = static_cast<T>(static_cast<C>(x[row + c])
-                                    + static_cast<C>(b[c]));
+      apply_row<row_op::eigen>(x + row, true, b, true, o + row, channels,
+                               [](const auto& u, const auto& v) {
+                                 return u + v;
+                               });
     ctx.outputs.push_back(std::move(out));
     return {};
   });
@@ -583,17 +550,16 @@ status activation_grad_kernel(kernel_context& ctx) {
   }
   auto body = [&]<class T>(type_tag<T>) -> status {
     auto out = tensor::uninitialized(a.type(), a.shape());
-    auto x = a.flat<T>();
-    auto y = b.flat<T>();
-    auto o = out.flat<T>();
-    for (size_t i = 0; i < o.size(); ++i) {
-      if constexpr (Op == gradop::relu) // (gradients, features)
-        o[i] = y[i] > T(0) ? x[i] : T(0);
-      else if constexpr (Op == gradop::sigmoid) // (y, dy)
-        o[i] = y[i] * x[i] * (T(1) - x[i]);
-      else // (y, dy)
-        o[i] = y[i] * (T(1) - x[i] * x[i]);
-    }
+    apply_row<row_op::each>(a.flat<T>().data(), true, b.flat<T>().data(),
+                            true, out.flat<T>().data(), out.num_elements(),
+                            [](T x, T y) -> T {
+                              if constexpr (Op == gradop::relu) // (dy, x)
+                                return y > T(0) ? x : T(0);
+                              else if constexpr (Op == gradop::sigmoid)
+                                return y * x * (T(1) - x); // (y, dy)
+                              else
+                                return y * (T(1) - x * x); // (y, dy)
+                            });
     ctx.outputs.push_back(std::move(out));
     return {};
   };
@@ -603,202 +569,7 @@ status activation_grad_kernel(kernel_context& ctx) {
     return visit_float(ctx, a.type(), body);
 }
 
-// -- unary element-wise math ------------------------------------------------------
-
-enum class unop { reciprocal, abs, sign, log1p, sqrt, rsqrt };
-
-template <unop Op>
-status unary_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 1); !st.ok())
-    return st;
-  auto& x = ctx.inputs[0];
-  if (auto st = check_type_attr(ctx, "T", x.type()); !st.ok())
-    return st;
-  auto body = [&]<class T>(type_tag<T>) -> status {
-    tensor out{x.type(), x.shape()};
-    auto in = x.flat<T>();
-    auto o = out.flat<T>();
-    for (size_t i = 0; i < o.size(); ++i) {
-      T v = in[i];
-      if constexpr (Op == unop::reciprocal) {
-        o[i] = T(1) / v;
-      } else if constexpr (Op == unop::abs) {
-        if constexpr (std::is_floating_point_v<T>)
-          o[i] = std::abs(v);
-        else
-          o[i] = v < T(0) ? wrapping_neg(v) : v;
-      } else if constexpr (Op == unop::sign) {
-        if constexpr (std::is_floating_point_v<T>)
-          o[i] = std::isnan(v) ? v : T((v > T(0)) - (v < T(0)));
-        else
-          o[i] = T((v > T(0)) - (v < T(0)));
-      } else if constexpr (Op == unop::log1p) {
-        o[i] = std::log1p(v);
-      } else if constexpr (Op == unop::sqrt) {
-        o[i] = std::sqrt(v);
-      } else {
-        o[i] = T(1) / std::sqrt(v);
-      }
-    }
-    ctx.outputs.push_back(std::move(out));
-    return {};
-  };
-  if constexpr (Op == unop::abs || Op == unop::sign)
-    return visit_numeric(ctx, x.type(), body);
-  else
-    return visit_float(ctx, x.type(), body);
-}
-
-// -- binary ops with broadcasting -------------------------------------------------
-
-// Calls f(out_offset, x_offset, y_offset) for every output element in order.
-template <class F>
-void walk_bcast(const broadcast_plan& w, F&& f) {
-  if (w.count == 0)
-    return;
-  auto rank = w.dims.size();
-  auto inner = w.dims.back();
-  auto xs = w.x_strides.back();
-  auto ys = w.y_strides.back();
-  std::vector<int64_t> index(rank - 1, 0);
-  int64_t xo = 0;
-  int64_t yo = 0;
-  int64_t k = 0;
-  for (int64_t r = 0; r < w.count / inner; ++r) {
-    for (int64_t i = 0; i < inner; ++i)
-      f(k++, xo + i * xs, yo + i * ys);
-    for (size_t d = rank - 1; d-- > 0;) {
-      xo += w.x_strides[d];
-      yo += w.y_strides[d];
-      if (++index[d] < w.dims[d])
-        break;
-      xo -= w.x_strides[d] * w.dims[d];
-      yo -= w.y_strides[d] * w.dims[d];
-      index[d] = 0;
-    }
-  }
-}
-
-enum class bop {
-  maximum,
-  minimum,
-  equal,
-  not_equal,
-  greater,
-  greater_equal,
-  less,
-  less_equal
-};
-
-template <bop Op>
-status broadcast_binary_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 2); !st.ok())
-    return st;
-  auto& x = ctx.inputs[0];
-  auto& y = ctx.inputs[1];
-  if (auto st = expect_input_type(ctx, 1, x.type()); !st.ok())
-    return st;
-  if (auto st = check_type_attr(ctx, "T", x.type()); !st.ok())
-    return st;
-  broadcast_plan w;
-  if (auto st = make_broadcast(x.shape(), y.shape(), w); !st.ok())
-    return st;
-  constexpr bool compares = Op != bop::maximum && Op != bop::minimum;
-  auto body = [&]<class T>(type_tag<T>) -> status {
-    using R = std::conditional_t<compares, bool, T>;
-    tensor out{compares ? dtype::bool_ : x.type(), tensor_shape{w.out_dims}};
-    auto xs = x.flat<T>().data();
-    auto ys = y.flat<T>().data();
-    auto os = out.flat<R>().data();
-    walk_bcast(w, [&](int64_t k, int64_t i, int64_t j) {
-      const T& a = xs[i];
-      const T& b = ys[j];
-      if constexpr (Op == bop::maximum)
-        os[k] = a < b ? b : a;
-      else if constexpr (Op == bop::minimum)
-        os[k] = b < a ? b : a;
-      else if constexpr (Op == bop::equal)
-        os[k] = a == b;
-      else if constexpr (Op == bop::not_equal)
-        os[k] = a != b;
-      else if constexpr (Op == bop::greater)
-        os[k] = a > b;
-      else if constexpr (Op == bop::greater_equal)
-        os[k] = a >= b;
-      else if constexpr (Op == bop::less)
-        os[k] = a < b;
-      else
-        os[k] = a <= b;
-    });
-    ctx.outputs.push_back(std::move(out));
-    return {};
-  };
-  if constexpr (Op == bop::equal || Op == bop::not_equal)
-    return visit_all(ctx, x.type(), body);
-  else
-    return visit_numeric(ctx, x.type(), body);
-}
-
-// -- Select ---------------------------------------------------------------------
-
-status select_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 3); !st.ok())
-    return st;
-  auto& cond = ctx.inputs[0];
-  auto& then = ctx.inputs[1];
-  auto& else_ = ctx.inputs[2];
-  if (auto st = expect_input_type(ctx, 0, dtype::bool_); !st.ok())
-    return st;
-  if (auto st = expect_input_type(ctx, 2, then.type()); !st.ok())
-    return st;
-  if (auto st = check_type_attr(ctx, "T", then.type()); !st.ok())
-    return st;
-  auto same_then_else = [&]() -> status {
-    if (then.shape() == else_.shape())
-      return {};
-    return invalid_argument(
-      "'then' and 'else' must have the same size.  but received: "
-      + then.shape().to_string() + " vs. " + else_.shape().to_string());
-  };
-  auto c = cond.flat<bool>();
-  // How many consecutive output elements each condition value decides.
-  int64_t block = 1;
-  if (cond.shape().rank() == 0) {
-    if (auto st = same_then_else(); !st.ok())
-      return st;
-    block = then.num_elements();
-  } else if (cond.shape().rank() == 1 && then.shape().rank() != 1) {
-    if (then.shape().rank() < 1)
-      return invalid_argument(
-        "'then' must be at least a vector, but saw shape: "
-        + then.shape().to_string());
-    if (then.shape().dim(0) != cond.num_elements())
-      return invalid_argument(
-        "Number of batches of 'then' must match size of 'cond', but saw: "
-        + std::to_string(then.shape().dim(0)) + " vs. "
-        + std::to_string(cond.num_elements()));
-    if (auto st = same_then_else(); !st.ok())
-      return st;
-    block = cond.num_elements() == 0 ? 0
-                                     : then.num_elements()
-                                         / cond.num_elements();
-  } else {
-    if (auto st = expect_same_shapes(ctx); !st.ok())
-      return st;
-  }
-  return visit_all(ctx, then.type(), [&]<class T>(type_tag<T>) -> status {
-    tensor out{then.type(), then.shape()};
-    auto t = then.flat<T>();
-    auto e = else_.flat<T>();
-    auto o = out.flat<T>();
-    for (size_t i = 0; i < o.size(); ++i)
-      o[i] = c[block == 0 ? 0 : i / static_cast<size_t>(block)] ? t[i] : e[i];
-    ctx.outputs.push_back(std::move(out));
-    return {};
-  });
-}
-
-// -- ZerosLike, OnesLike, AddN ----------------------------------------------------
+// -- ZerosLike, OnesLike ----------------------------------------------------
 
 template <int Value>
 status fill_like_kernel(kernel_context& ctx) {
@@ -812,41 +583,6 @@ status fill_like_kernel(kernel_context& ctx) {
     if constexpr (Value != 0) {
       auto o = out.flat<T>();
       std::fill(o.begin(), o.end(), static_cast<T>(Value));
-    }
-    ctx.outputs.push_back(std::move(out));
-    return {};
-  });
-}
-
-status add_n_kernel(kernel_context& ctx) {
-  if (auto st = expect_min_inputs(ctx, 1); !st.ok())
-    return st;
-  auto& first = ctx.inputs[0];
-  if (auto st = expect_same_types(ctx); !st.ok())
-    return st;
-  if (auto st = check_type_attr(ctx, "T", first.type()); !st.ok())
-    return st;
-  auto n = static_cast<int64_t>(ctx.inputs.size());
-  if (auto st = read_attr(ctx, "N", n); !st.ok())
-    return st;
-  if (n != static_cast<int64_t>(ctx.inputs.size()))
-    return invalid_argument("attribute N of AddN is " + std::to_string(n)
-                            + " but it has "
-                            + std::to_string(ctx.inputs.size()) + " inputs");
-  if (auto st = expect_same_shapes(ctx); !st.ok())
-    return st;
-  return visit_numeric(ctx, first.type(), [&]<class T>(type_tag<T>) -> status {
-    using C = wrapping_t<T>;
-    // The first input's buffer when nothing else holds it (TF forwards it
-    // too): no zero-filled output, one pass less.
-    auto reuse = first.unique();
-    tensor out = reuse ? first : tensor{first.type(), first.shape()};
-    auto o = reinterpret_cast<C*>(out.flat<T>().data());
-    auto count = first.num_elements();
-    for (size_t k = reuse ? 1 : 0; k < ctx.inputs.size(); ++k) {
-      auto s = reinterpret_cast<const C*>(ctx.inputs[k].flat<T>().data());
-      for (int64_t i = 0; i < count; ++i)
-        o[i] += s[i];
     }
     ctx.outputs.push_back(std::move(out));
     return {};
@@ -1249,25 +985,8 @@ void register_nn_kernels(kernel_registry& registry) {
   add_kernel<activation_grad_kernel<gradop::relu>>(registry, "ReluGrad");
   add_kernel<activation_grad_kernel<gradop::sigmoid>>(registry, "SigmoidGrad");
   add_kernel<activation_grad_kernel<gradop::tanh>>(registry, "TanhGrad");
-  add_kernel<unary_kernel<unop::reciprocal>>(registry, "Reciprocal");
-  add_kernel<unary_kernel<unop::abs>>(registry, "Abs");
-  add_kernel<unary_kernel<unop::sign>>(registry, "Sign");
-  add_kernel<unary_kernel<unop::log1p>>(registry, "Log1p");
-  add_kernel<unary_kernel<unop::sqrt>>(registry, "Sqrt");
-  add_kernel<unary_kernel<unop::rsqrt>>(registry, "Rsqrt");
-  add_kernel<broadcast_binary_kernel<bop::maximum>>(registry, "Maximum");
-  add_kernel<broadcast_binary_kernel<bop::minimum>>(registry, "Minimum");
-  add_kernel<broadcast_binary_kernel<bop::equal>>(registry, "Equal");
-  add_kernel<broadcast_binary_kernel<bop::not_equal>>(registry, "NotEqual");
-  add_kernel<broadcast_binary_kernel<bop::greater>>(registry, "Greater");
-  add_kernel<broadcast_binary_kernel<bop::greater_equal>>(registry,
-                                                          "GreaterEqual");
-  add_kernel<broadcast_binary_kernel<bop::less>>(registry, "Less");
-  add_kernel<broadcast_binary_kernel<bop::less_equal>>(registry, "LessEqual");
-  add_kernel<select_kernel>(registry, "Select");
   add_kernel<fill_like_kernel<0>>(registry, "ZerosLike");
   add_kernel<fill_like_kernel<1>>(registry, "OnesLike");
-  add_kernel<add_n_kernel>(registry, "AddN");
   add_kernel<shape_kernel>(registry, "Shape");
   add_kernel<size_kernel>(registry, "Size");
   add_kernel<rank_kernel>(registry, "Rank");
