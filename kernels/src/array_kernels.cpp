@@ -1,19 +1,16 @@
-// Kernels that produce, forward, rearrange or convert tensors without
-// arithmetic: Const, Identity, NoOp, Print, Split, ConcatV2, Pack, Reshape,
-// Cast and Fill. All but Cast work for every dtype, strings included.
+// Kernels that produce, forward or rearrange tensors without arithmetic
+// (TensorFlow's array_ops): Const, Identity, NoOp, Split, ConcatV2, Pack,
+// Reshape, Fill, ZerosLike, OnesLike, the shape helpers gradient graphs are
+// built from (Shape, Size, Rank, ExpandDims, Squeeze,
+// BroadcastGradientArgs), Tile, Transpose, Slice and Gather. All work for
+// every dtype they move, strings included.
 
 #include <algorithm>
-#include <cfloat>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <iostream>
+#include <cstdint>
 #include <limits>
 #include <string>
-#include <type_traits>
 #include <vector>
 
-#include "actorflow/graph/text_util.hpp"
 #include "kernels_impl.hpp"
 
 namespace actorflow::detail {
@@ -55,97 +52,7 @@ status no_op_kernel(kernel_context&) {
   return {};
 }
 
-// -- Print ------------------------------------------------------------------
-
-// TensorFlow's StrCat of a float: %g with FLT_DIG (DBL_DIG) digits, or
-// FLT_DIG + 3 (DBL_DIG + 2) when that does not read back exactly.
-template <class T>
-std::string format_float(T x) {
-  if (std::isnan(x))
-    return "nan";
-  if (std::isinf(x))
-    return x < 0 ? "-inf" : "inf";
-  constexpr bool is_float = std::is_same_v<T, float>;
-  constexpr int digits = is_float ? FLT_DIG : DBL_DIG;
-  constexpr int more_digits = is_float ? FLT_DIG + 3 : DBL_DIG + 2;
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*g", digits, static_cast<double>(x));
-  if (static_cast<T>(std::strtod(buf, nullptr)) != x)
-    std::snprintf(buf, sizeof(buf), "%.*g", more_digits,
-                  static_cast<double>(x));
-  return buf;
-}
-
-template <class T>
-std::string format_element(const T& x) {
-  if constexpr (std::is_floating_point_v<T>)
-    return format_float(x);
-  else if constexpr (std::is_same_v<T, std::string>)
-    return c_escape(x);
-  else if constexpr (std::is_same_v<T, bool>)
-    return x ? "1" : "0"; // TF 1.x prints bools as numbers
-  else
-    return std::to_string(x);
-}
-
-// TensorFlow 1.x's Tensor::SummarizeValue: the first `limit` elements in
-// row-major order, separated by spaces, "..." if some were left out.
-status summarize(const kernel_context& ctx, const tensor& t, int64_t limit,
-                 std::string& out) {
-  return visit_all(ctx, t.type(), [&]<class T>(type_tag<T>) -> status {
-    auto xs = t.flat<T>();
-    auto n = static_cast<int64_t>(xs.size());
-    auto shown = limit < 0 ? n : std::min(limit, n);
-    for (int64_t i = 0; i < shown; ++i) {
-      if (i > 0)
-        out += ' ';
-      out += format_element(xs[static_cast<size_t>(i)]);
-    }
-    if (shown < n)
-      out += "...";
-    return {};
-  });
-}
-
-status print_kernel(kernel_context& ctx) {
-  if (auto st = expect_min_inputs(ctx, 1); !st.ok())
-    return st;
-  if (auto st = check_type_attr(ctx, "T", ctx.inputs[0].type()); !st.ok())
-    return st;
-  std::string message;
-  int64_t summarize_n = 3;
-  if (auto st = read_attr(ctx, "message", message); !st.ok())
-    return st;
-  if (auto st = read_attr(ctx, "summarize", summarize_n); !st.ok())
-    return st;
-  // `first_n` is accepted but not honoured: kernels keep no state between
-  // runs, so every run prints (documented in docs/OPS.md).
-  int64_t first_n = -1;
-  if (auto st = read_attr(ctx, "first_n", first_n); !st.ok())
-    return st;
-  auto line = message;
-  for (size_t i = 1; i < ctx.inputs.size(); ++i) {
-    line += '[';
-    if (auto st = summarize(ctx, ctx.inputs[i], summarize_n, line); !st.ok())
-      return st;
-    line += ']';
-  }
-  if (ctx.print)
-    ctx.print(line);
-  else
-    std::cerr << line << std::endl;
-  ctx.outputs.push_back(ctx.inputs[0]);
-  return {};
-}
-
 // -- Split, ConcatV2, Pack --------------------------------------------------
-
-int64_t product(const std::vector<int64_t>& dims, size_t first, size_t last) {
-  int64_t n = 1;
-  for (auto i = first; i < last; ++i)
-    n *= dims[i];
-  return n;
-}
 
 // Interleaves blocks: for each of `outer` rounds, copies the next
 // block_sizes[k] elements of each input k, in order, to the output.
@@ -443,66 +350,462 @@ status fill_kernel(kernel_context& ctx) {
   });
 }
 
-// -- Cast -------------------------------------------------------------------
+// -- strided walks ------------------------------------------------------------
 
-// One element converted as TensorFlow does, except that conversions C++
-// leaves undefined are defined here: float-to-integer maps NaN to 0 and
-// saturates out-of-range values; double-to-float overflows to infinity.
-template <class D, class S>
-D convert(S x) {
-  if constexpr (std::is_same_v<D, bool>) {
-    return x != S(0);
-  } else if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D>) {
-    if (std::isnan(x))
-      return D(0);
-    // Both bounds are powers of two, so exactly representable in S.
-    constexpr auto lo = static_cast<S>(std::numeric_limits<D>::min());
-    constexpr auto hi = static_cast<S>(std::numeric_limits<D>::max());
-    if (x <= lo)
-      return std::numeric_limits<D>::min();
-    if (x >= hi)
-      return std::numeric_limits<D>::max();
-    return static_cast<D>(x);
-  } else if constexpr (std::is_same_v<S, double> && std::is_same_v<D, float>) {
-    // From FLT_MAX + half an ulp on, IEEE rounding gives infinity; spelled
-    // out because C++ leaves the conversion of such values undefined.
-    if (std::fabs(x) >= 0x1.ffffffp127)
-      return x < 0 ? -std::numeric_limits<float>::infinity()
-                   : std::numeric_limits<float>::infinity();
-    return static_cast<float>(x);
-  } else {
-    return static_cast<D>(x);
+// Row-major strides of `dims`.
+std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;)
+    s[i - 1] = s[i] * dims[i];
+  return s;
+}
+
+// Copies the elements of `src` at `base + sum(index[i] * strides[i])`, for
+// every index over `dims` in row-major order, to consecutive `dst`
+// elements. Transpose, Slice and Tile are each one such walk.
+template <class T>
+void strided_copy(const T* src, int64_t base, const std::vector<int64_t>& dims,
+                  const std::vector<int64_t>& strides, T* dst) {
+  auto count = product(dims, 0, dims.size());
+  if (count == 0)
+    return;
+  if (dims.empty()) {
+    *dst = src[base];
+    return;
+  }
+  auto rank = dims.size();
+  auto inner = dims.back();
+  auto inner_stride = strides.back();
+  std::vector<int64_t> index(rank - 1, 0);
+  int64_t off = base;
+  for (int64_t r = 0; r < count / inner; ++r) {
+    const T* s = src + off;
+    if (inner_stride == 1) {
+      dst = std::copy_n(s, inner, dst);
+    } else {
+      for (int64_t i = 0; i < inner; ++i)
+        *dst++ = s[i * inner_stride];
+    }
+    for (size_t d = rank - 1; d-- > 0;) {
+      off += strides[d];
+      if (++index[d] < dims[d])
+        break;
+      off -= strides[d] * dims[d];
+      index[d] = 0;
+    }
   }
 }
 
-status cast_kernel(kernel_context& ctx) {
+tensor int_scalar(dtype type, int64_t value) {
+  if (type == dtype::int32)
+    return tensor::scalar<int32_t>(static_cast<int32_t>(value));
+  return tensor::scalar<int64_t>(value);
+}
+
+// -- ZerosLike, OnesLike ----------------------------------------------------
+
+template <int Value>
+status fill_like_kernel(kernel_context& ctx) {
   if (auto st = expect_inputs(ctx, 1); !st.ok())
     return st;
   auto& x = ctx.inputs[0];
-  if (auto st = check_type_attr(ctx, "SrcT", x.type()); !st.ok())
+  if (auto st = check_type_attr(ctx, "T", x.type()); !st.ok())
     return st;
-  dtype dst = dtype::invalid;
-  if (auto st = read_required_attr(ctx, "DstT", dst); !st.ok())
-    return st;
-  if (dst == x.type() && dst != dtype::invalid) {
-    ctx.outputs.push_back(x);
+  return visit_castable(ctx, x.type(), [&]<class T>(type_tag<T>) -> status {
+    tensor out{x.type(), x.shape()};
+    if constexpr (Value != 0) {
+      auto o = out.flat<T>();
+      std::fill(o.begin(), o.end(), static_cast<T>(Value));
+    }
+    ctx.outputs.push_back(std::move(out));
     return {};
-  }
-  if (x.type() == dtype::string || dst == dtype::string)
-    return invalid_argument("Unsupported cast from "
-                            + std::string{to_string(x.type())} + " to "
-                            + std::string{to_string(dst)});
-  return visit_castable(ctx, x.type(), [&]<class S>(type_tag<S>) -> status {
-    return visit_castable(ctx, dst, [&]<class D>(type_tag<D>) -> status {
-      tensor out{dst, x.shape()};
-      auto src = x.flat<S>();
-      auto res = out.flat<D>();
-      for (size_t i = 0; i < src.size(); ++i)
-        res[i] = convert<D>(src[i]);
-      ctx.outputs.push_back(std::move(out));
-      return {};
-    });
   });
+}
+
+// -- Shape, Size, Rank ----------------------------------------------------------
+
+status shape_kernel(kernel_context& ctx) {
+  if (auto st = expect_inputs(ctx, 1); !st.ok())
+    return st;
+  dtype out_type;
+  if (auto st = read_index_type(ctx, "out_type", dtype::int32, out_type);
+      !st.ok())
+    return st;
+  auto& dims = ctx.inputs[0].shape().dims();
+  if (out_type == dtype::int32) {
+    for (size_t i = 0; i < dims.size(); ++i)
+      if (dims[i] > std::numeric_limits<int32_t>::max())
+        return invalid_argument("Shape output type is 32-bit  but dim "
+                                + std::to_string(i) + " is "
+                                + std::to_string(dims[i]));
+  }
+  ctx.outputs.push_back(int_vector(out_type, dims));
+  return {};
+}
+
+status size_kernel(kernel_context& ctx) {
+  if (auto st = expect_inputs(ctx, 1); !st.ok())
+    return st;
+  dtype out_type;
+  if (auto st = read_index_type(ctx, "out_type", dtype::int32, out_type);
+      !st.ok())
+    return st;
+  auto n = ctx.inputs[0].num_elements();
+  if (out_type == dtype::int32 && n > std::numeric_limits<int32_t>::max())
+    return invalid_argument("Number of elements was larger than representable "
+                            "by 32-bit output type");
+  ctx.outputs.push_back(int_scalar(out_type, n));
+  return {};
+}
+
+status rank_kernel(kernel_context& ctx) {
+  if (auto st = expect_inputs(ctx, 1); !st.ok())
+    return st;
+  ctx.outputs.push_back(
+    tensor::scalar<int32_t>(ctx.inputs[0].shape().rank()));
+  return {};
+}
+
+// -- Tile, Transpose, Slice -----------------------------------------------------
+
+status tile_kernel(kernel_context& ctx) {
+  if (auto st = expect_inputs(ctx, 2); !st.ok())
+    return st;
+  auto& x = ctx.inputs[0];
+  auto& multiples_t = ctx.inputs[1];
+  if (auto st = check_type_attr(ctx, "T", x.type()); !st.ok())
+    return st;
+  if (multiples_t.shape().rank() != 1)
+    return invalid_argument("Expected multiples to be 1-D, but got shape "
+                            + multiples_t.shape().to_string());
+  auto& dims = x.shape().dims();
+  if (static_cast<int64_t>(dims.size()) != multiples_t.num_elements())
+    return invalid_argument(
+      "Expected multiples argument to be a vector of length "
+      + std::to_string(dims.size()) + " but got length "
+      + std::to_string(multiples_t.shape().dim(0)));
+  std::vector<int64_t> multiples;
+  if (auto st = read_ints(ctx, multiples_t, "multiples", multiples); !st.ok())
+    return st;
+  std::vector<int64_t> out_dims;
+  // The output in row-major order walks (multiple, dimension) pairs: the
+  // copy of a dimension repeats it with stride 0.
+  std::vector<int64_t> walk_dims;
+  std::vector<int64_t> walk_strides;
+  auto in_strides = strides_of(dims);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (multiples[i] < 0)
+      return invalid_argument("Expected multiples[" + std::to_string(i)
+                              + "] >= 0, but got "
+                              + std::to_string(multiples[i]));
+    out_dims.push_back(dims[i] * multiples[i]);
+    walk_dims.push_back(multiples[i]);
+    walk_strides.push_back(0);
+    walk_dims.push_back(dims[i]);
+    walk_strides.push_back(in_strides[i]);
+  }
+  tensor_shape out_shape;
+  if (auto st = make_shape(out_dims, out_shape); !st.ok())
+    return st;
+  return visit_all(ctx, x.type(), [&]<class T>(type_tag<T>) -> status {
+    tensor out{x.type(), out_shape};
+    strided_copy(x.flat<T>().data(), 0, walk_dims, walk_strides,
+                 out.flat<T>().data());
+    ctx.outputs.push_back(std::move(out));
+    return {};
+  });
+}
+
+status transpose_kernel(kernel_context& ctx) {
+  if (auto st = expect_inputs(ctx, 2); !st.ok())
+    return st;
+  auto& x = ctx.inputs[0];
+  auto& perm_t = ctx.inputs[1];
+  if (auto st = check_type_attr(ctx, "T", x.type()); !st.ok())
+    return st;
+  if (perm_t.shape().rank() != 1)
+    return invalid_argument("perm must be a vector, not "
+                            + perm_t.shape().to_string());
+  std::vector<int64_t> perm;
+  if (auto st = read_ints(ctx, perm_t, "perm", perm); !st.ok())
+    return st;
+  auto& dims = x.shape().dims();
+  auto rank = static_cast<int64_t>(dims.size());
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return invalid_argument("transpose expects a vector of size "
+                            + std::to_string(rank)
+                            + ". But input(1) is a vector of size "
+                            + std::to_string(perm.size()));
+  std::vector<bool> seen(dims.size(), false);
+  for (auto d : perm) {
+    if (d < 0 || d >= rank)
+      return invalid_argument(std::to_string(d) + " is out of range [0 .. "
+                              + std::to_string(rank) + ")");
+    seen[static_cast<size_t>(d)] = true;
+  }
+  for (size_t i = 0; i < seen.size(); ++i) {
+    if (!seen[i]) {
+      std::string joined;
+      for (size_t k = 0; k < perm.size(); ++k)
+        joined += (k > 0 ? "," : "") + std::to_string(perm[k]);
+      return invalid_argument(std::to_string(i) + " is missing from {"
+                              + joined + "}.");
+    }
+  }
+  auto in_strides = strides_of(dims);
+  std::vector<int64_t> out_dims;
+  std::vector<int64_t> walk_strides;
+  for (auto d : perm) {
+    out_dims.push_back(dims[static_cast<size_t>(d)]);
+    walk_strides.push_back(in_strides[static_cast<size_t>(d)]);
+  }
+  return visit_all(ctx, x.type(), [&]<class T>(type_tag<T>) -> status {
+    tensor out{x.type(), tensor_shape{out_dims}};
+    strided_copy(x.flat<T>().data(), 0, out_dims, walk_strides,
+                 out.flat<T>().data());
+    ctx.outputs.push_back(std::move(out));
+    return {};
+  });
+}
+
+status slice_kernel(kernel_context& ctx) {
+  if (auto st = expect_inputs(ctx, 3); !st.ok())
+    return st;
+  auto& x = ctx.inputs[0];
+  auto& begin_t = ctx.inputs[1];
+  auto& size_in = ctx.inputs[2];
+  if (auto st = check_type_attr(ctx, "T", x.type()); !st.ok())
+    return st;
+  auto& dims = x.shape().dims();
+  auto rank = static_cast<int64_t>(dims.size());
+  if (begin_t.shape().rank() != 1 || size_in.shape().rank() != 1
+      || begin_t.num_elements() != rank || size_in.num_elements() != rank)
+    return invalid_argument(
+      "Expected begin and size arguments to be 1-D tensors of size "
+      + std::to_string(rank) + ", but got shapes "
+      + begin_t.shape().to_string() + " and " + size_in.shape().to_string()
+      + " instead.");
+  std::vector<int64_t> begin;
+  std::vector<int64_t> size;
+  if (auto st = read_ints(ctx, begin_t, "begin", begin); !st.ok())
+    return st;
+  if (auto st = read_ints(ctx, size_in, "size", size); !st.ok())
+    return st;
+  auto in_strides = strides_of(dims);
+  int64_t base = 0;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    auto b = begin[i];
+    auto s = size[i];
+    if (s == -1)
+      s = dims[i] - b;
+    if (b < 0 || b > dims[i])
+      return invalid_argument("Expected begin[" + std::to_string(i)
+                              + "] in [0, " + std::to_string(dims[i])
+                              + "], but got " + std::to_string(b));
+    if (s < 0 || b + s > dims[i])
+      return invalid_argument("Expected size[" + std::to_string(i)
+                              + "] in [0, " + std::to_string(dims[i] - b)
+                              + "], but got " + std::to_string(s));
+    size[i] = s;
+    base += b * in_strides[i];
+  }
+  return visit_all(ctx, x.type(), [&]<class T>(type_tag<T>) -> status {
+    tensor out{x.type(), tensor_shape{size}};
+    if (out.num_elements() > 0)
+      strided_copy(x.flat<T>().data(), base, size, in_strides,
+                   out.flat<T>().data());
+    ctx.outputs.push_back(std::move(out));
+    return {};
+  });
+}
+
+// -- ExpandDims, Squeeze --------------------------------------------------------
+
+status expand_dims_kernel(kernel_context& ctx) {
+  if (auto st = expect_inputs(ctx, 2); !st.ok())
+    return st;
+  auto& x = ctx.inputs[0];
+  auto& dim_t = ctx.inputs[1];
+  if (auto st = check_type_attr(ctx, "T", x.type()); !st.ok())
+    return st;
+  if (dim_t.num_elements() != 1)
+    return invalid_argument("'dim' must be a tensor with a single value");
+  std::vector<int64_t> dim_v;
+  if (auto st = read_ints(ctx, dim_t, "dim", dim_v); !st.ok())
+    return st;
+  auto dim = dim_v[0];
+  auto rank = static_cast<int64_t>(x.shape().rank());
+  if (dim < -1 - rank || dim > rank)
+    return invalid_argument("Tried to expand dim index " + std::to_string(dim)
+                            + " for tensor with " + std::to_string(rank)
+                            + " dimensions.");
+  if (dim < 0)
+    dim += rank + 1;
+  auto dims = x.shape().dims();
+  dims.insert(dims.begin() + dim, 1);
+  ctx.outputs.push_back(x.reshaped(tensor_shape{std::move(dims)}));
+  return {};
+}
+
+status squeeze_kernel(kernel_context& ctx) {
+  if (auto st = expect_inputs(ctx, 1); !st.ok())
+    return st;
+  auto& x = ctx.inputs[0];
+  if (auto st = check_type_attr(ctx, "T", x.type()); !st.ok())
+    return st;
+  std::vector<int64_t> squeeze_dims;
+  if (auto st = read_attr(ctx, "squeeze_dims", squeeze_dims); !st.ok())
+    return st;
+  auto& dims = x.shape().dims();
+  auto rank = static_cast<int64_t>(dims.size());
+  std::vector<bool> chosen(dims.size(), false);
+  for (auto d : squeeze_dims) {
+    if (d < -rank || d >= rank)
+      return invalid_argument("Tried to squeeze dim index "
+                              + std::to_string(d) + " for tensor with "
+                              + std::to_string(rank) + " dimensions.");
+    chosen[static_cast<size_t>(d < 0 ? d + rank : d)] = true;
+  }
+  std::vector<int64_t> out_dims;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (squeeze_dims.empty()) {
+      if (dims[i] != 1)
+        out_dims.push_back(dims[i]);
+    } else if (chosen[i]) {
+      if (dims[i] != 1)
+        return invalid_argument("Can not squeeze dim[" + std::to_string(i)
+                                + "], expected a dimension of 1, got "
+                                + std::to_string(dims[i]));
+    } else {
+      out_dims.push_back(dims[i]);
+    }
+  }
+  ctx.outputs.push_back(x.reshaped(tensor_shape{std::move(out_dims)}));
+  return {};
+}
+
+// -- Gather, GatherV2 -------------------------------------------------------------
+
+template <bool HasAxis>
+status gather_kernel(kernel_context& ctx) {
+  if (auto st = expect_inputs(ctx, HasAxis ? 3 : 2); !st.ok())
+    return st;
+  auto& params = ctx.inputs[0];
+  auto& indices = ctx.inputs[1];
+  if (auto st = check_type_attr(ctx, "Tparams", params.type()); !st.ok())
+    return st;
+  if (auto st = check_type_attr(ctx, "Tindices", indices.type()); !st.ok())
+    return st;
+  if (params.shape().rank() < 1)
+    return invalid_argument("params must be at least 1 dimensional");
+  int64_t axis = 0;
+  if constexpr (HasAxis) {
+    auto& axis_t = ctx.inputs[2];
+    if (axis_t.shape().rank() != 0)
+      return invalid_argument("axis must be scalar");
+    if (axis_t.type() != dtype::int32 && axis_t.type() != dtype::int64)
+      return invalid_argument("axis must be int32 or int64.");
+    if (auto st = read_int_scalar(ctx, axis_t, "axis", axis); !st.ok())
+      return st;
+  }
+  std::vector<int64_t> idx;
+  if (auto st = read_ints(ctx, indices, "indices", idx); !st.ok())
+    return st;
+  auto& pd = params.shape().dims();
+  auto rank = static_cast<int64_t>(pd.size());
+  if (axis < -rank || axis >= rank)
+    return invalid_argument("Expected axis in the range ["
+                            + std::to_string(-rank) + ", "
+                            + std::to_string(rank) + "), but got "
+                            + std::to_string(axis));
+  if (axis < 0)
+    axis += rank;
+  auto a = static_cast<size_t>(axis);
+  auto limit = pd[a];
+  auto outer = product(pd, 0, a);
+  auto inner = product(pd, a + 1, pd.size());
+  std::vector<int64_t> out_dims(pd.begin(), pd.begin() + axis);
+  auto& id = indices.shape().dims();
+  out_dims.insert(out_dims.end(), id.begin(), id.end());
+  out_dims.insert(out_dims.end(), pd.begin() + axis + 1, pd.end());
+  for (size_t i = 0; i < idx.size(); ++i)
+    if (idx[i] < 0 || idx[i] >= limit)
+      return invalid_argument(
+        "indices"
+        + slice_debug_string(indices.shape(), static_cast<int64_t>(i))
+        + " = " + std::to_string(idx[i]) + " is not in [0, "
+        + std::to_string(limit) + ")");
+  return visit_all(ctx, params.type(), [&]<class T>(type_tag<T>) -> status {
+    tensor out{params.type(), tensor_shape{out_dims}};
+    auto src = params.flat<T>().data();
+    auto dst = out.flat<T>().data();
+    if (inner > 0) {
+      for (int64_t o = 0; o < outer; ++o)
+        for (auto i : idx)
+          dst = std::copy_n(src + (o * limit + i) * inner, inner, dst);
+    }
+    ctx.outputs.push_back(std::move(out));
+    return {};
+  });
+}
+
+// -- BroadcastGradientArgs ------------------------------------------------------
+
+// TensorFlow's BCast::grad_x_reduce_idx and grad_y_reduce_idx: the output
+// dimensions each operand was broadcast along (including those where both
+// are 1), none when the shapes are identical.
+status broadcast_gradient_args_kernel(kernel_context& ctx) {
+  if (auto st = expect_inputs(ctx, 2); !st.ok())
+    return st;
+  auto type = ctx.inputs[0].type();
+  if (auto st = expect_input_type(ctx, 1, type); !st.ok())
+    return st;
+  if (auto st = check_type_attr(ctx, "T", type); !st.ok())
+    return st;
+  std::vector<std::vector<int64_t>> shapes(2);
+  for (size_t i = 0; i < 2; ++i) {
+    auto& in = ctx.inputs[i];
+    if (in.shape().rank() != 1)
+      return invalid_argument("In[" + std::to_string(i)
+                              + "] must be a vector." + in.shape().to_string());
+    if (auto st = read_ints(ctx, in, "shape", shapes[i]); !st.ok())
+      return st;
+  }
+  auto& sx = shapes[0];
+  auto& sy = shapes[1];
+  std::vector<int64_t> rx;
+  std::vector<int64_t> ry;
+  if (sx != sy) {
+    auto n = std::max(sx.size(), sy.size());
+    for (size_t i = 0; i < n; ++i) {
+      // Dimension i of the output, aligned from the right.
+      int64_t xi = i + sx.size() >= n ? sx[i + sx.size() - n] : 1;
+      int64_t yi = i + sy.size() >= n ? sy[i + sy.size() - n] : 1;
+      auto d = static_cast<int64_t>(i);
+      if (xi == yi) {
+        if (xi == 1) {
+          rx.push_back(d);
+          ry.push_back(d);
+        }
+      } else if (xi == 1) {
+        rx.push_back(d);
+      } else if (yi == 1) {
+        ry.push_back(d);
+      } else {
+        auto join = [](const std::vector<int64_t>& v) {
+          std::string s;
+          for (size_t k = 0; k < v.size(); ++k)
+            s += (k > 0 ? "," : "") + std::to_string(v[k]);
+          return s;
+        };
+        return invalid_argument("Incompatible shapes: [" + join(sx)
+                                + "] vs. [" + join(sy) + "]");
+      }
+    }
+  }
+  ctx.outputs.push_back(int_vector(type, rx));
+  ctx.outputs.push_back(int_vector(type, ry));
+  return {};
 }
 
 } // namespace
@@ -511,13 +814,25 @@ void register_array_kernels(kernel_registry& registry) {
   add_kernel<const_kernel>(registry, "Const");
   add_kernel<identity_kernel>(registry, "Identity");
   add_kernel<no_op_kernel>(registry, "NoOp");
-  add_kernel<print_kernel>(registry, "Print");
   add_kernel<split_kernel>(registry, "Split");
   add_kernel<concat_kernel>(registry, "ConcatV2");
   add_kernel<pack_kernel>(registry, "Pack");
   add_kernel<reshape_kernel>(registry, "Reshape");
   add_kernel<fill_kernel>(registry, "Fill");
-  add_kernel<cast_kernel>(registry, "Cast");
+  add_kernel<gather_kernel<false>>(registry, "Gather");
+  add_kernel<gather_kernel<true>>(registry, "GatherV2");
+  add_kernel<fill_like_kernel<0>>(registry, "ZerosLike");
+  add_kernel<fill_like_kernel<1>>(registry, "OnesLike");
+  add_kernel<shape_kernel>(registry, "Shape");
+  add_kernel<size_kernel>(registry, "Size");
+  add_kernel<rank_kernel>(registry, "Rank");
+  add_kernel<tile_kernel>(registry, "Tile");
+  add_kernel<transpose_kernel>(registry, "Transpose");
+  add_kernel<slice_kernel>(registry, "Slice");
+  add_kernel<expand_dims_kernel>(registry, "ExpandDims");
+  add_kernel<squeeze_kernel>(registry, "Squeeze");
+  add_kernel<broadcast_gradient_args_kernel>(registry,
+                                             "BroadcastGradientArgs");
 }
 
 } // namespace actorflow::detail

@@ -14,6 +14,7 @@ void register_builtin_kernels(kernel_registry& registry) {
   detail::register_array_kernels(registry);
   detail::register_random_kernels(registry);
   detail::register_nn_kernels(registry);
+  detail::register_logging_kernels(registry);
   detail::register_conv_kernels(registry);
   register_decode_kernels(registry);
 }

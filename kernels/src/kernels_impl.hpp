@@ -16,19 +16,24 @@
 namespace actorflow::detail {
 
 /// Registers the element-wise math (arithmetic, comparisons, Maximum,
-/// Minimum, unary math, Select, AddN), MatMul and the reductions.
+/// Minimum, unary math, Select, AddN), Cast, MatMul and the reductions.
 void register_math_kernels(kernel_registry& registry);
 
-/// Registers Const, Identity, NoOp, Print, Split, ConcatV2, Pack, Reshape,
-/// Cast and Fill.
+/// Registers the array kernels: Const, Identity, NoOp, Split, ConcatV2,
+/// Pack, Reshape, Fill, ZerosLike, OnesLike, Shape, Size, Rank, Tile,
+/// Transpose, Slice, ExpandDims, Squeeze, Gather, GatherV2 and
+/// BroadcastGradientArgs.
 void register_array_kernels(kernel_registry& registry);
+
+/// Registers Print.
+void register_logging_kernels(kernel_registry& registry);
 
 /// Registers RandomStandardNormal, TruncatedNormal and RandomUniform.
 void register_random_kernels(kernel_registry& registry);
 
 /// Registers the neural-network and gradient kernels (softmax and
-/// cross-entropies, L2Loss, BiasAdd, Gather, activation gradients, shape
-/// helpers such as Shape and BroadcastGradientArgs).
+/// cross-entropies, L2Loss, BiasAdd and its gradient, UnsortedSegmentSum,
+/// activation gradients, ArgMax).
 void register_nn_kernels(kernel_registry& registry);
 
 /// Registers Conv2D, its two backprops, MaxPool and MaxPoolGrad.
@@ -251,6 +256,27 @@ inline status read_int_scalar(const kernel_context& ctx, const tensor& t,
   out = xs.at(0);
   return {};
 }
+
+/// The product of dims[first, last).
+inline int64_t product(const std::vector<int64_t>& dims, size_t first,
+                       size_t last) {
+  int64_t n = 1;
+  for (auto i = first; i < last; ++i)
+    n *= dims[i];
+  return n;
+}
+
+/// TensorFlow's SliceDebugString: "[1]" or "[1,2]" for the element at flat
+/// position `i` of a tensor of `shape`; "" for a scalar.
+std::string slice_debug_string(const tensor_shape& shape, int64_t i);
+
+/// Reads the dtype attribute `key` (e.g. out_type) into `out`, `fallback`
+/// if absent; InvalidArgument unless it is int32 or int64.
+status read_index_type(const kernel_context& ctx, const std::string& key,
+                       dtype fallback, dtype& out);
+
+/// A 1-D int32 or int64 tensor holding `values`.
+tensor int_vector(dtype type, const std::vector<int64_t>& values);
 
 /// Builds a fully defined shape from requested dimensions: each must be
 /// non-negative and their product must fit in int64.

@@ -356,6 +356,68 @@ status add_n_kernel(kernel_context& ctx) {
   });
 }
 
+// -- Cast -------------------------------------------------------------------
+
+// One element converted as TensorFlow does, except that conversions C++
+// leaves undefined are defined here: float-to-integer maps NaN to 0 and
+// saturates out-of-range values; double-to-float overflows to infinity.
+template <class D, class S>
+D convert(S x) {
+  if constexpr (std::is_same_v<D, bool>) {
+    return x != S(0);
+  } else if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D>) {
+    if (std::isnan(x))
+      return D(0);
+    // Both bounds are powers of two, so exactly representable in S.
+    constexpr auto lo = static_cast<S>(std::numeric_limits<D>::min());
+    constexpr auto hi = static_cast<S>(std::numeric_limits<D>::max());
+    if (x <= lo)
+      return std::numeric_limits<D>::min();
+    if (x >= hi)
+      return std::numeric_limits<D>::max();
+    return static_cast<D>(x);
+  } else if constexpr (std::is_same_v<S, double> && std::is_same_v<D, float>) {
+    // From FLT_MAX + half an ulp on, IEEE rounding gives infinity; spelled
+    // out because C++ leaves the conversion of such values undefined.
+    if (std::fabs(x) >= 0x1.ffffffp127)
+      return x < 0 ? -std::numeric_limits<float>::infinity()
+                   : std::numeric_limits<float>::infinity();
+    return static_cast<float>(x);
+  } else {
+    return static_cast<D>(x);
+  }
+}
+
+status cast_kernel(kernel_context& ctx) {
+  if (auto st = expect_inputs(ctx, 1); !st.ok())
+    return st;
+  auto& x = ctx.inputs[0];
+  if (auto st = check_type_attr(ctx, "SrcT", x.type()); !st.ok())
+    return st;
+  dtype dst = dtype::invalid;
+  if (auto st = read_required_attr(ctx, "DstT", dst); !st.ok())
+    return st;
+  if (dst == x.type() && dst != dtype::invalid) {
+    ctx.outputs.push_back(x);
+    return {};
+  }
+  if (x.type() == dtype::string || dst == dtype::string)
+    return invalid_argument("Unsupported cast from "
+                            + std::string{to_string(x.type())} + " to "
+                            + std::string{to_string(dst)});
+  return visit_castable(ctx, x.type(), [&]<class S>(type_tag<S>) -> status {
+    return visit_castable(ctx, dst, [&]<class D>(type_tag<D>) -> status {
+      tensor out{dst, x.shape()};
+      auto src = x.flat<S>();
+      auto res = out.flat<D>();
+      for (size_t i = 0; i < src.size(); ++i)
+        res[i] = convert<D>(src[i]);
+      ctx.outputs.push_back(std::move(out));
+      return {};
+    });
+  });
+}
+
 // -- MatMul -----------------------------------------------------------------
 
 status matmul_kernel(kernel_context& ctx) {
@@ -638,6 +700,7 @@ void register_math_kernels(kernel_registry& registry) {
   add_kernel<compare_kernel<cmpop::less_equal>>(registry, "LessEqual");
   add_kernel<select_kernel>(registry, "Select");
   add_kernel<add_n_kernel>(registry, "AddN");
+  add_kernel<cast_kernel>(registry, "Cast");
   add_kernel<matmul_kernel>(registry, "MatMul");
   add_kernel<reduce_kernel<redop::sum>>(registry, "Sum");
   add_kernel<reduce_kernel<redop::mean>>(registry, "Mean");
