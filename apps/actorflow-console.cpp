@@ -7,8 +7,9 @@
 //   actorflow-console --address 127.0.0.1:2222     (learns the cluster)
 //   actorflow-console --cluster ... --once --json
 //
-// Exit codes: 0 on q, SIGINT or SIGTERM (and after --once), 1 if the
-// cluster cannot be learned from --address, 2 for a bad command line.
+// Exit status (support/guarded_main.hpp): 0 on q, SIGINT or SIGTERM (and
+// after --once), 1 if the cluster cannot be learned from --address or the
+// web UI cannot serve, 2 for a bad command line.
 
 #include <signal.h>
 #include <unistd.h>
@@ -178,46 +179,30 @@ extern "C" void on_signal(int) {
   stop_requested = true;
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
-  log::init("actorflow-console");
-  options opts;
+int run(int argc, char** argv) {
+  auto opts = parse_args(argc, argv);
+  if (opts.help) {
+    std::cout << usage_text << common_usage;
+    return 0;
+  }
   cluster_spec cluster;
-  try {
-    opts = parse_args(argc, argv);
-    if (opts.help) {
-      std::cout << usage_text << common_usage;
-      return 0;
-    }
-    if (!opts.address) {
-      std::optional<std::string> job;
-      std::optional<std::string> task;
-      std::string job_source;
-      std::string task_source;
-      cluster = resolve_cluster(opts.cluster, job, task, job_source,
-                                task_source);
-    }
-  } catch (const usage_error& e) {
-    log::error(std::string{e.what()} + " (see --help)");
-    return 2;
+  if (!opts.address) {
+    std::optional<std::string> job;
+    std::optional<std::string> task;
+    std::string job_source;
+    std::string task_source;
+    cluster = resolve_cluster(opts.cluster, job, task, job_source,
+                              task_source);
   }
-  if (!opts.json_out && !opts.http && !::isatty(STDOUT_FILENO)) {
-    log::error("stdout is not a terminal; use --json (with --once for one "
-               "snapshot)");
-    return 2;
-  }
+  if (!opts.json_out && !opts.http && !::isatty(STDOUT_FILENO))
+    throw usage_error("stdout is not a terminal; use --json (with --once "
+                      "for one snapshot)");
   struct sigaction sa{};
   sa.sa_handler = on_signal;
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
-  try {
-    if (opts.address)
-      cluster = learn_cluster(*opts.address, opts.timeout_s);
-  } catch (const op_error& e) {
-    log::error(e.get_status().message());
-    return 1;
-  }
+  if (opts.address)
+    cluster = learn_cluster(*opts.address, opts.timeout_s);
   cluster_watch watch{default_system(), cluster,
                       std::chrono::milliseconds(opts.interval_ms)};
   if (opts.once) {
@@ -264,4 +249,11 @@ int main(int argc, char** argv) {
   terminal_ui ui{watch};
   ui.run(stop_requested);
   return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  support::guarded_main("actorflow-console",
+                        [&] { return run(argc, argv); });
 }

@@ -8,8 +8,9 @@
 //   TF_CONFIG='{"cluster": {...}, "task": {"type": "worker", "index": 0}}'
 //     actorflow-node
 //
-// Exit codes: 0 after SIGINT/SIGTERM, 1 if the server cannot start (address
-// in use, ...), 2 for a bad command line or configuration.
+// Exit status (support/guarded_main.hpp): 0 after SIGINT/SIGTERM, 1 if the
+// server cannot start (address in use, ...), 2 for a bad command line or
+// configuration.
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -171,25 +172,13 @@ int run(int argc, char** argv) {
   const auto& address = cfg.cluster.task_address(cfg.job, cfg.task);
   auto task_name = cfg.task_name();
 
-  std::optional<actorflow::server> srv;
-  try {
-    srv.emplace(cfg.cluster, cfg.job, cfg.task);
-  } catch (const actorflow::op_error& e) {
-    log::error("could not start " + task_name + " at " + address + ": "
-               + e.what());
-    return e.code() == actorflow::error_code::invalid_argument ? 2 : 1;
-  }
+  auto srv = start_server(cfg);
   std::cout << prog << ": serving " << task_name << " at "
-            << actorflow::host_port{actorflow::host_of(address), srv->port()}.to_string()
+            << actorflow::host_port{actorflow::host_of(address), srv.port()}.to_string()
             << " (cluster: " << cfg.cluster.to_string()
             << ")" << std::endl;
-  try {
-    if (auto line = serve_metrics(*srv, opts.metrics, prog); !line.empty())
-      std::cout << line << std::endl;
-  } catch (const actorflow::op_error& e) {
-    log::error(e.what());
-    return 1;
-  }
+  if (auto line = serve_metrics(srv, opts.metrics, prog); !line.empty())
+    std::cout << line << std::endl;
 
   // The tasks it runs steps on, lost and back, in its log.
   peer_log peers{task_name};
@@ -202,14 +191,14 @@ int run(int argc, char** argv) {
     int sig = ::sigtimedwait(&stop_signals, &info, &tick);
     if (sig > 0) {
       received = sig;
-    } else if (srv->stopped()) {
+    } else if (srv.stopped()) {
       log::error(task_name + " stopped");
       return 1;
     } else if (parent && ::getppid() != *parent) {
       received = SIGTERM;
     }
   }
-  srv->stop();
+  srv.stop();
   log::info(task_name + " stopped on " + ::strsignal(received));
   return 0;
 }
@@ -217,26 +206,5 @@ int run(int argc, char** argv) {
 } // namespace
 
 int main(int argc, char** argv) {
-  log::init(prog);
-  int code = 0;
-  try {
-    code = run(argc, argv);
-  } catch (const usage_error& e) {
-    log::error(std::string{e.what()} + " (see --help)");
-    code = 2;
-  } catch (const actorflow::op_error& e) {
-    log::error(e.what());
-    code = e.code() == actorflow::error_code::invalid_argument ? 2 : 1;
-  } catch (const std::exception& e) {
-    log::error(e.what());
-    code = 1;
-  }
-  // The server is stopped (unpublished, its actors told to exit) by now,
-  // but CAF's threads may still be taking the last messages of peers.
-  // Running static destructors under them buys nothing for a process that
-  // ends here, so leave without them: the exit code says what happened,
-  // not how shutdown went.
-  std::cout.flush();
-  std::cerr.flush();
-  std::_Exit(code);
+  actorflow::support::guarded_main(prog, [&] { return run(argc, argv); });
 }

@@ -15,9 +15,11 @@
 // step reaches --train_steps; worker 0, the chief, initializes the
 // variables first and reports the test accuracy at the end.
 //
-// Exit status: 0 on success (a ps: after SIGINT/SIGTERM), 1 for a failure
-// at run time (data missing or unreadable, a server that cannot start, a
-// lost task), 2 for a bad command line.
+// Exit status (support/guarded_main.hpp): 0 on success (a ps: after
+// SIGINT/SIGTERM), 1 for a failure at run time (data missing or
+// unreadable, a server that cannot start, a lost task), 2 for a bad
+// command line or configuration (an InvalidArgument of the engine's too),
+// 128 + N when --local was stopped by signal N.
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -42,9 +44,9 @@
 #include <vector>
 
 #include "actorflow/actorflow.hpp"
+#include "actorflow/support/free_ports.hpp"
+#include "actorflow/support/process.hpp"
 
-
-#include "local_cluster.hpp"
 #include "cluster_flags.hpp"
 #include "metrics_flags.hpp"
 #include "peer_log.hpp"
@@ -57,6 +59,7 @@ namespace {
 using namespace actorflow;
 using namespace actorflow::apps;
 using namespace actorflow::train;
+using support::write_all;
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
@@ -454,17 +457,10 @@ int run_ps(const options& opts, const task_config& cfg,
            std::optional<pid_t> parent,
            const sigset_t& stop_signals) {
   const auto& address = cfg.cluster.task_address(cfg.job, cfg.task);
-  std::optional<server> srv;
-  try {
-    srv.emplace(cfg.cluster, cfg.job, cfg.task);
-  } catch (const op_error& e) {
-    log::error("could not start " + cfg.task_name() + " at " + address
-               + ": " + e.what());
-    return e.code() == error_code::invalid_argument ? 2 : 1;
-  }
+  auto srv = start_server(cfg);
   say(std::string{prog} + ": serving " + cfg.task_name() + " at "
-      + host_port{host_of(address), srv->port()}.to_string());
-  if (auto line = serve_metrics(*srv, opts.metrics, prog); !line.empty())
+      + host_port{host_of(address), srv.port()}.to_string());
+  if (auto line = serve_metrics(srv, opts.metrics, prog); !line.empty())
     say(line);
   int received = 0;
   timespec tick{0, 200'000'000};
@@ -473,14 +469,14 @@ int run_ps(const options& opts, const task_config& cfg,
     int sig = ::sigtimedwait(&stop_signals, &info, &tick);
     if (sig > 0) {
       received = sig;
-    } else if (srv->stopped()) {
+    } else if (srv.stopped()) {
       log::error(cfg.task_name() + " stopped");
       return 1;
     } else if (parent && ::getppid() != *parent) {
       received = SIGTERM;
     }
   }
-  srv->stop();
+  srv.stop();
   // Asked to stop: say who asked, so the last line does not read like a
   // crash.
   warn(cfg.task_name() + " stopped: SIG" + ::sigabbrev_np(received)
@@ -647,17 +643,10 @@ int run_worker(const options& opts, const task_config& cfg) {
                       + std::to_string(train_set.size()) + ")");
 
   const auto& address = cfg.cluster.task_address(cfg.job, cfg.task);
-  std::optional<server> srv;
-  try {
-    srv.emplace(cfg.cluster, cfg.job, cfg.task);
-  } catch (const op_error& e) {
-    log::error("could not start " + cfg.task_name() + " at " + address
-               + ": " + e.what());
-    return e.code() == error_code::invalid_argument ? 2 : 1;
-  }
+  auto srv = start_server(cfg);
   say(std::string{prog} + ": serving " + cfg.task_name() + " at "
-      + host_port{host_of(address), srv->port()}.to_string());
-  if (auto line = serve_metrics(*srv, opts.metrics, prog); !line.empty())
+      + host_port{host_of(address), srv.port()}.to_string());
+  if (auto line = serve_metrics(srv, opts.metrics, prog); !line.empty())
     say(line);
   // A lost ps shows in this worker's log as it happens.
   peer_log peers{cfg.task_name()};
@@ -731,7 +720,7 @@ int run_worker(const options& opts, const task_config& cfg) {
   auto report = std::make_shared<report_hook>(chief, who, global_step,
                                               opts.checkpoint_dir);
   monitored_training_session_options mo;
-  mo.master = srv->target();
+  mo.master = srv.target();
   mo.is_chief = chief;
   mo.g = &g;
   mo.config = config;
@@ -849,14 +838,14 @@ int run_worker(const options& opts, const task_config& cfg) {
   // The hooks' end: the chief's last checkpoint, the sync tokens.
   sess->close();
   if (chief) {
-    session eval{srv->target(), config, &g};
+    session eval{srv.target(), config, &g};
     auto accuracy = evaluate(eval, m, *test_set, opts.eval_batch_size);
     say("test accuracy: " + fixed(accuracy, 4));
     progress.accuracy = accuracy;
     monitoring::report_training(progress);
     eval.close();
   }
-  srv->stop();
+  srv.stop();
   return 0;
 }
 
@@ -895,7 +884,7 @@ int run(int argc, char** argv) {
     plan.num_workers = *opts.local;
     plan.startup_timeout = std::chrono::milliseconds{
       static_cast<int64_t>(opts.startup_timeout * 1000)};
-    plan.free_ports = [](size_t n) { return examples::free_ports(n); };
+    plan.free_ports = [](size_t n) { return support::free_ports(n); };
     plan.serving_marker = [](const std::string& job, int task) {
       return std::string{prog} + ": serving /job:" + job + "/replica:0/task:"
              + std::to_string(task) + " at ";
@@ -946,24 +935,5 @@ int run(int argc, char** argv) {
 } // namespace
 
 int main(int argc, char** argv) {
-  log::init(prog);
-  int code = 0;
-  try {
-    code = run(argc, argv);
-  } catch (const usage_error& e) {
-    log::error(std::string{e.what()} + " (see --help)");
-    code = 2;
-  } catch (const op_error& e) {
-    log::error(e.what());
-    code = 1;
-  } catch (const std::exception& e) {
-    log::error(e.what());
-    code = 1;
-  }
-  // As actorflow-node: CAF's threads may still be busy with the last
-  // messages of peers; a process that ends here needs no static
-  // destructors.
-  std::cout.flush();
-  std::cerr.flush();
-  std::_Exit(code);
+  support::guarded_main(prog, [&] { return run(argc, argv); });
 }

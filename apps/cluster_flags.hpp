@@ -21,6 +21,7 @@
 #include "actorflow/graph/device_name.hpp"
 #include "actorflow/graph/status.hpp"
 #include "actorflow/client/cluster_spec.hpp"
+#include "actorflow/client/server.hpp"
 #include "command_line.hpp"
 
 namespace actorflow::apps {
@@ -157,6 +158,20 @@ inline task_config resolve(const cluster_flags& flags) {
     throw usage_error(task_source + ": job '" + cfg.job + "' has no task "
                       + std::to_string(cfg.task));
   return cfg;
+}
+
+/// Starts the server of `cfg`'s task; blocks while it binds. Errors:
+/// op_error with the server's code, its message saying "could not start
+/// TASK at ADDRESS: " first (actorflow-train --local looks for that
+/// phrase: a task whose port was taken meanwhile).
+inline server start_server(const task_config& cfg) {
+  try {
+    return server{cfg.cluster, cfg.job, cfg.task};
+  } catch (const op_error& e) {
+    throw op_error(e.code(), "could not start " + cfg.task_name() + " at "
+                               + cfg.cluster.task_address(cfg.job, cfg.task)
+                               + ": " + e.get_status().message());
+  }
 }
 
 } // namespace actorflow::apps

@@ -23,14 +23,13 @@
 
 #include "actorflow/graph/status.hpp"
 #include "actorflow/client/runtime.hpp"
-#include "log.hpp"
+#include "actorflow/support/guarded_main.hpp"
+#include "actorflow/support/log.hpp"
 
 namespace actorflow::apps {
 
-/// A bad command line or configuration (exit status 2).
-struct usage_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+namespace log = support::log;
+using support::usage_error;
 
 /// A strict non-negative decimal integer: "1x", "-1", "" and "+1" fail.
 inline std::optional<long long> parse_index(std::string_view text) {

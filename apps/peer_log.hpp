@@ -15,9 +15,11 @@
 #include <thread>
 
 #include "actorflow/actors/monitoring.hpp"
-#include "log.hpp"
+#include "actorflow/support/log.hpp"
 
 namespace actorflow::apps {
+
+namespace log = support::log;
 
 class peer_log {
 public:

@@ -27,7 +27,8 @@
 
 #include "actorflow/actorflow.hpp"
 
-#include "local_cluster.hpp"
+#include "actorflow/support/guarded_main.hpp"
+#include "actorflow/support/local_cluster.hpp"
 
 using namespace actorflow;
 using namespace std::chrono_literals;
@@ -162,120 +163,120 @@ void with_pipeline(const std::string& target, graph& g, F&& body) {
   coord.join(10s);
 }
 
+int run(int argc, char** argv) {
+  // --data DIR is ours; the rest goes to the common flag parser.
+  std::string data_dir = default_data_dir;
+  std::vector<char*> rest{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg{argv[i]};
+    if (arg == "--data" && i + 1 < argc)
+      data_dir = argv[++i];
+    else if (arg.starts_with("--data="))
+      data_dir = std::string{arg.substr(7)};
+    else
+      rest.push_back(argv[i]);
+  }
+  auto node = support::example_node_binary(
+    static_cast<int>(rest.size()), rest.data(),
+    "Seed 004: an in-graph input pipeline reading Fashion-MNIST (gzip IDX)\n"
+    "with FixedLengthRecordReaders into shuffle_batch, on one node "
+    "process.\n"
+    "  --data DIR   the dataset (default /usr/share/datasets/fashion-mnist)");
+
+  namespace fs = std::filesystem;
+  for (const auto* file : {images_file, labels_file}) {
+    if (!fs::exists(fs::path{data_dir} / file)) {
+      std::cout << "Fashion-MNIST not found: " << data_dir << "/" << file
+                << " is missing.\n"
+                   "Install the Debian package dataset-fashion-mnist "
+                   "(scripts/setup.sh does) or pass --data DIR.\n"
+                   "Nothing to do."
+                << std::endl;
+      return 0;
+    }
+  }
+
+  support::local_cluster nodes{node, {{"local", 1}}};
+  auto target = nodes.target("local", 0);
+  std::cout << "machine A: " << target << " (/job:local/task:0)\n"
+            << "data: " << data_dir << std::endl;
+
+  // 1. File order: the same reading pipeline into a plain FIFO batch,
+  //    so the first labels can be checked against the known ones.
+  std::cout << "\n== In file order: batch(..., batch_size=10) ==" << std::endl;
+  {
+    graph g;
+    auto as_default = g.as_default();
+    auto ex = read_example(data_dir);
+    batch_options opts;
+    opts.num_threads = 1;
+    auto xs = batch({ex.image, ex.label, ex.image_key, ex.label_key}, 10,
+                    opts);
+    with_pipeline(target, g, [&](session& sess) {
+      auto vals = sess.run({xs[0], xs[1], xs[2], xs[3]});
+      auto records = aligned_records(vals[2], vals[3]);
+      std::cout << "records: " << join(records) << '\n'
+                << "labels:  " << vals[1].to_string() << '\n';
+      for (int64_t i = 0; i < 3; ++i)
+        std::cout << "  " << vals[1].flat<int32_t>()[i] << " = "
+                  << class_names[vals[1].flat<int32_t>()[i]] << '\n';
+      std::cout << "record 0 (" << class_names[vals[1].flat<int32_t>()[0]]
+                << "), every other row:\n";
+      draw(vals[0], 0);
+      std::cout << std::flush;
+    });
+  }
+
+  // 2. The shuffled pipeline. The two reads (image and label) are ops of
+  //    one step, the step the queue runner's enqueue runs, so with one
+  //    thread image i and label i are always read together. With several
+  //    threads, two steps could interleave their reads (thread 1 reads
+  //    image i, thread 2 image i+1 and label i, thread 1 label i+1) and
+  //    pair images with wrong labels: hence num_threads = 1. The readers'
+  //    keys ride along in the batch to check it.
+  std::cout << "\n== shuffle_batch(..., batch_size=32, capacity=196, "
+               "min_after_dequeue=100) =="
+            << std::endl;
+  {
+    graph g;
+    auto as_default = g.as_default();
+    auto ex = read_example(data_dir);
+    const int32_t batch_size = 32;
+    const int32_t min_after_dequeue = 100;
+    const int32_t capacity = min_after_dequeue + 3 * batch_size;
+    batch_options opts;
+    opts.num_threads = 1;
+    opts.seed = 42;
+    auto xs = shuffle_batch({ex.image, ex.label, ex.image_key,
+                             ex.label_key},
+                            batch_size, capacity, min_after_dequeue, opts);
+    auto image_batch = xs[0];
+    auto label_batch = xs[1];
+    std::cout << "image_batch: " << image_batch.shape().to_string()
+              << ", label_batch: " << label_batch.shape().to_string()
+              << std::endl;
+    with_pipeline(target, g, [&](session& sess) {
+      for (int step = 0; step < 3; ++step) {
+        auto vals = sess.run({image_batch, label_batch, xs[2], xs[3]});
+        auto records = aligned_records(vals[2], vals[3]);
+        std::vector<int64_t> first(records.begin(), records.begin() + 8);
+        std::cout << "batch " << step << ": images "
+                  << py_shape(vals[0].shape()) << ", labels "
+                  << py_shape(vals[1].shape()) << '\n'
+                  << "  labels:  " << vals[1].to_string() << '\n'
+                  << "  records: " << join(first) << " ...\n"
+                  << "  all 32 images came with their own labels"
+                  << std::endl;
+      }
+    });
+  }
+  std::cout << "\ncoord.request_stop(); coord.join(): done" << std::endl;
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-  try {
-    // --data DIR is ours; the rest goes to the common flag parser.
-    std::string data_dir = default_data_dir;
-    std::vector<char*> rest{argv[0]};
-    for (int i = 1; i < argc; ++i) {
-      std::string_view arg{argv[i]};
-      if (arg == "--data" && i + 1 < argc)
-        data_dir = argv[++i];
-      else if (arg.starts_with("--data="))
-        data_dir = std::string{arg.substr(7)};
-      else
-        rest.push_back(argv[i]);
-    }
-    auto node = examples::example_node_binary(
-      static_cast<int>(rest.size()), rest.data(),
-      "Seed 004: an in-graph input pipeline reading Fashion-MNIST (gzip IDX)\n"
-      "with FixedLengthRecordReaders into shuffle_batch, on one node "
-      "process.\n"
-      "  --data DIR   the dataset (default /usr/share/datasets/fashion-mnist)");
-
-    namespace fs = std::filesystem;
-    for (const auto* file : {images_file, labels_file}) {
-      if (!fs::exists(fs::path{data_dir} / file)) {
-        std::cout << "Fashion-MNIST not found: " << data_dir << "/" << file
-                  << " is missing.\n"
-                     "Install the Debian package dataset-fashion-mnist "
-                     "(scripts/setup.sh does) or pass --data DIR.\n"
-                     "Nothing to do."
-                  << std::endl;
-        return 0;
-      }
-    }
-
-    examples::local_cluster nodes{node, {{"local", 1}}};
-    auto target = nodes.target("local", 0);
-    std::cout << "machine A: " << target << " (/job:local/task:0)\n"
-              << "data: " << data_dir << std::endl;
-
-    // 1. File order: the same reading pipeline into a plain FIFO batch,
-    //    so the first labels can be checked against the known ones.
-    std::cout << "\n== In file order: batch(..., batch_size=10) ==" << std::endl;
-    {
-      graph g;
-      auto as_default = g.as_default();
-      auto ex = read_example(data_dir);
-      batch_options opts;
-      opts.num_threads = 1;
-      auto xs = batch({ex.image, ex.label, ex.image_key, ex.label_key}, 10,
-                      opts);
-      with_pipeline(target, g, [&](session& sess) {
-        auto vals = sess.run({xs[0], xs[1], xs[2], xs[3]});
-        auto records = aligned_records(vals[2], vals[3]);
-        std::cout << "records: " << join(records) << '\n'
-                  << "labels:  " << vals[1].to_string() << '\n';
-        for (int64_t i = 0; i < 3; ++i)
-          std::cout << "  " << vals[1].flat<int32_t>()[i] << " = "
-                    << class_names[vals[1].flat<int32_t>()[i]] << '\n';
-        std::cout << "record 0 (" << class_names[vals[1].flat<int32_t>()[0]]
-                  << "), every other row:\n";
-        draw(vals[0], 0);
-        std::cout << std::flush;
-      });
-    }
-
-    // 2. The shuffled pipeline. The two reads (image and label) are ops of
-    //    one step, the step the queue runner's enqueue runs, so with one
-    //    thread image i and label i are always read together. With several
-    //    threads, two steps could interleave their reads (thread 1 reads
-    //    image i, thread 2 image i+1 and label i, thread 1 label i+1) and
-    //    pair images with wrong labels: hence num_threads = 1. The readers'
-    //    keys ride along in the batch to check it.
-    std::cout << "\n== shuffle_batch(..., batch_size=32, capacity=196, "
-                 "min_after_dequeue=100) =="
-              << std::endl;
-    {
-      graph g;
-      auto as_default = g.as_default();
-      auto ex = read_example(data_dir);
-      const int32_t batch_size = 32;
-      const int32_t min_after_dequeue = 100;
-      const int32_t capacity = min_after_dequeue + 3 * batch_size;
-      batch_options opts;
-      opts.num_threads = 1;
-      opts.seed = 42;
-      auto xs = shuffle_batch({ex.image, ex.label, ex.image_key,
-                               ex.label_key},
-                              batch_size, capacity, min_after_dequeue, opts);
-      auto image_batch = xs[0];
-      auto label_batch = xs[1];
-      std::cout << "image_batch: " << image_batch.shape().to_string()
-                << ", label_batch: " << label_batch.shape().to_string()
-                << std::endl;
-      with_pipeline(target, g, [&](session& sess) {
-        for (int step = 0; step < 3; ++step) {
-          auto vals = sess.run({image_batch, label_batch, xs[2], xs[3]});
-          auto records = aligned_records(vals[2], vals[3]);
-          std::vector<int64_t> first(records.begin(), records.begin() + 8);
-          std::cout << "batch " << step << ": images "
-                    << py_shape(vals[0].shape()) << ", labels "
-                    << py_shape(vals[1].shape()) << '\n'
-                    << "  labels:  " << vals[1].to_string() << '\n'
-                    << "  records: " << join(first) << " ...\n"
-                    << "  all 32 images came with their own labels"
-                    << std::endl;
-        }
-      });
-    }
-    std::cout << "\ncoord.request_stop(); coord.join(): done" << std::endl;
-    return 0;
-  } catch (const std::exception& e) {
-    std::cerr << "seed004_fashion_mnist: " << e.what() << std::endl;
-    return 1;
-  }
+  support::guarded_main("seed004_fashion_mnist",
+                        [&] { return run(argc, argv); });
 }

@@ -28,7 +28,8 @@
 
 #include "actorflow/actorflow.hpp"
 
-#include "local_cluster.hpp"
+#include "actorflow/support/guarded_main.hpp"
+#include "actorflow/support/local_cluster.hpp"
 
 using namespace actorflow;
 using namespace std::chrono_literals;
@@ -236,17 +237,11 @@ int run_role(const std::string& role, const std::string& target,
              pid_t parent) {
   if (parent > 0)
     die_with_parent(parent);
-  try {
-    if (role == "loader")
-      return run_loader(target);
-    if (role == "trainer")
-      return run_trainer(target);
-    std::cerr << "unknown --role " << role << std::endl;
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << role << ": " << e.what() << std::endl;
-    return 1;
-  }
+  if (role == "loader")
+    return run_loader(target);
+  if (role == "trainer")
+    return run_trainer(target);
+  throw support::usage_error("unknown --role " + role);
 }
 
 std::string self_path() {
@@ -254,8 +249,8 @@ std::string self_path() {
 }
 
 // Prints a client process's output under its script name, indented.
-void print_client(const std::string& script, examples::child_process& proc,
-                  const examples::exit_status& status) {
+void print_client(const std::string& script, support::child_process& proc,
+                  const support::exit_status& status) {
   std::cout << "--- " << script << " (pid " << proc.pid() << ", "
             << status.to_string() << ")" << std::endl;
   std::istringstream lines{proc.out()};
@@ -315,9 +310,9 @@ void loader_and_trainer(const std::string& target) {
             << std::endl;
   auto self = self_path();
   auto parent = std::to_string(::getpid());
-  examples::spawn_options opts;
+  support::spawn_options opts;
   opts.capture_stderr = true;
-  examples::child_process trainer{{self, "--role=trainer",
+  support::child_process trainer{{self, "--role=trainer",
                                    "--target=" + target,
                                    "--parent-pid=" + parent},
                                   opts};
@@ -326,11 +321,11 @@ void loader_and_trainer(const std::string& target) {
     throw std::runtime_error("the trainer did not start (" + st.to_string()
                              + "): " + trainer.err());
   }
-  examples::child_process loader{{self, "--role=loader",
+  support::child_process loader{{self, "--role=loader",
                                   "--target=" + target,
                                   "--parent-pid=" + parent},
                                  opts};
-  auto finish = [](examples::child_process& proc) {
+  auto finish = [](support::child_process& proc) {
     if (auto st = proc.wait(30s))
       return *st;
     return proc.stop(1s);
@@ -613,46 +608,46 @@ void preloading(const std::string& target) {
             << (training_set.trainable() ? "True" : "False") << std::endl;
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   // The loader and trainer clients: this program, re-invoked.
   std::string role;
-  std::string target;
+  std::string queue_target;
   pid_t parent = 0;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg{argv[i]};
     if (arg.starts_with("--role="))
       role = arg.substr(7);
     else if (arg.starts_with("--target="))
-      target = arg.substr(9);
+      queue_target = arg.substr(9);
     else if (arg.starts_with("--parent-pid="))
       parent = static_cast<pid_t>(std::stol(std::string{arg.substr(13)}));
   }
   if (!role.empty())
-    return run_role(role, target, parent);
+    return run_role(role, queue_target, parent);
 
-  try {
-    auto node = examples::example_node_binary(
-      argc, argv,
-      "Seed 004: containers and Session.reset; FIFOQueue shared by a loader\n"
-      "and a trainer process; tuples; close; RandomShuffleQueue;\n"
-      "PaddingFIFOQueue; preloading (one node process, machine A).");
-    examples::local_cluster nodes{node, {{"local", 1}}};
-    auto target = nodes.target("local", 0);
-    std::cout << "machine A: " << target << " (/job:local/task:0)"
-              << std::endl;
+  auto node = support::example_node_binary(
+    argc, argv,
+    "Seed 004: containers and Session.reset; FIFOQueue shared by a loader\n"
+    "and a trainer process; tuples; close; RandomShuffleQueue;\n"
+    "PaddingFIFOQueue; preloading (one node process, machine A).");
+  support::local_cluster nodes{node, {{"local", 1}}};
+  auto target = nodes.target("local", 0);
+  std::cout << "machine A: " << target << " (/job:local/task:0)"
+            << std::endl;
 
-    containers(target);
-    loader_and_trainer(target);
-    tuples(target);
-    closing(target);
-    random_shuffle(target);
-    padding(target);
-    preloading(target);
-    return 0;
-  } catch (const std::exception& e) {
-    std::cerr << "seed004_queues: " << e.what() << std::endl;
-    return 1;
-  }
+  containers(target);
+  loader_and_trainer(target);
+  tuples(target);
+  closing(target);
+  random_shuffle(target);
+  padding(target);
+  preloading(target);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  support::guarded_main("seed004_queues",
+                        [&] { return run(argc, argv); });
 }

@@ -12,15 +12,10 @@
 // thread: all children are spawned from the calling thread, which waits
 // for them), and every path out of run_local() stops and reaps them all.
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -30,60 +25,28 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <thread>
-#include <utility>
 #include <vector>
 
-#include "local_cluster.hpp"
-
-extern char** environ;
+#include "actorflow/support/process.hpp"
 
 namespace actorflow::train {
 
-/// Writes all of `text` to `fd` (a line at a time keeps the lines of
-/// several writers whole).
-inline void write_all(int fd, std::string_view text) {
-  const char* data = text.data();
-  size_t n = text.size();
-  while (n > 0) {
-    auto written = ::write(fd, data, n);
-    if (written < 0 && errno == EINTR)
-      continue;
-    if (written <= 0)
-      return;
-    data += written;
-    n -= static_cast<size_t>(written);
-  }
-}
-
-/// One task's process, its output forwarded line by line with a prefix.
+/// One task's process (support::child_process), its output forwarded line
+/// by line to ours with a prefix, "job/task: ".
 class task_process {
 public:
   task_process(std::string label, std::vector<std::string> argv,
                std::string serving_marker, std::mutex& out_mtx)
     : label_(std::move(label)), marker_(std::move(serving_marker)),
-      out_mtx_(out_mtx) {
-    auto child = examples::spawn_piped(argv, true, environ);
-    pid_ = child.pid;
-    reader_ = std::thread{[this, out = child.out, err = child.err] {
-      read_loop(out, err);
-    }};
-  }
-
-  task_process(const task_process&) = delete;
-  task_process& operator=(const task_process&) = delete;
-
-  ~task_process() {
-    stop();
-    if (reader_.joinable())
-      reader_.join();
+      out_mtx_(out_mtx), proc_(std::move(argv), forwarding()) {
+    // nop
   }
 
   const std::string& label() const noexcept {
     return label_;
   }
   pid_t pid() const noexcept {
-    return pid_;
+    return proc_.pid();
   }
   /// The child printed its serving line.
   bool serving() const noexcept {
@@ -94,148 +57,61 @@ public:
     return bind_failed_;
   }
 
-  /// The raw wait status once the child has exited (reaps it).
-  std::optional<int> poll_exit() noexcept {
-    if (status_)
-      return status_;
-    if (pid_ <= 0)
-      return status_ = 0;
-    int raw = 0;
-    auto rc = ::waitpid(pid_, &raw, WNOHANG);
-    if (rc == pid_) {
-      status_ = raw;
-    } else if (rc < 0 && errno == ECHILD) {
-      status_ = 0;
-    }
-    return status_;
+  /// How the child ended, once it has (reaps it).
+  std::optional<support::exit_status> poll_exit() {
+    return proc_.wait(std::chrono::milliseconds{0});
   }
 
   void send_signal(int sig) noexcept {
-    if (!poll_exit())
-      ::kill(pid_, sig);
+    proc_.send_signal(sig);
   }
 
-  /// SIGTERM, then SIGKILL after `grace`; reaps. Idempotent.
-  void stop(std::chrono::milliseconds grace
-            = std::chrono::seconds{5}) noexcept {
-    if (poll_exit())
-      return;
-    ::kill(pid_, SIGTERM);
-    wait_exit(grace);
-    if (poll_exit())
-      return;
-    ::kill(pid_, SIGKILL);
-    int raw = 0;
-    while (::waitpid(pid_, &raw, 0) < 0 && errno == EINTR) {
-      // retry
-    }
-    status_ = raw;
+  /// SIGTERM, then SIGKILL after 5 s; reaps. Idempotent.
+  void stop() noexcept {
+    proc_.stop();
   }
 
-  void wait_exit(std::chrono::milliseconds timeout) noexcept {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!poll_exit() && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds{10});
-  }
-
-  /// Waits until the reader has forwarded everything the child wrote (its
-  /// pipes reached EOF), at most `timeout`.
+  /// Waits until everything the child wrote is forwarded, at most
+  /// `timeout`.
   void drain(std::chrono::milliseconds timeout) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!reader_finished_ && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds{5});
+    proc_.drain(timeout);
   }
 
 private:
-  void forward(int fd, std::string& pending, std::string_view chunk,
-               bool flush) {
-    pending.append(chunk);
-    size_t begin = 0;
-    for (;;) {
-      auto nl = pending.find('\n', begin);
-      if (nl == std::string::npos)
-        break;
-      emit(fd, std::string_view{pending}.substr(begin, nl - begin));
-      begin = nl + 1;
-    }
-    pending.erase(0, begin);
-    if (flush && !pending.empty()) {
-      emit(fd, pending);
-      pending.clear();
-    }
+  support::spawn_options forwarding() {
+    support::spawn_options opts;
+    opts.capture_stderr = true;
+    opts.on_line = [this](int stream, std::string_view line) {
+      emit(stream, line);
+    };
+    return opts;
   }
 
-  void emit(int fd, std::string_view line) {
-    if (fd == 1 && !marker_.empty()
-        && line.find(marker_) != std::string_view::npos)
+  void emit(int stream, std::string_view line) {
+    if (stream == 1 && line.find(marker_) != std::string_view::npos)
       serving_ = true;
-    if (fd == 2 && line.find("could not start") != std::string_view::npos)
+    if (stream == 2 && line.find("could not start") != std::string_view::npos)
       bind_failed_ = true;
     std::string text = label_ + ": ";
     text.append(line);
     text += '\n';
     std::lock_guard guard{out_mtx_};
-    write_all(fd, text);
-  }
-
-  void read_loop(int out_fd, int err_fd) {
-    pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
-    std::string pending[2];
-    char chunk[4096];
-    while (fds[0].fd >= 0 || fds[1].fd >= 0) {
-      int rc = ::poll(fds, 2, -1);
-      if (rc < 0) {
-        if (errno == EINTR)
-          continue;
-        break;
-      }
-      for (int i = 0; i < 2; ++i) {
-        if (fds[i].fd < 0 || fds[i].revents == 0)
-          continue;
-        auto n = ::read(fds[i].fd, chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR)
-          continue;
-        if (n <= 0) {
-          ::close(fds[i].fd);
-          fds[i].fd = -1;
-          forward(i + 1, pending[i], {}, true);
-        } else {
-          forward(i + 1, pending[i],
-                  std::string_view{chunk, static_cast<size_t>(n)}, false);
-        }
-      }
-    }
-    for (auto& p : fds)
-      if (p.fd >= 0)
-        ::close(p.fd);
-    reader_finished_ = true;
+    support::write_all(stream, text);
   }
 
   std::string label_;
   std::string marker_;
   std::mutex& out_mtx_;
-  pid_t pid_ = -1;
-  std::optional<int> status_;
   std::atomic<bool> serving_ = false;
   std::atomic<bool> bind_failed_ = false;
-  std::atomic<bool> reader_finished_ = false;
-  std::thread reader_;
+  // Last: its reader calls emit until it is destroyed (it stops the child
+  // and joins the reader first).
+  support::child_process proc_;
 };
 
-/// "exit code N" / "killed by signal N" for a raw wait status.
-inline std::string describe_status(int raw) {
-  if (WIFEXITED(raw))
-    return "exit code " + std::to_string(WEXITSTATUS(raw));
-  if (WIFSIGNALED(raw))
-    return std::string{"killed by signal "} + ::strsignal(WTERMSIG(raw));
-  return "status " + std::to_string(raw);
-}
-
-/// Our exit code for a child's raw wait status.
-inline int exit_code_of(int raw) {
-  if (WIFEXITED(raw))
-    return WEXITSTATUS(raw);
-  return 1;
+/// Our exit code for a task's.
+inline int exit_code_of(const support::exit_status& st) {
+  return st.exited ? st.code : 1;
 }
 
 struct local_plan {
@@ -248,8 +124,7 @@ struct local_plan {
   /// How long the tasks may take to print their serving lines.
   std::chrono::milliseconds startup_timeout = std::chrono::seconds{60};
   int attempts = 3;
-  /// The free loopback ports, `n` of them (local_cluster.hpp's
-  /// free_ports).
+  /// The free loopback ports, `n` of them (support::free_ports).
   std::function<std::vector<uint16_t>(size_t)> free_ports;
   /// "serving /job:J/replica:0/task:T at " for a task.
   std::function<std::string(const std::string&, int)> serving_marker;
@@ -333,7 +208,7 @@ inline int run_local(const local_plan& plan, const sigset_t& stop_signals) {
           if (p->serving())
             continue;
           all = false;
-          if (auto raw = p->poll_exit()) {
+          if (auto st = p->poll_exit()) {
             p->drain(2s);
             if (p->bind_failed() && attempt < plan.attempts) {
               plan.log(p->label() + " could not bind its port; starting "
@@ -341,8 +216,8 @@ inline int run_local(const local_plan& plan, const sigset_t& stop_signals) {
               retry = true;
             } else {
               plan.log(p->label() + " ended before serving ("
-                       + describe_status(*raw) + ")");
-              failed = exit_code_of(*raw) == 0 ? 1 : exit_code_of(*raw);
+                       + st->to_string() + ")");
+              failed = exit_code_of(*st) == 0 ? 1 : exit_code_of(*st);
             }
           }
         }
@@ -388,15 +263,15 @@ inline int run_local(const local_plan& plan, const sigset_t& stop_signals) {
           workers_done = false;
       auto chief = workers.front()->poll_exit();
       if (chief && exit_code_of(*chief) != 0 && !workers_done) {
-        plan.log("the chief failed (" + describe_status(*chief)
+        plan.log("the chief failed (" + chief->to_string()
                  + "); stopping the cluster");
         stop_all();
         return exit_code_of(*chief);
       }
       for (auto& p : ps)
-        if (auto raw = p->poll_exit(); raw && !workers_done) {
+        if (auto st = p->poll_exit(); st && !workers_done) {
           plan.log(p->label() + " ended during training ("
-                   + describe_status(*raw) + "); stopping the cluster");
+                   + st->to_string() + "); stopping the cluster");
           stop_all();
           return 1;
         }
@@ -405,9 +280,9 @@ inline int run_local(const local_plan& plan, const sigset_t& stop_signals) {
     }
     for (auto& p : workers) {
       p->drain(2s);
-      auto raw = *p->poll_exit();
-      if (exit_code_of(raw) != 0 || !WIFEXITED(raw))
-        plan.log(p->label() + " failed (" + describe_status(raw) + ")");
+      auto st = *p->poll_exit();
+      if (!st.success())
+        plan.log(p->label() + " failed (" + st.to_string() + ")");
     }
     plan.log("the workers finished: stopping the ps tasks");
     stop_all();

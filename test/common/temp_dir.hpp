@@ -1,12 +1,12 @@
 #pragma once
 
-// A scratch directory for tests that read or write files (shared with the
-// apps: apps/examples/temp_dir.hpp).
+// A scratch directory for tests that read or write files: the apps' own
+// (header-only, so the unit tests need not link the apps' library).
 
-#include "../../apps/examples/temp_dir.hpp"
+#include "../../apps/support/include/actorflow/support/temp_dir.hpp"
 
 namespace actorflow::testing {
 
-using examples::temp_dir;
+using support::temp_dir;
 
 } // namespace actorflow::testing

@@ -97,7 +97,7 @@ std::vector<std::string> children_of(pid_t pid) {
 
 TEST_CASE("bench: --quick prints every figure as a JSON line", "[bench]") {
   auto start = std::chrono::steady_clock::now();
-  examples::spawn_options opts;
+  support::spawn_options opts;
   opts.capture_stderr = true;
   child_process bench{{bench_path, "--quick", "--node", node_path, "--train",
                        train_path},

@@ -96,17 +96,17 @@ public:
   tmux_server& operator=(const tmux_server&) = delete;
 
   /// Runs `tmux -L socket -f /dev/null args...`.
-  examples::process_result run(std::vector<std::string> args) const {
+  support::process_result run(std::vector<std::string> args) const {
     std::vector<std::string> argv{tmux_, "-L", socket_, "-f", "/dev/null"};
     argv.insert(argv.end(), args.begin(), args.end());
-    examples::spawn_options opts;
+    support::spawn_options opts;
     // Not a nested session of a tmux the tests may run in.
     opts.env = {"TMUX", "TMUX_PANE"};
     return run_process(std::move(argv), 10s, std::move(opts));
   }
 
   /// Starts the server with a detached session running `command`.
-  examples::process_result new_session(const std::string& name, int width,
+  support::process_result new_session(const std::string& name, int width,
                                        int height,
                                        const std::string& command) {
     auto r = run({"new-session", "-d", "-x", std::to_string(width), "-y",

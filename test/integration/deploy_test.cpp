@@ -45,24 +45,24 @@ TEST_CASE("deploy: the entrypoint's pods form a cluster and train",
     return;
   }
   using Catch::Contains;
-  auto port = examples::free_ports(1).at(0);
+  auto port = support::free_ports(1).at(0);
   auto parent = std::to_string(::getpid());
   std::vector<std::string> args{entrypoint, "--model", "softmax",
                                 "--train_steps", "400", "--log_every", "100",
                                 "--parent-pid", parent};
-  examples::spawn_options ps_opts;
+  support::spawn_options ps_opts;
   ps_opts.env = pod_env("ps", 0, port);
-  examples::child_process ps{args, ps_opts};
+  support::child_process ps{args, ps_opts};
   auto serving = ps.wait_for_line("serving", 30s);
   INFO("ps stdout:\n" << ps.out() << "\nps stderr:\n" << ps.err());
   REQUIRE(serving);
   CHECK_THAT(*serving, Contains("serving /job:ps/replica:0/task:0 at "
                                 "127.1.0.10:" + std::to_string(port)));
-  std::vector<std::unique_ptr<examples::child_process>> workers;
+  std::vector<std::unique_ptr<support::child_process>> workers;
   for (int i = 0; i < 2; ++i) {
-    examples::spawn_options o;
+    support::spawn_options o;
     o.env = pod_env("worker", i, port);
-    workers.push_back(std::make_unique<examples::child_process>(args, o));
+    workers.push_back(std::make_unique<support::child_process>(args, o));
   }
   for (int i = 0; i < 2; ++i) {
     auto& w = *workers[i];
@@ -112,21 +112,21 @@ TEST_CASE("deploy: the entrypoint refuses bad settings with status 2",
      "ACTORFLOW_PORT: expected a port number, got '70000'"},
   };
   for (auto& bad : cases) {
-    examples::spawn_options o;
+    support::spawn_options o;
     o.env = bad.env;
     o.env.push_back("TF_CONFIG");
     // A command that must not run.
     o.env.push_back("ACTORFLOW_COMMAND=false");
-    auto result = examples::run_process({entrypoint}, 10s, o);
+    auto result = support::run_process({entrypoint}, 10s, o);
     INFO(bad.message << "\nstderr:\n" << result.err);
     CHECK(result.status.exited);
     CHECK(result.status.code == 2);
     CHECK_THAT(result.err, Contains(bad.message));
   }
   // A TF_CONFIG of its own is used as it is.
-  examples::spawn_options o;
+  support::spawn_options o;
   o.env = {"TF_CONFIG={\"cluster\": {}}", "ACTORFLOW_JOB", "HOSTNAME=x"};
-  auto result = examples::run_process({entrypoint,
+  auto result = support::run_process({entrypoint,
                                        "--print-tf-config"}, 10s, o);
   CHECK(result.status.success());
   CHECK(result.out == "{\"cluster\": {}}\n");

@@ -91,7 +91,7 @@ TEST_CASE("errors: an unreachable master is Unavailable", "[errors]") {
   auto as_default = g.as_default();
   auto c = constant(1.0f);
   // A free port with nothing listening.
-  auto address = "127.0.0.1:" + std::to_string(examples::free_port());
+  auto address = "127.0.0.1:" + std::to_string(support::free_port());
   session_config config;
   config.operation_timeout_in_ms = 3000;
   auto start = std::chrono::steady_clock::now();
@@ -332,7 +332,7 @@ TEST_CASE("errors: a dead task is named with its address at once, later "
   // the session works again.
   nodes.process("local", 1).stop();
   child_process again{
-    examples::node_command(node_path, nodes.spec(), "local", 1)};
+    support::node_command(node_path, nodes.spec(), "local", 1)};
   REQUIRE(again.wait_for_line("serving", 15s));
   err = error_of([&] { sess.run(on_task1, {}, options); });
   REQUIRE(err);
@@ -478,7 +478,7 @@ TEST_CASE("errors: a step on tasks that are not up waits for them until its "
   std::vector<std::unique_ptr<child_process>> late;
   for (int t : {1, 2})
     late.push_back(std::make_unique<child_process>(
-      examples::node_command(node_path, nodes.spec(), "worker", t)));
+      support::node_command(node_path, nodes.spec(), "worker", t)));
   step.join();
   INFO((err2 ? err2->what() : "ok"));
   CHECK_FALSE(err2);

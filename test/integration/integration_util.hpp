@@ -18,16 +18,16 @@
 
 #include "actorflow/actorflow.hpp"
 
-#include "local_cluster.hpp"
+#include "actorflow/support/local_cluster.hpp"
 #include "common/test_util.hpp"
 #include "common/session_util.hpp"
 
 namespace actorflow::testing {
 
 using namespace std::chrono_literals;
-using examples::child_process;
-using examples::local_cluster;
-using examples::run_process;
+using support::child_process;
+using support::local_cluster;
+using support::run_process;
 
 /// The launcher built alongside the tests.
 inline const std::string node_path = ACTORFLOW_NODE_PATH;
@@ -66,8 +66,8 @@ inline std::string cpu0(const std::string& job, int task) {
 }
 
 /// Nodes whose stderr we keep, so a failing test can show it.
-inline examples::cluster_options captured() {
-  examples::cluster_options opts;
+inline support::cluster_options captured() {
+  support::cluster_options opts;
   opts.capture_stderr = true;
   opts.echo_stdout = false;
   return opts;

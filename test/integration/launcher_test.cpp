@@ -21,7 +21,7 @@ std::string parent_pid() {
 
 // A one-task cluster spec on a free port, as JSON.
 std::string one_worker_json(std::string& address) {
-  address = "127.0.0.1:" + std::to_string(examples::free_port());
+  address = "127.0.0.1:" + std::to_string(support::free_port());
   return R"({"worker": [")" + address + R"("]})";
 }
 
@@ -57,7 +57,7 @@ TEST_CASE("launcher: prints its serving line and stops on signals",
 }
 
 TEST_CASE("launcher: TF-style flags", "[launcher]") {
-  auto ports = examples::free_ports(2);
+  auto ports = support::free_ports(2);
   auto ps = "127.0.0.1:" + std::to_string(ports[0]);
   auto worker = "127.0.0.1:" + std::to_string(ports[1]);
   child_process node{{node_path, "--ps_hosts", ps, "--worker_hosts", worker,
@@ -75,10 +75,10 @@ TEST_CASE("launcher: TF-style flags", "[launcher]") {
 }
 
 TEST_CASE("launcher: TF_CONFIG", "[launcher]") {
-  auto ports = examples::free_ports(2);
+  auto ports = support::free_ports(2);
   auto w0 = "127.0.0.1:" + std::to_string(ports[0]);
   auto w1 = "127.0.0.1:" + std::to_string(ports[1]);
-  examples::spawn_options opts;
+  support::spawn_options opts;
   opts.env = {R"(TF_CONFIG={"cluster": {"worker": [")" + w0 + R"(", ")" + w1
               + R"("]}, "task": {"type": "worker", "index": 1}})"};
   child_process node{{node_path, "--parent-pid", parent_pid()}, opts};
@@ -97,7 +97,7 @@ TEST_CASE("launcher: a second node on an address in use fails",
   local_cluster nodes{node_path, {{"local", 1}}, captured()};
   const auto& address = nodes.address("local", 0);
   auto result = run_process(
-    examples::node_command(node_path, nodes.spec(), "local", 0), 15s);
+    support::node_command(node_path, nodes.spec(), "local", 0), 15s);
   INFO(result.err);
   CHECK_FALSE(result.timed_out);
   CHECK(result.status.exited);
@@ -134,7 +134,7 @@ TEST_CASE("launcher: bad command lines exit 2 naming the flag",
              "--worker_hosts"});
   std::vector<std::string> argv{node_path};
   argv.insert(argv.end(), c.args.begin(), c.args.end());
-  examples::spawn_options opts;
+  support::spawn_options opts;
   // A TF_CONFIG in the test's environment must not fill in the gaps.
   opts.env = {"TF_CONFIG"};
   auto result = run_process(argv, 10s, opts);
@@ -241,7 +241,7 @@ TEST_CASE("launcher: bad metrics flags are usage errors", "[launcher]") {
     CHECK(result.err.find(args.front()) != std::string::npos);
   }
   // A port in use is a run-time error naming the address.
-  auto busy = examples::free_port();
+  auto busy = support::free_port();
   child_process holder{{node_path, "--cluster",
                         R"({"worker": ["127.0.0.1:)" + std::to_string(busy)
                           + R"("]})",

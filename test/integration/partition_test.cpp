@@ -128,7 +128,7 @@ TEST_CASE("partition: a cut link to the ps is reported, and training goes "
     return;
   }
   using Catch::Contains;
-  auto ports = examples::free_ports(3);
+  auto ports = support::free_ports(3);
   auto ps = net.ns_ip() + ":" + std::to_string(ports[0]);
   auto w0 = net.host_ip() + ":" + std::to_string(ports[1]);
   auto w1 = net.host_ip() + ":" + std::to_string(ports[2]);

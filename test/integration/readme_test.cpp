@@ -66,7 +66,7 @@ TEST_CASE("readme: scopes", "[readme]") {
 
 TEST_CASE("readme: cluster, servers, sessions, placement, tracing",
           "[readme]") {
-  auto ports = examples::free_ports(3);
+  auto ports = support::free_ports(3);
   auto addr = [&](size_t i) {
     return "127.0.0.1:" + std::to_string(ports[i]);
   };
@@ -119,7 +119,7 @@ TEST_CASE("readme: cluster, servers, sessions, placement, tracing",
 }
 
 TEST_CASE("readme: training on a ps task", "[readme]") {
-  auto ports = examples::free_ports(2);
+  auto ports = support::free_ports(2);
   cluster_spec cluster{std::map<std::string, std::vector<std::string>>{
     {"ps", {"127.0.0.1:" + std::to_string(ports[0])}},
     {"worker", {"127.0.0.1:" + std::to_string(ports[1])}}}};

@@ -180,7 +180,7 @@ std::string example_path(const std::string& name) {
 
 /// Runs an example with a deadline; checks that it ended on its own with
 /// status 0.
-examples::process_result run_example(const std::string& binary,
+support::process_result run_example(const std::string& binary,
                                      std::vector<std::string> extra = {}) {
   std::vector<std::string> argv{binary, "--node", node_path};
   argv.insert(argv.end(), extra.begin(), extra.end());

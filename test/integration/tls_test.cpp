@@ -40,7 +40,7 @@ uint16_t port_of(const std::string& address) {
 void certs(const std::string& dir, std::vector<std::string> args) {
   std::vector<std::string> argv{make_certs, dir};
   argv.insert(argv.end(), args.begin(), args.end());
-  examples::spawn_options opts;
+  support::spawn_options opts;
   opts.capture_stderr = true;
   opts.echo_stdout = false;
   auto res = run_process(argv, 30s, opts);
@@ -297,12 +297,12 @@ TEST_CASE("tls: bad certificate files fail at start, naming the flag",
           "[tls]") {
   pki keys;
   certs(keys.dir / "", {"--passphrase", "s3cret", "locked:127.0.0.1"});
-  auto address = "127.0.0.1:" + std::to_string(examples::free_port());
+  auto address = "127.0.0.1:" + std::to_string(support::free_port());
   auto start = [&](std::vector<std::string> flags) {
     std::vector<std::string> argv{node_path, "--ps_hosts", address,
                                   "--job_name", "ps", "--task_index", "0"};
     argv.insert(argv.end(), flags.begin(), flags.end());
-    examples::spawn_options opts;
+    support::spawn_options opts;
     opts.capture_stderr = true;
     opts.echo_stdout = false;
     return run_process(argv, 20s, opts);
@@ -421,7 +421,7 @@ TEST_CASE("tls: actorflow-train --local trains with its tasks on TLS",
                                 "--model", "softmax", "--train_steps", "300"};
   for (const auto& flag : keys.node_flags())
     argv.push_back(flag);
-  examples::spawn_options opts;
+  support::spawn_options opts;
   opts.capture_stderr = true;
   opts.echo_stdout = false;
   child_process trainer{argv, opts};
@@ -460,12 +460,12 @@ TEST_CASE("tls: TF_CONFIG's tls object turns TLS on, and a bad field is "
   session sess{client.sys, nodes.target("local", 0), quick(), &g};
   CHECK(sess.run(c).scalar_value<float>() == 3.0f);
   // A misspelt field stops the start, named.
-  examples::spawn_options bad;
+  support::spawn_options bad;
   bad.capture_stderr = true;
   bad.echo_stdout = false;
   bad.env = {"TF_CONFIG={\"tls\": {\"certs\": \"x\"}}"};
   auto res = run_process({node_path, "--ps_hosts",
-                          "127.0.0.1:" + std::to_string(examples::free_port()),
+                          "127.0.0.1:" + std::to_string(support::free_port()),
                           "--job_name", "ps", "--task_index", "0"},
                          20s, bad);
   CHECK(res.status.code == 2);

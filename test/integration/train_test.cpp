@@ -41,7 +41,7 @@ std::string parent_pid() {
 
 /// Runs the trainer with `args`; it must end by itself (exit status in the
 /// result) within `timeout`.
-examples::process_result run_train(std::vector<std::string> args,
+support::process_result run_train(std::vector<std::string> args,
                                    std::chrono::milliseconds timeout = 20s) {
   args.insert(args.begin(), train_path);
   return run_process(args, timeout);
@@ -274,11 +274,11 @@ TEST_CASE("train: a cluster started by hand, TF's flags and TF_CONFIG",
   }
   // The ps is an actorflow-node: the trainer's workers need nothing of it
   // but a server. Worker 1 starts first and waits for the chief.
-  auto ports = examples::free_ports(3);
+  auto ports = support::free_ports(3);
   auto ps = "127.0.0.1:" + std::to_string(ports[0]);
   auto w0 = "127.0.0.1:" + std::to_string(ports[1]);
   auto w1 = "127.0.0.1:" + std::to_string(ports[2]);
-  examples::spawn_options tf_config;
+  support::spawn_options tf_config;
   tf_config.env = {R"(TF_CONFIG={"cluster": {"ps": [")" + ps
                    + R"("], "worker": [")" + w0 + R"(", ")" + w1
                    + R"("]}, "task": {"type": "worker", "index": 1}})"};
@@ -330,7 +330,7 @@ TEST_CASE("train: a ps killed with SIGKILL and started again, training "
   namespace fs = std::filesystem;
   temp_dir scratch{"actorflow-recovery-test"};
   auto dir = scratch.path;
-  auto ports = examples::free_ports(3);
+  auto ports = support::free_ports(3);
   auto ps = "127.0.0.1:" + std::to_string(ports[0]);
   auto w0 = "127.0.0.1:" + std::to_string(ports[1]);
   auto w1 = "127.0.0.1:" + std::to_string(ports[2]);
@@ -515,7 +515,7 @@ TEST_CASE("train: command-line and data errors", "[train]") {
   }
 
   SECTION("missing data on a worker started by hand") {
-    auto ports = examples::free_ports(2);
+    auto ports = support::free_ports(2);
     auto json = R"({"ps": ["127.0.0.1:)" + std::to_string(ports[0])
                 + R"("], "worker": ["127.0.0.1:)" + std::to_string(ports[1])
                 + R"("]})";

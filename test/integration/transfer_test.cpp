@@ -10,7 +10,7 @@ using namespace actorflow::testing;
 namespace {
 
 // The nodes' transport: the tensor channel (the default) or CAF alone.
-examples::cluster_options with_transport(const std::string& transport) {
+support::cluster_options with_transport(const std::string& transport) {
   auto opts = captured();
   if (transport == "caf")
     opts.env.push_back("ACTORFLOW_TENSOR_CHANNEL=0");

@@ -5,6 +5,7 @@
 // process listening on port 0, as the tensor channel does, or the local
 // end of an outgoing connection) can then never take one between its
 // picking and its use. Tests and examples run many such processes at once.
+// Header-only: the unit tests use it without the apps' library.
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -19,7 +20,7 @@
 #include <string>
 #include <vector>
 
-namespace actorflow::examples {
+namespace actorflow::support {
 
 /// The first port of the kernel's ephemeral range (32768 when unreadable).
 inline int ephemeral_port_low() {
@@ -86,4 +87,4 @@ inline uint16_t free_port() {
   return free_ports(1).front();
 }
 
-} // namespace actorflow::examples
+} // namespace actorflow::support

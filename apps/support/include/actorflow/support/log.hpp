@@ -21,7 +21,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
-namespace actorflow::apps::log {
+namespace actorflow::support::log {
 
 namespace detail {
 
@@ -119,4 +119,4 @@ inline void error(const std::string& line) {
   get().error(line);
 }
 
-} // namespace actorflow::apps::log
+} // namespace actorflow::support::log

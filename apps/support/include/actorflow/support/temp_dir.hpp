@@ -1,7 +1,8 @@
 #pragma once
 
 // A scratch directory for programs that write files for a while: the
-// tests, and the bench's TLS certificates.
+// tests, and the bench's TLS certificates. Header-only: the unit tests use
+// it without the apps' library.
 
 #include <stdlib.h>
 
@@ -10,7 +11,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace actorflow::examples {
+namespace actorflow::support {
 
 /// A fresh directory under the system temp dir (mkdtemp, so unique even
 /// across parallel test processes), removed with everything in it.
@@ -49,4 +50,4 @@ public:
   std::filesystem::path path;
 };
 
-} // namespace actorflow::examples
+} // namespace actorflow::support
