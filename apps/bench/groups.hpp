@@ -1,0 +1,204 @@
+#pragma once
+
+// actorflow-bench's figure groups and the registry that runs them.
+//
+// Each group file describes its groups with a figure_group (the figures
+// it prints, their targets, what it needs, the function that measures
+// them), returned by an entry function declared below; registry()
+// (actorflow-bench.cpp) is the one table naming them, in the order they
+// run. The files (a group's own helpers stay in its file):
+//
+//   local.cpp     step_local, matmul (in-process sessions)
+//   fetch.cpp     fetch_remote, peers (the fetch sweeps against raw TCP,
+//                 shared memory and gRPC)
+//   steps.cpp     step_remote, queue (small steps and batches on the ps)
+//   overhead.cpp  monitoring, tls (a second cluster against a plain one)
+//   scale.cpp     scale (fan-in processes, graph size)
+//   system.cpp    rss, train (whole processes)
+//
+// Pieces several groups use (the clusters, the baselines' servers, the
+// path probe) are in common.hpp; the report's output in
+// actorflow-bench.cpp.
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/measure.hpp"
+
+namespace actorflow::bench {
+
+/// The bench's command line.
+struct options {
+  bool quick = false;
+  bool json_only = false;
+  bool help = false;
+  std::vector<std::string> only;
+  std::string node;
+  std::string train;
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+};
+
+/// One measured figure.
+struct figure {
+  std::string name = {};
+  std::optional<double> value = {};
+  std::string unit = {};
+  std::string baseline = {};
+  std::optional<double> baseline_value = {};
+  std::string note = {};
+  /// Why there is no value (a skip), or what failed.
+  std::string skipped = {};
+  std::string error = {};
+  /// The path the figure's bytes took, checked by the channel's counters
+  /// where it crosses processes: "tcp" (a socket), "ring" (shared memory
+  /// between processes of this host), "in_process"; "" where none applies.
+  std::string path = {};
+  /// The median of the ratios of pairs measured back to back
+  /// (measure_rounds), which then is the figure's ratio instead of
+  /// value / baseline_value (the medians of each side).
+  std::optional<double> pair_ratio = {};
+
+  std::optional<double> ratio() const {
+    if (pair_ratio && value)
+      return pair_ratio;
+    if (!value || !baseline_value || *baseline_value == 0)
+      return std::nullopt;
+    return *value / *baseline_value;
+  }
+
+  /// The figure's JSON line.
+  nlohmann::ordered_json to_json() const;
+};
+
+/// One of the targets (for the lead; reported in the table, never
+/// asserted here).
+struct target {
+  std::string text;
+  std::function<bool(const figure&)> met;
+  /// Whether `met` reads the ratio (a figure without one is not judged),
+  /// or the value alone.
+  bool on_ratio = true;
+};
+
+/// A target on a figure's ratio: at least / at most `x`.
+target at_least(double x);
+target at_most(double x);
+
+/// The figures of a run: each printed as its JSON line when added, a
+/// readable table at the end.
+class report {
+public:
+  explicit report(bool json_only) : json_only_(json_only) {
+  }
+
+  /// Prints the figure's JSON line at once (a long run shows progress, and
+  /// a run cut short keeps what it measured).
+  void add(figure f);
+
+  bool failed() const noexcept {
+    return failed_;
+  }
+
+  const figure* find(const std::string& name) const;
+
+  void print_table() const;
+
+private:
+  bool json_only_;
+  bool failed_ = false;
+  std::vector<figure> figures_;
+};
+
+class remote_cluster;
+class raw_tcp_baseline;
+
+/// What a group runs with.
+struct context {
+  options opts = {};
+  std::string self = {};
+  /// The actorflow-node launcher, found before anything is measured when
+  /// a selected group needs it (figure_group::needs_node).
+  std::string node = {};
+  report* out = nullptr;
+  /// The cluster and raw TCP pair that the groups marked shares_cluster
+  /// use: started by the first of them to run (start_shared), dropped
+  /// before the first other group after them.
+  std::shared_ptr<remote_cluster> cluster = {};
+  std::shared_ptr<raw_tcp_baseline> tcp = {};
+
+  /// True if --only selects `name` (a figure) of `group`.
+  bool wanted(const std::string& group, const std::string& name = "") const;
+
+  seconds_d budget(double full, double quick) const {
+    return seconds_d{opts.quick ? quick : full};
+  }
+};
+
+/// A group of figures measured together.
+struct figure_group {
+  std::string name = {};
+  /// Every figure it may print (--only accepts each; a group that fails
+  /// as a whole prints a null line for each one selected).
+  std::vector<std::string> figures = {};
+  /// More names --only accepts for the whole group.
+  std::vector<std::string> aliases = {};
+  /// The targets of its figures.
+  std::map<std::string, target> targets = {};
+  /// Whether --only NAME runs that figure alone (the fetch sizes), not the
+  /// whole group.
+  bool separable = false;
+  /// Whether it needs actorflow-node.
+  bool needs_node = false;
+  /// Whether it runs on context::cluster and context::tcp.
+  bool shares_cluster = false;
+  /// Measures the selected figures and adds them to ctx.out.
+  void (*run)(context& ctx) = nullptr;
+  /// Checks, before anything is measured, what the group would otherwise
+  /// find missing halfway through (throws usage_error); may be null.
+  void (*check)(const context& ctx) = nullptr;
+};
+
+/// Every group, in the order they run.
+const std::vector<figure_group>& registry();
+
+/// The group of `name` (nullptr: none).
+const figure_group* find_group(const std::string& name);
+
+/// Figure names and aliases -> their group, for --only.
+const std::map<std::string, std::string>& figure_groups();
+
+// -- the groups' entry functions ----------------------------------------------
+
+figure_group step_local_group();  // local.cpp
+figure_group matmul_group();
+figure_group fetch_remote_group(); // fetch.cpp
+figure_group peers_group();
+figure_group step_remote_group(); // steps.cpp
+figure_group queue_group();
+figure_group monitoring_group(); // overhead.cpp
+figure_group tls_group();
+figure_group scale_group(); // scale.cpp
+figure_group rss_group();   // system.cpp
+figure_group train_group();
+
+// -- what main needs of the groups --------------------------------------------
+
+/// The hidden `--fanin-worker` mode (scale.cpp).
+int serve_fanin_worker(pid_t parent, const std::string& spec_json, int task,
+                       int64_t duration_ms);
+
+/// The trainer launcher the train group is waiting for (0: none).
+/// `actorflow-train --local` takes no --parent-pid, so a SIGINT/SIGTERM to
+/// the bench passes SIGTERM on to it (actorflow-bench.cpp).
+extern std::atomic<pid_t> trainer_pid;
+
+} // namespace actorflow::bench
