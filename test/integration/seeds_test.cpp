@@ -1,8 +1,9 @@
 // The seeds' distributed behaviour across real node processes: seed 000
 // (a variable shared by sessions on two servers, placement traces), seed
 // 001 (a reduce split over two workers), seed 003 (a session on worker
-// 1), and seed 004's two examples run as programs (queues shared by
-// a loader and a trainer process; the Fashion-MNIST input pipeline).
+// 1), and seed 004's two programs run as a user runs them (004a: queues
+// shared by a loader and a trainer process; 004b: the Fashion-MNIST input
+// pipeline).
 
 #include "integration_util.hpp"
 
@@ -165,9 +166,9 @@ TEST_CASE("seed003: a session on worker 1 evaluates a * 3", "[seed003]") {
 
 // -- seed 004: the examples, run as a user would ------------------------------
 //
-// Both examples start their own node process (and seed004_queues its loader
-// and trainer processes); run_process kills the example at the deadline,
-// and its children die with it (--parent-pid, PR_SET_PDEATHSIG).
+// Both examples start their own node process (and seed004a_queues its
+// loader and trainer processes); run_process kills the example at the
+// deadline, and its children die with it (--parent-pid, PR_SET_PDEATHSIG).
 
 namespace {
 
@@ -217,11 +218,11 @@ std::vector<int> numbers_after(const std::string& out,
 
 } // namespace
 
-TEST_CASE("seed004: the queues example replays the book's cells",
+TEST_CASE("seed004a: the queues example replays the book's cells",
           "[seed004]") {
-  auto binary = example_path("seed004_queues");
+  auto binary = example_path("seed004a_queues");
   if (binary.empty()) {
-    WARN("seed004_queues is not built next to actorflow-node: not run");
+    WARN("seed004a_queues is not built next to actorflow-node: not run");
     return;
   }
   auto result = run_example(binary);
@@ -305,10 +306,10 @@ TEST_CASE("seed004: the queues example replays the book's cells",
   CHECK_THAT(out, Contains("training_set.trainable: False"));
 }
 
-TEST_CASE("seed004: the Fashion-MNIST input pipeline", "[seed004]") {
-  auto binary = example_path("seed004_fashion_mnist");
+TEST_CASE("seed004b: the Fashion-MNIST input pipeline", "[seed004]") {
+  auto binary = example_path("seed004b_readers");
   if (binary.empty()) {
-    WARN("seed004_fashion_mnist is not built next to actorflow-node: "
+    WARN("seed004b_readers is not built next to actorflow-node: "
          "not run");
     return;
   }

@@ -1,11 +1,11 @@
-// Seed 004 (Hands-On ML, ch. 12), "Reading the training data directly from
-// the graph": an in-graph input pipeline over Fashion-MNIST's gzip IDX
-// files. Two string_input_producers feed two FixedLengthRecordReaders
-// (images: 784-byte records after a 16-byte header; labels: 1-byte records
-// after an 8-byte header, both read through GZIP); DecodeRaw, Cast and
-// Reshape make a [28, 28] float32 image scaled to [0, 1] and an int32
-// label; shuffle_batch's queue runner fills a RandomShuffleQueue, and the
-// client pulls mini-batches of 32.
+// Seed 004, part b (Hands-On ML, ch. 12, after seed004a_queues' part),
+// "Reading the training data directly from the graph": an in-graph input
+// pipeline over Fashion-MNIST's gzip IDX files. Two string_input_producers
+// feed two FixedLengthRecordReaders (images: 784-byte records after a
+// 16-byte header; labels: 1-byte records after an 8-byte header, both read
+// through GZIP); DecodeRaw, Cast and Reshape make a [28, 28] float32 image
+// scaled to [0, 1] and an int32 label; shuffle_batch's queue runner fills a
+// RandomShuffleQueue, and the client pulls mini-batches of 32.
 //
 // The pipeline runs on machine A, one `actorflow-node` process (job
 // "local", task 0): the node reads the files, as TensorFlow's readers run
@@ -178,7 +178,7 @@ int run(int argc, char** argv) {
   }
   auto node = support::example_node_binary(
     static_cast<int>(rest.size()), rest.data(),
-    "Seed 004: an in-graph input pipeline reading Fashion-MNIST (gzip IDX)\n"
+    "Seed 004b: an in-graph input pipeline reading Fashion-MNIST (gzip IDX)\n"
     "with FixedLengthRecordReaders into shuffle_batch, on one node "
     "process.\n"
     "  --data DIR   the dataset (default /usr/share/datasets/fashion-mnist)");
@@ -277,6 +277,6 @@ int run(int argc, char** argv) {
 } // namespace
 
 int main(int argc, char** argv) {
-  support::guarded_main("seed004_fashion_mnist",
+  support::guarded_main("seed004b_readers",
                         [&] { return run(argc, argv); });
 }

@@ -1,8 +1,8 @@
-// Seed 004 (Hands-On ML, ch. 12): resource containers, then TensorFlow
-// queues shared between sessions: a FIFOQueue fed by a loader process and
-// drained by a trainer process, queues of tuples, closing a queue,
-// RandomShuffleQueue, PaddingFIFOQueue, and preloading a training set into
-// a variable.
+// Seed 004, part a (Hands-On ML, ch. 12; part b is seed004b_readers):
+// resource containers, then TensorFlow queues shared between sessions: a
+// FIFOQueue fed by a loader process and drained by a trainer process,
+// queues of tuples, closing a queue, RandomShuffleQueue, PaddingFIFOQueue,
+// and preloading a training set into a variable.
 //
 // The book's machine A is one `actorflow-node` process (job "local", task
 // 0) on a free loopback port. Where the book has separate client programs
@@ -627,7 +627,7 @@ int run(int argc, char** argv) {
 
   auto node = support::example_node_binary(
     argc, argv,
-    "Seed 004: containers and Session.reset; FIFOQueue shared by a loader\n"
+    "Seed 004a: containers and Session.reset; FIFOQueue shared by a loader\n"
     "and a trainer process; tuples; close; RandomShuffleQueue;\n"
     "PaddingFIFOQueue; preloading (one node process, machine A).");
   support::local_cluster nodes{node, {{"local", 1}}};
@@ -648,6 +648,6 @@ int run(int argc, char** argv) {
 } // namespace
 
 int main(int argc, char** argv) {
-  support::guarded_main("seed004_queues",
+  support::guarded_main("seed004a_queues",
                         [&] { return run(argc, argv); });
 }
