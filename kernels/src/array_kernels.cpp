@@ -40,10 +40,6 @@ status const_kernel(kernel_context& ctx) {
 }
 
 status identity_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 1); !st.ok())
-    return st;
-  if (auto st = check_type_attr(ctx, "T", ctx.inputs[0].type()); !st.ok())
-    return st;
   ctx.outputs.push_back(ctx.inputs[0]);
   return {};
 }
@@ -73,11 +69,7 @@ void interleave(const std::vector<const tensor*>& inputs,
 }
 
 status split_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 2); !st.ok())
-    return st;
   auto& value = ctx.inputs[1];
-  if (auto st = check_type_attr(ctx, "T", value.type()); !st.ok())
-    return st;
   int64_t num_split = 0;
   if (auto st = read_required_attr(ctx, "num_split", num_split); !st.ok())
     return st;
@@ -145,24 +137,6 @@ status split_kernel(kernel_context& ctx) {
   });
 }
 
-// Checks that all `values` share the first one's dtype (and the T attr).
-status check_same_types(const kernel_context& ctx,
-                        const std::vector<const tensor*>& values) {
-  for (size_t i = 1; i < values.size(); ++i)
-    if (auto st = expect_input_type(ctx, i, values[0]->type()); !st.ok())
-      return st;
-  if (auto st = check_type_attr(ctx, "T", values[0]->type()); !st.ok())
-    return st;
-  int64_t n = static_cast<int64_t>(values.size());
-  if (auto st = read_attr(ctx, "N", n); !st.ok())
-    return st;
-  if (n != static_cast<int64_t>(values.size()))
-    return invalid_argument("attribute N of " + ctx.node.op + " is "
-                            + std::to_string(n) + " but it has "
-                            + std::to_string(values.size()) + " values");
-  return {};
-}
-
 // The output of ConcatV2 and Pack: `outer` rounds of one block from each
 // value in turn, shaped `out_dims`.
 status emit_interleaved(kernel_context& ctx,
@@ -179,13 +153,9 @@ status emit_interleaved(kernel_context& ctx,
 }
 
 status concat_kernel(kernel_context& ctx) {
-  if (auto st = expect_min_inputs(ctx, 2); !st.ok())
-    return st;
   std::vector<const tensor*> values;
   for (size_t i = 0; i + 1 < ctx.inputs.size(); ++i)
     values.push_back(&ctx.inputs[i]);
-  if (auto st = check_same_types(ctx, values); !st.ok())
-    return st;
   int64_t axis = 0;
   if (auto st = read_int_scalar(ctx, ctx.inputs.back(), "axis", axis);
       !st.ok())
@@ -227,13 +197,9 @@ status concat_kernel(kernel_context& ctx) {
 }
 
 status pack_kernel(kernel_context& ctx) {
-  if (auto st = expect_min_inputs(ctx, 1); !st.ok())
-    return st;
   std::vector<const tensor*> values;
   for (auto& in : ctx.inputs)
     values.push_back(&in);
-  if (auto st = check_same_types(ctx, values); !st.ok())
-    return st;
   int64_t axis = 0;
   if (auto st = read_attr(ctx, "axis", axis); !st.ok())
     return st;
@@ -264,11 +230,7 @@ status pack_kernel(kernel_context& ctx) {
 // -- Reshape, Fill ----------------------------------------------------------
 
 status reshape_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 2); !st.ok())
-    return st;
   auto& in = ctx.inputs[0];
-  if (auto st = check_type_attr(ctx, "T", in.type()); !st.ok())
-    return st;
   auto& sizes = ctx.inputs[1];
   if (sizes.shape().rank() != 1)
     return invalid_argument("sizes input must be 1-D, not shape "
@@ -327,11 +289,7 @@ status reshape_kernel(kernel_context& ctx) {
 }
 
 status fill_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 2); !st.ok())
-    return st;
   auto& value = ctx.inputs[1];
-  if (auto st = check_type_attr(ctx, "T", value.type()); !st.ok())
-    return st;
   std::vector<int64_t> dims;
   if (auto st = read_int_vector(ctx, ctx.inputs[0], "dims", dims); !st.ok())
     return st;
@@ -406,11 +364,7 @@ tensor int_scalar(dtype type, int64_t value) {
 
 template <int Value>
 status fill_like_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 1); !st.ok())
-    return st;
   auto& x = ctx.inputs[0];
-  if (auto st = check_type_attr(ctx, "T", x.type()); !st.ok())
-    return st;
   return visit_castable(ctx, x.type(), [&]<class T>(type_tag<T>) -> status {
     tensor out{x.type(), x.shape()};
     if constexpr (Value != 0) {
@@ -425,8 +379,6 @@ status fill_like_kernel(kernel_context& ctx) {
 // -- Shape, Size, Rank ----------------------------------------------------------
 
 status shape_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 1); !st.ok())
-    return st;
   dtype out_type;
   if (auto st = read_index_type(ctx, "out_type", dtype::int32, out_type);
       !st.ok())
@@ -444,8 +396,6 @@ status shape_kernel(kernel_context& ctx) {
 }
 
 status size_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 1); !st.ok())
-    return st;
   dtype out_type;
   if (auto st = read_index_type(ctx, "out_type", dtype::int32, out_type);
       !st.ok())
@@ -459,8 +409,6 @@ status size_kernel(kernel_context& ctx) {
 }
 
 status rank_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 1); !st.ok())
-    return st;
   ctx.outputs.push_back(
     tensor::scalar<int32_t>(ctx.inputs[0].shape().rank()));
   return {};
@@ -469,12 +417,8 @@ status rank_kernel(kernel_context& ctx) {
 // -- Tile, Transpose, Slice -----------------------------------------------------
 
 status tile_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 2); !st.ok())
-    return st;
   auto& x = ctx.inputs[0];
   auto& multiples_t = ctx.inputs[1];
-  if (auto st = check_type_attr(ctx, "T", x.type()); !st.ok())
-    return st;
   if (multiples_t.shape().rank() != 1)
     return invalid_argument("Expected multiples to be 1-D, but got shape "
                             + multiples_t.shape().to_string());
@@ -517,12 +461,8 @@ status tile_kernel(kernel_context& ctx) {
 }
 
 status transpose_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 2); !st.ok())
-    return st;
   auto& x = ctx.inputs[0];
   auto& perm_t = ctx.inputs[1];
-  if (auto st = check_type_attr(ctx, "T", x.type()); !st.ok())
-    return st;
   if (perm_t.shape().rank() != 1)
     return invalid_argument("perm must be a vector, not "
                             + perm_t.shape().to_string());
@@ -569,13 +509,9 @@ status transpose_kernel(kernel_context& ctx) {
 }
 
 status slice_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 3); !st.ok())
-    return st;
   auto& x = ctx.inputs[0];
   auto& begin_t = ctx.inputs[1];
   auto& size_in = ctx.inputs[2];
-  if (auto st = check_type_attr(ctx, "T", x.type()); !st.ok())
-    return st;
   auto& dims = x.shape().dims();
   auto rank = static_cast<int64_t>(dims.size());
   if (begin_t.shape().rank() != 1 || size_in.shape().rank() != 1
@@ -622,12 +558,8 @@ status slice_kernel(kernel_context& ctx) {
 // -- ExpandDims, Squeeze --------------------------------------------------------
 
 status expand_dims_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 2); !st.ok())
-    return st;
   auto& x = ctx.inputs[0];
   auto& dim_t = ctx.inputs[1];
-  if (auto st = check_type_attr(ctx, "T", x.type()); !st.ok())
-    return st;
   if (dim_t.num_elements() != 1)
     return invalid_argument("'dim' must be a tensor with a single value");
   std::vector<int64_t> dim_v;
@@ -648,11 +580,7 @@ status expand_dims_kernel(kernel_context& ctx) {
 }
 
 status squeeze_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 1); !st.ok())
-    return st;
   auto& x = ctx.inputs[0];
-  if (auto st = check_type_attr(ctx, "T", x.type()); !st.ok())
-    return st;
   std::vector<int64_t> squeeze_dims;
   if (auto st = read_attr(ctx, "squeeze_dims", squeeze_dims); !st.ok())
     return st;
@@ -688,14 +616,8 @@ status squeeze_kernel(kernel_context& ctx) {
 
 template <bool HasAxis>
 status gather_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, HasAxis ? 3 : 2); !st.ok())
-    return st;
   auto& params = ctx.inputs[0];
   auto& indices = ctx.inputs[1];
-  if (auto st = check_type_attr(ctx, "Tparams", params.type()); !st.ok())
-    return st;
-  if (auto st = check_type_attr(ctx, "Tindices", indices.type()); !st.ok())
-    return st;
   if (params.shape().rank() < 1)
     return invalid_argument("params must be at least 1 dimensional");
   int64_t axis = 0;
@@ -755,13 +677,7 @@ status gather_kernel(kernel_context& ctx) {
 // dimensions each operand was broadcast along (including those where both
 // are 1), none when the shapes are identical.
 status broadcast_gradient_args_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 2); !st.ok())
-    return st;
   auto type = ctx.inputs[0].type();
-  if (auto st = expect_input_type(ctx, 1, type); !st.ok())
-    return st;
-  if (auto st = check_type_attr(ctx, "T", type); !st.ok())
-    return st;
   std::vector<std::vector<int64_t>> shapes(2);
   for (size_t i = 0; i < 2; ++i) {
     auto& in = ctx.inputs[i];
@@ -811,28 +727,39 @@ status broadcast_gradient_args_kernel(kernel_context& ctx) {
 } // namespace
 
 void register_array_kernels(kernel_registry& registry) {
+  constexpr auto unary = unary_contract;
+  // Two inputs, T naming the first's or the second's dtype.
+  constexpr auto first_of_2 = inputs(2).type_attr("T", 0);
+  constexpr auto second_of_2 = inputs(2).type_attr("T", 1);
+  constexpr auto gather = inputs(2).type_attr("Tparams", 0).type_attr(
+    "Tindices", 1);
+  constexpr auto gather_v2 = inputs(3).type_attr("Tparams", 0).type_attr(
+    "Tindices", 1);
   add_kernel<const_kernel>(registry, "Const");
-  add_kernel<identity_kernel>(registry, "Identity");
+  add_kernel<identity_kernel, unary>(registry, "Identity");
   add_kernel<no_op_kernel>(registry, "NoOp");
-  add_kernel<split_kernel>(registry, "Split");
-  add_kernel<concat_kernel>(registry, "ConcatV2");
-  add_kernel<pack_kernel>(registry, "Pack");
-  add_kernel<reshape_kernel>(registry, "Reshape");
-  add_kernel<fill_kernel>(registry, "Fill");
-  add_kernel<gather_kernel<false>>(registry, "Gather");
-  add_kernel<gather_kernel<true>>(registry, "GatherV2");
-  add_kernel<fill_like_kernel<0>>(registry, "ZerosLike");
-  add_kernel<fill_like_kernel<1>>(registry, "OnesLike");
-  add_kernel<shape_kernel>(registry, "Shape");
-  add_kernel<size_kernel>(registry, "Size");
-  add_kernel<rank_kernel>(registry, "Rank");
-  add_kernel<tile_kernel>(registry, "Tile");
-  add_kernel<transpose_kernel>(registry, "Transpose");
-  add_kernel<slice_kernel>(registry, "Slice");
-  add_kernel<expand_dims_kernel>(registry, "ExpandDims");
-  add_kernel<squeeze_kernel>(registry, "Squeeze");
-  add_kernel<broadcast_gradient_args_kernel>(registry,
-                                             "BroadcastGradientArgs");
+  add_kernel<split_kernel, second_of_2>(registry, "Split");
+  add_kernel<concat_kernel,
+             min_inputs(2).list(1, "values").type_attr("T", 0)>(registry,
+                                                                 "ConcatV2");
+  add_kernel<pack_kernel, min_inputs(1).list(0, "values").type_attr("T", 0)>(
+    registry, "Pack");
+  add_kernel<reshape_kernel, first_of_2>(registry, "Reshape");
+  add_kernel<fill_kernel, second_of_2>(registry, "Fill");
+  add_kernel<gather_kernel<false>, gather>(registry, "Gather");
+  add_kernel<gather_kernel<true>, gather_v2>(registry, "GatherV2");
+  add_kernel<fill_like_kernel<0>, unary>(registry, "ZerosLike");
+  add_kernel<fill_like_kernel<1>, unary>(registry, "OnesLike");
+  add_kernel<shape_kernel, inputs(1)>(registry, "Shape");
+  add_kernel<size_kernel, inputs(1)>(registry, "Size");
+  add_kernel<rank_kernel, inputs(1)>(registry, "Rank");
+  add_kernel<tile_kernel, first_of_2>(registry, "Tile");
+  add_kernel<transpose_kernel, first_of_2>(registry, "Transpose");
+  add_kernel<slice_kernel, inputs(3).type_attr("T", 0)>(registry, "Slice");
+  add_kernel<expand_dims_kernel, first_of_2>(registry, "ExpandDims");
+  add_kernel<squeeze_kernel, unary>(registry, "Squeeze");
+  add_kernel<broadcast_gradient_args_kernel, binary_contract>(
+    registry, "BroadcastGradientArgs");
 }
 
 } // namespace actorflow::detail

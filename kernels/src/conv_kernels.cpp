@@ -399,14 +399,8 @@ void conv_backprop_filter(const conv_geom& g, const T* in, const T* d_out,
 // -- Conv2D -------------------------------------------------------------------
 
 status conv2d_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 2); !st.ok())
-    return st;
   auto& input = ctx.inputs[0];
   auto& filter = ctx.inputs[1];
-  if (auto st = expect_input_type(ctx, 1, input.type()); !st.ok())
-    return st;
-  if (auto st = check_type_attr(ctx, "T", input.type()); !st.ok())
-    return st;
   conv_attrs attrs;
   if (auto st = read_conv_attrs(ctx,
                                 "Generic conv implementation only supports "
@@ -471,14 +465,8 @@ status read_sizes(const kernel_context& ctx, size_t index, const char* what,
 // -- Conv2DBackpropInput ---------------------------------------------------
 
 status conv2d_backprop_input_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 3); !st.ok())
-    return st;
   auto& filter = ctx.inputs[1];
   auto& out_backprop = ctx.inputs[2];
-  if (auto st = expect_input_type(ctx, 2, filter.type()); !st.ok())
-    return st;
-  if (auto st = check_type_attr(ctx, "T", filter.type()); !st.ok())
-    return st;
   conv_attrs attrs;
   if (auto st = read_conv_attrs(
         ctx, "Conv2DCustomBackpropInputOp only supports NHWC.", attrs);
@@ -504,14 +492,8 @@ status conv2d_backprop_input_kernel(kernel_context& ctx) {
 // -- Conv2DBackpropFilter --------------------------------------------------
 
 status conv2d_backprop_filter_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 3); !st.ok())
-    return st;
   auto& input = ctx.inputs[0];
   auto& out_backprop = ctx.inputs[2];
-  if (auto st = expect_input_type(ctx, 2, input.type()); !st.ok())
-    return st;
-  if (auto st = check_type_attr(ctx, "T", input.type()); !st.ok())
-    return st;
   conv_attrs attrs;
   if (auto st = read_conv_attrs(
         ctx, "Conv2DCustomBackpropFilterOp only supports NHWC.", attrs);
@@ -638,11 +620,7 @@ void for_each_window(const pool_geom& g, F&& f) {
 }
 
 status max_pool_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 1); !st.ok())
-    return st;
   auto& input = ctx.inputs[0];
-  if (auto st = check_type_attr(ctx, "T", input.type()); !st.ok())
-    return st;
   pool_attrs attrs;
   if (auto st = read_pool_attrs(ctx,
                                 "Default MaxPoolingOp only supports NHWC on "
@@ -679,17 +657,9 @@ status max_pool_kernel(kernel_context& ctx) {
 }
 
 status max_pool_grad_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 3); !st.ok())
-    return st;
   auto& orig_input = ctx.inputs[0];
   auto& orig_output = ctx.inputs[1];
   auto& grad = ctx.inputs[2];
-  if (auto st = expect_input_type(ctx, 1, orig_input.type()); !st.ok())
-    return st;
-  if (auto st = expect_input_type(ctx, 2, orig_input.type()); !st.ok())
-    return st;
-  if (auto st = check_type_attr(ctx, "T", orig_input.type()); !st.ok())
-    return st;
   pool_attrs attrs;
   if (auto st = read_pool_attrs(ctx,
                                 "Default MaxPoolGradOp only supports NHWC on "
@@ -758,11 +728,17 @@ status max_pool_grad_kernel(kernel_context& ctx) {
 } // namespace
 
 void register_conv_kernels(kernel_registry& registry) {
-  add_kernel<conv2d_kernel>(registry, "Conv2D");
-  add_kernel<conv2d_backprop_input_kernel>(registry, "Conv2DBackpropInput");
-  add_kernel<conv2d_backprop_filter_kernel>(registry, "Conv2DBackpropFilter");
-  add_kernel<max_pool_kernel>(registry, "MaxPool");
-  add_kernel<max_pool_grad_kernel>(registry, "MaxPoolGrad");
+  add_kernel<conv2d_kernel, binary_contract>(registry, "Conv2D");
+  add_kernel<conv2d_backprop_input_kernel,
+             inputs(3).same_dtype(2, 1).type_attr("T", 1)>(
+    registry, "Conv2DBackpropInput");
+  add_kernel<conv2d_backprop_filter_kernel,
+             inputs(3).same_dtype(2, 0).type_attr("T", 0)>(
+    registry, "Conv2DBackpropFilter");
+  add_kernel<max_pool_kernel, unary_contract>(registry, "MaxPool");
+  add_kernel<max_pool_grad_kernel,
+             inputs(3).same_dtype(1, 0).same_dtype(2, 0).type_attr("T", 0)>(
+    registry, "MaxPoolGrad");
 }
 
 } // namespace actorflow::detail

@@ -305,10 +305,6 @@ status decode_raw_kernel(kernel_context& ctx) {
     return st;
   if (auto st = read_attr(ctx, "little_endian", little_endian); !st.ok())
     return st;
-  if (auto st = expect_inputs(ctx, 1); !st.ok())
-    return st;
-  if (auto st = expect_input_type(ctx, 0, dtype::string); !st.ok())
-    return st;
   const auto& input = ctx.inputs[0];
   auto in = input.flat<std::string>();
   int64_t str_size = -1;
@@ -353,8 +349,11 @@ status decode_raw_kernel(kernel_context& ctx) {
 
 /// Registers DecodeCSV and DecodeRaw.
 void register_decode_kernels(kernel_registry& registry) {
+  // DecodeCSV's inputs follow its OUT_TYPE attribute: it checks them itself.
   detail::add_kernel<decode_csv_kernel>(registry, "DecodeCSV");
-  detail::add_kernel<decode_raw_kernel>(registry, "DecodeRaw");
+  detail::add_kernel<decode_raw_kernel,
+                     detail::inputs(1).input_dtype(0, dtype::string)>(
+    registry, "DecodeRaw");
 }
 
 } // namespace actorflow

@@ -4,6 +4,37 @@
 
 namespace actorflow::detail {
 
+status arity_error(const kernel_context& ctx, size_t n, bool at_least) {
+  return invalid_argument(ctx.node.op
+                          + (at_least ? " expects at least " : " expects ")
+                          + std::to_string(n) + " input(s), got "
+                          + std::to_string(ctx.inputs.size()));
+}
+
+status type_attr_error(const kernel_context& ctx, const std::string& key,
+                       dtype declared, dtype actual) {
+  return invalid_argument("attribute " + key + " of " + ctx.node.op + " is "
+                          + std::string{to_string(declared)}
+                          + " but the input is "
+                          + std::string{to_string(actual)});
+}
+
+status input_type_error(const kernel_context& ctx, size_t i, dtype want) {
+  return invalid_argument("cannot compute " + ctx.node.op + " as input #"
+                          + std::to_string(i)
+                          + "(zero-based) was expected to be a "
+                          + std::string{to_string(want)} + " tensor but is a "
+                          + std::string{to_string(ctx.inputs[i].type())}
+                          + " tensor");
+}
+
+status list_length_error(const kernel_context& ctx, int64_t n, size_t count,
+                         const char* noun) {
+  return invalid_argument("attribute N of " + ctx.node.op + " is "
+                          + std::to_string(n) + " but it has "
+                          + std::to_string(count) + " " + noun);
+}
+
 std::string slice_debug_string(const tensor_shape& shape, int64_t i) {
   auto& dims = shape.dims();
   if (dims.empty())

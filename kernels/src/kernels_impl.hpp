@@ -2,11 +2,15 @@
 
 // Private helpers shared by the built-in kernel translation units: dtype
 // dispatch, input/attribute checks that report statuses instead of
-// throwing, and the guard every registered kernel runs under.
+// throwing, the contracts kernels declare at registration, and the guard
+// every registered kernel runs under, which checks its contract.
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -119,22 +123,22 @@ status visit_all(const kernel_context& ctx, dtype t, F&& f) {
   return visit_castable(ctx, t, std::forward<F>(f));
 }
 
+/// InvalidArgument "<op> expects [at least ]n input(s), got m"; the cold
+/// half of expect_inputs and expect_min_inputs.
+status arity_error(const kernel_context& ctx, size_t n, bool at_least);
+
 /// InvalidArgument unless the node has exactly `n` data inputs.
 inline status expect_inputs(const kernel_context& ctx, size_t n) {
   if (ctx.inputs.size() == n)
     return {};
-  return invalid_argument(ctx.node.op + " expects " + std::to_string(n)
-                          + " input(s), got "
-                          + std::to_string(ctx.inputs.size()));
+  return arity_error(ctx, n, false);
 }
 
 /// InvalidArgument unless the node has at least `n` data inputs.
 inline status expect_min_inputs(const kernel_context& ctx, size_t n) {
   if (ctx.inputs.size() >= n)
     return {};
-  return invalid_argument(ctx.node.op + " expects at least "
-                          + std::to_string(n) + " input(s), got "
-                          + std::to_string(ctx.inputs.size()));
+  return arity_error(ctx, n, true);
 }
 
 /// Reads the optional attribute `key` into `out`, leaving `out` untouched
@@ -163,6 +167,11 @@ status read_required_attr(const kernel_context& ctx, const std::string& key,
   return read_attr(ctx, key, out);
 }
 
+/// InvalidArgument: the type attribute `key` declares `declared` but the
+/// input is `actual`; the cold half of check_type_attr.
+status type_attr_error(const kernel_context& ctx, const std::string& key,
+                       dtype declared, dtype actual);
+
 /// If the node carries the type attribute `key` (e.g. "T"), it must agree
 /// with the dtype the inputs actually have.
 inline status check_type_attr(const kernel_context& ctx,
@@ -172,33 +181,20 @@ inline status check_type_attr(const kernel_context& ctx,
     return st;
   if (declared == actual)
     return {};
-  return invalid_argument("attribute " + key + " of " + ctx.node.op + " is "
-                          + std::string{to_string(declared)}
-                          + " but the input is "
-                          + std::string{to_string(actual)});
+  return type_attr_error(ctx, key, declared, actual);
 }
 
-/// InvalidArgument unless input `i` has dtype `want` (TensorFlow's
-/// wording).
+/// InvalidArgument "cannot compute <op> as input #i(zero-based) was
+/// expected to be a <want> tensor but is a <got> tensor" (TensorFlow's
+/// wording); the cold half of expect_input_type.
+status input_type_error(const kernel_context& ctx, size_t i, dtype want);
+
+/// InvalidArgument unless input `i` has dtype `want`.
 inline status expect_input_type(const kernel_context& ctx, size_t i,
                                 dtype want) {
-  auto got = ctx.inputs[i].type();
-  if (got == want)
+  if (ctx.inputs[i].type() == want)
     return {};
-  return invalid_argument("cannot compute " + ctx.node.op + " as input #"
-                          + std::to_string(i)
-                          + "(zero-based) was expected to be a "
-                          + std::string{to_string(want)}
-                          + " tensor but is a " + std::string{to_string(got)}
-                          + " tensor");
-}
-
-/// All inputs must share input 0's dtype (expect_input_type's error).
-inline status expect_same_types(const kernel_context& ctx) {
-  for (size_t i = 1; i < ctx.inputs.size(); ++i)
-    if (auto st = expect_input_type(ctx, i, ctx.inputs[0].type()); !st.ok())
-      return st;
-  return {};
+  return input_type_error(ctx, i, want);
 }
 
 /// All inputs must share input 0's shape (TensorFlow's
@@ -296,6 +292,172 @@ inline status make_shape(const std::vector<int64_t>& dims,
   return {};
 }
 
+/// InvalidArgument "attribute N of <op> is n but it has <count> <noun>";
+/// the cold half of a contract's list check.
+status list_length_error(const kernel_context& ctx, int64_t n, size_t count,
+                         const char* noun);
+
+/// What a kernel requires of its node before its body runs: how many
+/// inputs, which dtypes they have, and which type attributes must agree
+/// with them. Declared where the kernel is registered (add_kernel) and
+/// checked by the dispatcher (guarded), so a body starts at its math:
+///
+///   add_kernel<matmul_kernel, binary_contract>(registry, "MatMul");
+///
+/// A check fails with InvalidArgument in TensorFlow's words, in this
+/// order: the number of inputs, each ruled input's dtype in input order,
+/// the dtypes of a list of inputs, the type attributes, the list's
+/// attribute N. Built by constexpr calls (inputs(2).same_dtype(1, 0)...),
+/// each of which refuses to compile a rule about an input the count does
+/// not guarantee. A template argument, so the check compiles to a few
+/// compares: nothing is allocated unless it fails.
+struct kernel_contract {
+  static constexpr int max_rules = 3;
+  static constexpr int max_attrs = 2;
+
+  /// A type attribute (T, Tparams, SrcT, ...) and the input it describes.
+  struct attr_rule {
+    char name[9] = {};
+    int8_t input = -1;
+  };
+
+  /// The number of data inputs (-1: unchecked), exact or a minimum.
+  int8_t count = -1;
+  bool at_least = false;
+  /// Input i must have the dtype of input same[i] (if >= 0), else
+  /// type[i] (unless invalid).
+  std::array<int8_t, max_rules> same{-1, -1, -1};
+  std::array<dtype, max_rules> type{};
+  /// If >= 0: all inputs but the last list_tail form a list of one dtype
+  /// (AddN's and Pack's inputs, ConcatV2's values before its axis), whose
+  /// length the attribute N states; list_noun names its elements in the
+  /// error.
+  int8_t list_tail = -1;
+  char list_noun[7] = {};
+  std::array<attr_rule, max_attrs> attrs{};
+
+  /// Input i must have the dtype of input j.
+  constexpr kernel_contract same_dtype(int i, int j) const {
+    require(guaranteed(i) && i < max_rules && guaranteed(j));
+    auto c = *this;
+    c.same[static_cast<size_t>(i)] = static_cast<int8_t>(j);
+    return c;
+  }
+
+  /// Input i must have dtype t.
+  constexpr kernel_contract input_dtype(int i, dtype t) const {
+    require(guaranteed(i) && i < max_rules);
+    auto c = *this;
+    c.type[static_cast<size_t>(i)] = t;
+    return c;
+  }
+
+  /// The type attribute `name`, if present, must be input i's dtype.
+  template <size_t N>
+  constexpr kernel_contract type_attr(const char (&name)[N], int i) const {
+    require(guaranteed(i) && N <= sizeof(attr_rule::name));
+    auto c = *this;
+    for (auto& a : c.attrs) {
+      if (a.input < 0) {
+        std::copy_n(name, N, a.name);
+        a.input = static_cast<int8_t>(i);
+        return c;
+      }
+    }
+    require(false); // more than max_attrs
+    return c;
+  }
+
+  /// All inputs but the last `tail` share input 0's dtype, and the
+  /// attribute N, if present, is their number.
+  template <size_t N>
+  constexpr kernel_contract list(int tail, const char (&noun)[N]) const {
+    require(count >= tail + 1 && N <= sizeof(list_noun));
+    auto c = *this;
+    c.list_tail = static_cast<int8_t>(tail);
+    std::copy_n(noun, N, c.list_noun);
+    return c;
+  }
+
+private:
+  // True if every node the count admits has input i.
+  constexpr bool guaranteed(int i) const {
+    return i >= 0 && i < count;
+  }
+
+  // A contract that breaks a rule is no constant expression: it does not
+  // compile.
+  static constexpr void require(bool ok) {
+    if (!ok)
+      throw std::logic_error{"malformed kernel_contract"};
+  }
+};
+
+/// A contract for exactly `n` inputs.
+constexpr kernel_contract inputs(int n) {
+  kernel_contract c;
+  c.count = static_cast<int8_t>(n);
+  return c;
+}
+
+/// A contract for at least `n` inputs.
+constexpr kernel_contract min_inputs(int n) {
+  auto c = inputs(n);
+  c.at_least = true;
+  return c;
+}
+
+/// One input, typed by T (Neg, Softmax, ...).
+inline constexpr kernel_contract unary_contract = inputs(1).type_attr("T", 0);
+
+/// Two inputs of one dtype, typed by T (Add, MatMul, ReluGrad, ...).
+inline constexpr kernel_contract binary_contract
+  = inputs(2).same_dtype(1, 0).type_attr("T", 0);
+
+/// Checks `ctx` against C; InvalidArgument on the first broken rule.
+template <kernel_contract C>
+status check_contract(const kernel_context& ctx) {
+  if constexpr (C.count >= 0) {
+    auto n = static_cast<size_t>(C.count);
+    if (auto st = C.at_least ? expect_min_inputs(ctx, n)
+                             : expect_inputs(ctx, n);
+        !st.ok())
+      return st;
+  }
+  for (size_t i = 0; i < C.same.size(); ++i) {
+    if (C.same[i] >= 0) {
+      auto want = ctx.inputs[static_cast<size_t>(C.same[i])].type();
+      if (auto st = expect_input_type(ctx, i, want); !st.ok())
+        return st;
+    } else if (C.type[i] != dtype::invalid) {
+      if (auto st = expect_input_type(ctx, i, C.type[i]); !st.ok())
+        return st;
+    }
+  }
+  // The list's length; the count guarantees that input 0 is in it.
+  [[maybe_unused]] auto list_size = ctx.inputs.size() - static_cast<size_t>(C.list_tail);
+  if constexpr (C.list_tail >= 0) {
+    for (size_t i = 1; i < list_size; ++i)
+      if (auto st = expect_input_type(ctx, i, ctx.inputs[0].type()); !st.ok())
+        return st;
+  }
+  for (auto& a : C.attrs) {
+    if (a.input < 0)
+      continue;
+    auto actual = ctx.inputs[static_cast<size_t>(a.input)].type();
+    if (auto st = check_type_attr(ctx, a.name, actual); !st.ok())
+      return st;
+  }
+  if constexpr (C.list_tail >= 0) {
+    auto n = static_cast<int64_t>(list_size);
+    if (auto st = read_attr(ctx, "N", n); !st.ok())
+      return st;
+    if (n != static_cast<int64_t>(list_size))
+      return list_length_error(ctx, n, list_size, C.list_noun);
+  }
+  return {};
+}
+
 /// Appends the node's name to a failed status, in run_kernel's format, so
 /// that returned errors name their node just like thrown ones.
 inline status name_node(status st, const kernel_context& ctx) {
@@ -304,16 +466,18 @@ inline status name_node(status st, const kernel_context& ctx) {
   return {st.code(), st.message() + " [[node " + ctx.node.name + "]]"};
 }
 
-/// Runs kernel F so that it never throws: kernels report bad input as
-/// statuses themselves, and this catches the rest (an attribute of the
-/// wrong kind, an allocation too large to satisfy). On failure no partial
-/// outputs are left behind.
-template <status (*F)(kernel_context&)>
+/// Runs kernel F under contract C so that it never throws: C's check runs
+/// first, kernels report bad input as statuses themselves, and this
+/// catches the rest (an attribute of the wrong kind, an allocation too
+/// large to satisfy). On failure no partial outputs are left behind.
+template <status (*F)(kernel_context&), kernel_contract C>
 status guarded(kernel_context& ctx) noexcept {
   status st;
   try {
     ctx.outputs.clear();
-    st = F(ctx);
+    st = check_contract<C>(ctx);
+    if (st.ok())
+      st = F(ctx);
   } catch (const op_error& e) {
     st = e.get_status();
   } catch (const std::bad_alloc&) {
@@ -327,10 +491,11 @@ status guarded(kernel_context& ctx) noexcept {
   return name_node(std::move(st), ctx);
 }
 
-/// Registers F under `op`, wrapped in `guarded`.
-template <status (*F)(kernel_context&)>
+/// Registers F under `op`, its inputs checked against C before it runs
+/// (no contract: F checks everything itself).
+template <status (*F)(kernel_context&), kernel_contract C = kernel_contract{}>
 void add_kernel(kernel_registry& registry, const char* op) {
-  registry.add(op, &guarded<F>);
+  registry.add(op, &guarded<F, C>);
 }
 
 } // namespace actorflow::detail

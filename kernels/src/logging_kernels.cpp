@@ -70,10 +70,6 @@ status summarize(const kernel_context& ctx, const tensor& t, int64_t limit,
 }
 
 status print_kernel(kernel_context& ctx) {
-  if (auto st = expect_min_inputs(ctx, 1); !st.ok())
-    return st;
-  if (auto st = check_type_attr(ctx, "T", ctx.inputs[0].type()); !st.ok())
-    return st;
   std::string message;
   int64_t summarize_n = 3;
   if (auto st = read_attr(ctx, "message", message); !st.ok())
@@ -103,7 +99,8 @@ status print_kernel(kernel_context& ctx) {
 } // namespace
 
 void register_logging_kernels(kernel_registry& registry) {
-  add_kernel<print_kernel>(registry, "Print");
+  add_kernel<print_kernel, min_inputs(1).type_attr("T", 0)>(registry,
+                                                              "Print");
 }
 
 } // namespace actorflow::detail

@@ -36,14 +36,8 @@ enum class binop { add, sub, mul, real_div, div };
 
 template <binop Op>
 status binary_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 2); !st.ok())
-    return st;
   auto& x = ctx.inputs[0];
   auto& y = ctx.inputs[1];
-  if (auto st = expect_input_type(ctx, 1, x.type()); !st.ok())
-    return st;
-  if (auto st = check_type_attr(ctx, "T", x.type()); !st.ok())
-    return st;
   broadcast_plan plan;
   auto body = [&]<class T>(type_tag<T>) -> status {
     // Wrapping arithmetic for integer add/sub/mul; T itself otherwise.
@@ -129,14 +123,8 @@ struct compare {
 
 template <cmpop Op>
 status compare_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 2); !st.ok())
-    return st;
   auto& x = ctx.inputs[0];
   auto& y = ctx.inputs[1];
-  if (auto st = expect_input_type(ctx, 1, x.type()); !st.ok())
-    return st;
-  if (auto st = check_type_attr(ctx, "T", x.type()); !st.ok())
-    return st;
   broadcast_plan plan;
   if (auto st = make_broadcast(x.shape(), y.shape(), plan); !st.ok())
     return st;
@@ -178,11 +166,7 @@ enum class unop {
 
 template <unop Op>
 status unary_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 1); !st.ok())
-    return st;
   auto& x = ctx.inputs[0];
-  if (auto st = check_type_attr(ctx, "T", x.type()); !st.ok())
-    return st;
   auto body = [&]<class T>(type_tag<T>) -> status {
     using C = std::conditional_t<Op == unop::neg || Op == unop::square,
                                  wrapping_t<T>, T>;
@@ -247,17 +231,9 @@ status unary_kernel(kernel_context& ctx) {
 // -- Select ---------------------------------------------------------------------
 
 status select_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 3); !st.ok())
-    return st;
   auto& cond = ctx.inputs[0];
   auto& then = ctx.inputs[1];
   auto& else_ = ctx.inputs[2];
-  if (auto st = expect_input_type(ctx, 0, dtype::bool_); !st.ok())
-    return st;
-  if (auto st = expect_input_type(ctx, 2, then.type()); !st.ok())
-    return st;
-  if (auto st = check_type_attr(ctx, "T", then.type()); !st.ok())
-    return st;
   auto same_then_else = [&]() -> status {
     if (then.shape() == else_.shape())
       return {};
@@ -313,20 +289,7 @@ status select_kernel(kernel_context& ctx) {
 // -- AddN -----------------------------------------------------------------
 
 status add_n_kernel(kernel_context& ctx) {
-  if (auto st = expect_min_inputs(ctx, 1); !st.ok())
-    return st;
   auto& first = ctx.inputs[0];
-  if (auto st = expect_same_types(ctx); !st.ok())
-    return st;
-  if (auto st = check_type_attr(ctx, "T", first.type()); !st.ok())
-    return st;
-  auto n = static_cast<int64_t>(ctx.inputs.size());
-  if (auto st = read_attr(ctx, "N", n); !st.ok())
-    return st;
-  if (n != static_cast<int64_t>(ctx.inputs.size()))
-    return invalid_argument("attribute N of AddN is " + std::to_string(n)
-                            + " but it has "
-                            + std::to_string(ctx.inputs.size()) + " inputs");
   if (auto st = expect_same_shapes(ctx); !st.ok())
     return st;
   return visit_numeric(ctx, first.type(), [&]<class T>(type_tag<T>) -> status {
@@ -389,11 +352,7 @@ D convert(S x) {
 }
 
 status cast_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 1); !st.ok())
-    return st;
   auto& x = ctx.inputs[0];
-  if (auto st = check_type_attr(ctx, "SrcT", x.type()); !st.ok())
-    return st;
   dtype dst = dtype::invalid;
   if (auto st = read_required_attr(ctx, "DstT", dst); !st.ok())
     return st;
@@ -421,14 +380,8 @@ status cast_kernel(kernel_context& ctx) {
 // -- MatMul -----------------------------------------------------------------
 
 status matmul_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 2); !st.ok())
-    return st;
   auto& a = ctx.inputs[0];
   auto& b = ctx.inputs[1];
-  if (auto st = expect_input_type(ctx, 1, a.type()); !st.ok())
-    return st;
-  if (auto st = check_type_attr(ctx, "T", a.type()); !st.ok())
-    return st;
   bool ta = false;
   bool tb = false;
   if (auto st = read_attr(ctx, "transpose_a", ta); !st.ok())
@@ -633,11 +586,7 @@ void run_reduce(const reduce_plan& plan, const C* in, int64_t in_count,
 
 template <redop Op>
 status reduce_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 2); !st.ok())
-    return st;
   auto& x = ctx.inputs[0];
-  if (auto st = check_type_attr(ctx, "T", x.type()); !st.ok())
-    return st;
   bool keep_dims = false;
   if (auto st = read_attr(ctx, "keep_dims", keep_dims); !st.ok())
     return st;
@@ -672,40 +621,50 @@ status reduce_kernel(kernel_context& ctx) {
 } // namespace
 
 void register_math_kernels(kernel_registry& registry) {
-  add_kernel<binary_kernel<binop::add>>(registry, "Add");
-  add_kernel<binary_kernel<binop::sub>>(registry, "Sub");
-  add_kernel<binary_kernel<binop::mul>>(registry, "Mul");
-  add_kernel<binary_kernel<binop::real_div>>(registry, "RealDiv");
-  add_kernel<binary_kernel<binop::div>>(registry, "Div");
-  add_kernel<unary_kernel<unop::neg>>(registry, "Neg");
-  add_kernel<unary_kernel<unop::square>>(registry, "Square");
-  add_kernel<unary_kernel<unop::exp>>(registry, "Exp");
-  add_kernel<unary_kernel<unop::log>>(registry, "Log");
-  add_kernel<unary_kernel<unop::relu>>(registry, "Relu");
-  add_kernel<unary_kernel<unop::sigmoid>>(registry, "Sigmoid");
-  add_kernel<unary_kernel<unop::tanh>>(registry, "Tanh");
-  add_kernel<unary_kernel<unop::reciprocal>>(registry, "Reciprocal");
-  add_kernel<unary_kernel<unop::abs>>(registry, "Abs");
-  add_kernel<unary_kernel<unop::sign>>(registry, "Sign");
-  add_kernel<unary_kernel<unop::log1p>>(registry, "Log1p");
-  add_kernel<unary_kernel<unop::sqrt>>(registry, "Sqrt");
-  add_kernel<unary_kernel<unop::rsqrt>>(registry, "Rsqrt");
-  add_kernel<compare_kernel<cmpop::maximum>>(registry, "Maximum");
-  add_kernel<compare_kernel<cmpop::minimum>>(registry, "Minimum");
-  add_kernel<compare_kernel<cmpop::equal>>(registry, "Equal");
-  add_kernel<compare_kernel<cmpop::not_equal>>(registry, "NotEqual");
-  add_kernel<compare_kernel<cmpop::greater>>(registry, "Greater");
-  add_kernel<compare_kernel<cmpop::greater_equal>>(registry, "GreaterEqual");
-  add_kernel<compare_kernel<cmpop::less>>(registry, "Less");
-  add_kernel<compare_kernel<cmpop::less_equal>>(registry, "LessEqual");
-  add_kernel<select_kernel>(registry, "Select");
-  add_kernel<add_n_kernel>(registry, "AddN");
-  add_kernel<cast_kernel>(registry, "Cast");
-  add_kernel<matmul_kernel>(registry, "MatMul");
-  add_kernel<reduce_kernel<redop::sum>>(registry, "Sum");
-  add_kernel<reduce_kernel<redop::mean>>(registry, "Mean");
-  add_kernel<reduce_kernel<redop::max>>(registry, "Max");
-  add_kernel<reduce_kernel<redop::prod>>(registry, "Prod");
+  constexpr auto unary = unary_contract;
+  constexpr auto binary = binary_contract;
+  add_kernel<binary_kernel<binop::add>, binary>(registry, "Add");
+  add_kernel<binary_kernel<binop::sub>, binary>(registry, "Sub");
+  add_kernel<binary_kernel<binop::mul>, binary>(registry, "Mul");
+  add_kernel<binary_kernel<binop::real_div>, binary>(registry, "RealDiv");
+  add_kernel<binary_kernel<binop::div>, binary>(registry, "Div");
+  add_kernel<unary_kernel<unop::neg>, unary>(registry, "Neg");
+  add_kernel<unary_kernel<unop::square>, unary>(registry, "Square");
+  add_kernel<unary_kernel<unop::exp>, unary>(registry, "Exp");
+  add_kernel<unary_kernel<unop::log>, unary>(registry, "Log");
+  add_kernel<unary_kernel<unop::relu>, unary>(registry, "Relu");
+  add_kernel<unary_kernel<unop::sigmoid>, unary>(registry, "Sigmoid");
+  add_kernel<unary_kernel<unop::tanh>, unary>(registry, "Tanh");
+  add_kernel<unary_kernel<unop::reciprocal>, unary>(registry, "Reciprocal");
+  add_kernel<unary_kernel<unop::abs>, unary>(registry, "Abs");
+  add_kernel<unary_kernel<unop::sign>, unary>(registry, "Sign");
+  add_kernel<unary_kernel<unop::log1p>, unary>(registry, "Log1p");
+  add_kernel<unary_kernel<unop::sqrt>, unary>(registry, "Sqrt");
+  add_kernel<unary_kernel<unop::rsqrt>, unary>(registry, "Rsqrt");
+  add_kernel<compare_kernel<cmpop::maximum>, binary>(registry, "Maximum");
+  add_kernel<compare_kernel<cmpop::minimum>, binary>(registry, "Minimum");
+  add_kernel<compare_kernel<cmpop::equal>, binary>(registry, "Equal");
+  add_kernel<compare_kernel<cmpop::not_equal>, binary>(registry, "NotEqual");
+  add_kernel<compare_kernel<cmpop::greater>, binary>(registry, "Greater");
+  add_kernel<compare_kernel<cmpop::greater_equal>, binary>(registry,
+                                                          "GreaterEqual");
+  add_kernel<compare_kernel<cmpop::less>, binary>(registry, "Less");
+  add_kernel<compare_kernel<cmpop::less_equal>, binary>(registry,
+                                                       "LessEqual");
+  add_kernel<select_kernel, inputs(3)
+                              .input_dtype(0, dtype::bool_)
+                              .same_dtype(2, 1)
+                              .type_attr("T", 1)>(registry, "Select");
+  add_kernel<add_n_kernel,
+             min_inputs(1).list(0, "inputs").type_attr("T", 0)>(registry,
+                                                                 "AddN");
+  add_kernel<cast_kernel, inputs(1).type_attr("SrcT", 0)>(registry, "Cast");
+  add_kernel<matmul_kernel, binary>(registry, "MatMul");
+  constexpr auto reduce = inputs(2).type_attr("T", 0);
+  add_kernel<reduce_kernel<redop::sum>, reduce>(registry, "Sum");
+  add_kernel<reduce_kernel<redop::mean>, reduce>(registry, "Mean");
+  add_kernel<reduce_kernel<redop::max>, reduce>(registry, "Max");
+  add_kernel<reduce_kernel<redop::prod>, reduce>(registry, "Prod");
 }
 
 } // namespace actorflow::detail

@@ -42,11 +42,7 @@ void softmax_rows(const T* in, T* out, int64_t rows, int64_t n) {
 
 template <bool Log>
 status softmax_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 1); !st.ok())
-    return st;
   auto& x = ctx.inputs[0];
-  if (auto st = check_type_attr(ctx, "T", x.type()); !st.ok())
-    return st;
   if (x.shape().rank() < 1)
     return invalid_argument("logits must have >= 1 dimension, got "
                             + x.shape().to_string());
@@ -79,14 +75,8 @@ T row_log_sum_exp(const T* z, int64_t n, T* p, T& max) {
 }
 
 status softmax_xent_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 2); !st.ok())
-    return st;
   auto& logits = ctx.inputs[0];
   auto& labels = ctx.inputs[1];
-  if (auto st = expect_input_type(ctx, 1, logits.type()); !st.ok())
-    return st;
-  if (auto st = check_type_attr(ctx, "T", logits.type()); !st.ok())
-    return st;
   if (!(logits.shape() == labels.shape()))
     return invalid_argument("logits and labels must be same size: logits_size="
                             + logits.shape().to_string()
@@ -125,14 +115,8 @@ status softmax_xent_kernel(kernel_context& ctx) {
 }
 
 status sparse_softmax_xent_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 2); !st.ok())
-    return st;
   auto& logits = ctx.inputs[0];
   auto& labels = ctx.inputs[1];
-  if (auto st = check_type_attr(ctx, "T", logits.type()); !st.ok())
-    return st;
-  if (auto st = check_type_attr(ctx, "Tlabels", labels.type()); !st.ok())
-    return st;
   if (logits.shape().rank() != 2)
     return invalid_argument("logits must be 2-D, but got shape "
                             + logits.shape().to_string());
@@ -195,11 +179,7 @@ status sparse_softmax_xent_kernel(kernel_context& ctx) {
 // -- L2Loss ---------------------------------------------------------------------
 
 status l2_loss_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 1); !st.ok())
-    return st;
   auto& t = ctx.inputs[0];
-  if (auto st = check_type_attr(ctx, "T", t.type()); !st.ok())
-    return st;
   return visit_float(ctx, t.type(), [&]<class T>(type_tag<T>) -> status {
     T sum = 0;
     for (auto v : t.flat<T>())
@@ -223,14 +203,8 @@ status check_data_format(const kernel_context& ctx) {
 }
 
 status bias_add_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 2); !st.ok())
-    return st;
   auto& value = ctx.inputs[0];
   auto& bias = ctx.inputs[1];
-  if (auto st = expect_input_type(ctx, 1, value.type()); !st.ok())
-    return st;
-  if (auto st = check_type_attr(ctx, "T", value.type()); !st.ok())
-    return st;
   if (auto st = check_data_format(ctx); !st.ok())
     return st;
   if (value.shape().rank() < 2)
@@ -262,11 +236,7 @@ status bias_add_kernel(kernel_context& ctx) {
 }
 
 status bias_add_grad_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 1); !st.ok())
-    return st;
   auto& grad = ctx.inputs[0];
-  if (auto st = check_type_attr(ctx, "T", grad.type()); !st.ok())
-    return st;
   if (auto st = check_data_format(ctx); !st.ok())
     return st;
   if (grad.shape().rank() < 2)
@@ -293,13 +263,9 @@ status bias_add_grad_kernel(kernel_context& ctx) {
 // -- UnsortedSegmentSum -----------------------------------------------------------
 
 status unsorted_segment_sum_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 3); !st.ok())
-    return st;
   auto& data = ctx.inputs[0];
   auto& ids_t = ctx.inputs[1];
   auto& num_t = ctx.inputs[2];
-  if (auto st = check_type_attr(ctx, "T", data.type()); !st.ok())
-    return st;
   if (num_t.shape().rank() != 0)
     return invalid_argument("num_segments should be a scalar, not shape "
                             + num_t.shape().to_string());
@@ -359,14 +325,8 @@ enum class gradop { relu, sigmoid, tanh };
 
 template <gradop Op>
 status activation_grad_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 2); !st.ok())
-    return st;
   auto& a = ctx.inputs[0];
   auto& b = ctx.inputs[1];
-  if (auto st = expect_input_type(ctx, 1, a.type()); !st.ok())
-    return st;
-  if (auto st = check_type_attr(ctx, "T", a.type()); !st.ok())
-    return st;
   if constexpr (Op == gradop::relu) {
     if (!(a.shape() == b.shape()))
       return invalid_argument("g and a must be the same size");
@@ -398,12 +358,8 @@ status activation_grad_kernel(kernel_context& ctx) {
 // -- ArgMax -----------------------------------------------------------------------
 
 status arg_max_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 2); !st.ok())
-    return st;
   auto& x = ctx.inputs[0];
   auto& dim_t = ctx.inputs[1];
-  if (auto st = check_type_attr(ctx, "T", x.type()); !st.ok())
-    return st;
   dtype out_type;
   if (auto st = read_index_type(ctx, "output_type", dtype::int64, out_type);
       !st.ok())
@@ -455,20 +411,28 @@ status arg_max_kernel(kernel_context& ctx) {
 } // namespace
 
 void register_nn_kernels(kernel_registry& registry) {
-  add_kernel<softmax_kernel<false>>(registry, "Softmax");
-  add_kernel<softmax_kernel<true>>(registry, "LogSoftmax");
-  add_kernel<softmax_xent_kernel>(registry, "SoftmaxCrossEntropyWithLogits");
-  add_kernel<sparse_softmax_xent_kernel>(registry,
-                                         "SparseSoftmaxCrossEntropyWithLogits");
-  add_kernel<l2_loss_kernel>(registry, "L2Loss");
-  add_kernel<bias_add_kernel>(registry, "BiasAdd");
-  add_kernel<bias_add_kernel>(registry, "BiasAddV1");
-  add_kernel<bias_add_grad_kernel>(registry, "BiasAddGrad");
-  add_kernel<unsorted_segment_sum_kernel>(registry, "UnsortedSegmentSum");
-  add_kernel<activation_grad_kernel<gradop::relu>>(registry, "ReluGrad");
-  add_kernel<activation_grad_kernel<gradop::sigmoid>>(registry, "SigmoidGrad");
-  add_kernel<activation_grad_kernel<gradop::tanh>>(registry, "TanhGrad");
-  add_kernel<arg_max_kernel>(registry, "ArgMax");
+  constexpr auto unary = unary_contract;
+  constexpr auto binary = binary_contract;
+  add_kernel<softmax_kernel<false>, unary>(registry, "Softmax");
+  add_kernel<softmax_kernel<true>, unary>(registry, "LogSoftmax");
+  add_kernel<softmax_xent_kernel, binary>(registry,
+                                          "SoftmaxCrossEntropyWithLogits");
+  add_kernel<sparse_softmax_xent_kernel,
+             inputs(2).type_attr("T", 0).type_attr("Tlabels", 1)>(
+    registry, "SparseSoftmaxCrossEntropyWithLogits");
+  add_kernel<l2_loss_kernel, unary>(registry, "L2Loss");
+  add_kernel<bias_add_kernel, binary>(registry, "BiasAdd");
+  add_kernel<bias_add_kernel, binary>(registry, "BiasAddV1");
+  add_kernel<bias_add_grad_kernel, unary>(registry, "BiasAddGrad");
+  add_kernel<unsorted_segment_sum_kernel, inputs(3).type_attr("T", 0)>(
+    registry, "UnsortedSegmentSum");
+  add_kernel<activation_grad_kernel<gradop::relu>, binary>(registry,
+                                                           "ReluGrad");
+  add_kernel<activation_grad_kernel<gradop::sigmoid>, binary>(registry,
+                                                              "SigmoidGrad");
+  add_kernel<activation_grad_kernel<gradop::tanh>, binary>(registry,
+                                                           "TanhGrad");
+  add_kernel<arg_max_kernel, inputs(2).type_attr("T", 0)>(registry, "ArgMax");
 }
 
 } // namespace actorflow::detail

@@ -71,8 +71,6 @@ enum class dist { uniform, normal, truncated_normal };
 
 template <dist D>
 status random_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 1); !st.ok())
-    return st;
   dtype type = dtype::invalid;
   if (auto st = read_required_attr(ctx, "dtype", type); !st.ok())
     return st;
@@ -117,8 +115,6 @@ status random_kernel(kernel_context& ctx) {
 // RandomShuffle: a Fisher-Yates permutation of the rows (dim 0), as TF's
 // kernel; any dtype, strings included.
 status random_shuffle_kernel(kernel_context& ctx) {
-  if (auto st = expect_inputs(ctx, 1); !st.ok())
-    return st;
   if (ctx.rng == nullptr)
     return internal_error(ctx.node.op + " was run without a random generator");
   auto& in = ctx.inputs[0];
@@ -154,11 +150,13 @@ status random_shuffle_kernel(kernel_context& ctx) {
 } // namespace
 
 void register_random_kernels(kernel_registry& registry) {
-  add_kernel<random_shuffle_kernel>(registry, "RandomShuffle");
-  add_kernel<random_kernel<dist::uniform>>(registry, "RandomUniform");
-  add_kernel<random_kernel<dist::normal>>(registry, "RandomStandardNormal");
-  add_kernel<random_kernel<dist::truncated_normal>>(registry,
-                                                    "TruncatedNormal");
+  constexpr auto one = inputs(1);
+  add_kernel<random_shuffle_kernel, one>(registry, "RandomShuffle");
+  add_kernel<random_kernel<dist::uniform>, one>(registry, "RandomUniform");
+  add_kernel<random_kernel<dist::normal>, one>(registry,
+                                               "RandomStandardNormal");
+  add_kernel<random_kernel<dist::truncated_normal>, one>(registry,
+                                                         "TruncatedNormal");
 }
 
 } // namespace actorflow::detail
