@@ -38,7 +38,8 @@ namespace executor_detail {
 void mark_finished(executor_state& st, int64_t step) {
   st.early.erase(step);
   st.partials.erase(step);
-  chunk_landing::forget(step);
+  if (st.landing)
+    st.landing->forget(step);
   if (st.finished.insert(step).second) {
     st.finished_order.push_back(step);
     // Bounded memory: a tensor for a step this old cannot still be coming.
@@ -356,6 +357,7 @@ executor_actor::behavior_type executor(executor_self self,
   st.device = std::move(opts.device);
   st.default_container = std::move(opts.default_container);
   st.counters = std::move(opts.counters);
+  st.landing = chunk_landing::of(self->system());
   st.session = std::move(opts.session);
   auto& partition = opts.partition;
   auto& rngs = opts.rngs;
@@ -438,7 +440,7 @@ executor_actor::behavior_type executor(executor_self self,
           if (p < req.peer_inboxes.size() && !req.peer_inboxes[p].empty()
               && peers[p] && peers[p]->node() != self->node())
             if (auto r = tensor_channel::route_to(req.peer_inboxes[p],
-                                                  &self->home_system()))
+                                                  self->home_system()))
               st.routes.emplace(device, std::move(r));
         }
         st.sinks = std::move(req.sink_devices);
@@ -449,7 +451,7 @@ executor_actor::behavior_type executor(executor_self self,
         if (!req.reply_inbox.empty() && st.master
             && st.master->node() != self->node())
           st.reply_route = tensor_channel::route_to(req.reply_inbox,
-                                                    &self->home_system());
+                                                    self->home_system());
       }
       start_step(self, req, rp, false);
       return rp;

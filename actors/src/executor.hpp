@@ -134,6 +134,9 @@ struct executor_state {
   std::unordered_map<int64_t, step_state> steps;
   /// Tensors for steps that have not started here yet.
   std::unordered_map<int64_t, std::unordered_map<std::string, tensor>> early;
+  /// Where chunks of large tensors for this system's steps land (the
+  /// middleman's deserializer fills it; a finished step's are forgotten).
+  std::shared_ptr<chunk_landing> landing;
   /// Large tensors arriving in chunks, by step and rendezvous key.
   /// A tensor arriving in chunks of its wire encoding. Chunks from one
   /// sender arrive in order, so the header (chunk 0) comes first: then

@@ -431,7 +431,9 @@ master_actor::behavior_type master(master_self self, task_options opts,
       host, caf::actor_cast<caf::actor>(self));
     if (!st.reply_inbox.empty())
       self->attach_functor(
-        [inbox = st.reply_inbox] { tensor_channel::close_inbox(inbox); });
+        [inbox = st.reply_inbox, sys = &self->system()] {
+          tensor_channel::close_inbox(*sys, inbox);
+        });
   }
   std::random_device rd;
   // Step ids from different masters must not collide on a shared worker.

@@ -127,7 +127,7 @@ void on_registered(master_self self, const std::string& handle,
       pp->plan->peers[p] = caf::actor_cast<caf::actor>(exec);
       if (!inbox.empty() && !st.reply_inbox.empty()
           && exec->node() != self->node()) {
-        part.route = tensor_channel::route_to(inbox, &self->home_system());
+        part.route = tensor_channel::route_to(inbox, self->home_system());
         // Its requests get no CAF error once they go over the channel.
         if (part.route)
           self->monitor(exec);

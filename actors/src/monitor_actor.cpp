@@ -91,7 +91,8 @@ sent_figures figures_of(const actor_record& rec,
 /// The document of the task `opts` describe; with `sent`, only the actors
 /// whose figures differ from what it holds (then updated) and those that
 /// went.
-json snapshot(const task_options& opts, sent_map* sent) {
+json snapshot(caf::actor_system& sys, const task_options& opts,
+              sent_map* sent) {
   auto& reg = registry::instance();
   bool delta = sent != nullptr && !sent->empty();
   auto task = task_name(opts);
@@ -173,7 +174,7 @@ json snapshot(const task_options& opts, sent_map* sent) {
                      {"reason", e.reason}});
   doc["peers"] = std::move(peers);
   json links = json::array();
-  for (auto& l : tensor_channel::link_stats())
+  for (auto& l : tensor_channel::link_stats(sys))
     links.push_back({{"peer", l.peer},
                      {"direction", l.outgoing ? "out" : "in"},
                      {"up", l.up},
@@ -228,7 +229,7 @@ monitor_actor::behavior_type monitor(monitor_self self,
   });
   return {
     [self](monitor_snapshot_atom) {
-      return snapshot(self->state.opts, nullptr).dump();
+      return snapshot(self->system(), self->state.opts, nullptr).dump();
     },
     [self](monitor_subscribe_atom, int64_t interval_ms,
            caf::actor who) -> status {
@@ -277,7 +278,7 @@ monitor_actor::behavior_type monitor(monitor_self self,
       // subscriber knows whose update it is.
       caf::send_as(caf::actor_cast<caf::actor>(self), sub.handle,
                    monitor_update_atom_v,
-                   snapshot(self->state.opts, &sub.sent).dump());
+                   snapshot(self->system(), self->state.opts, &sub.sent).dump());
       self->delayed_send(self, sub.interval, monitor_tick_atom_v, key);
     },
   };
@@ -358,8 +359,8 @@ double num(const json& x) {
 
 } // namespace
 
-std::string metrics_text(const task_options& opts) {
-  auto doc = snapshot(opts, nullptr);
+std::string metrics_text(caf::actor_system& sys, const task_options& opts) {
+  auto doc = snapshot(sys, opts, nullptr);
   auto task = doc["task"].get<std::string>();
   exposition m;
   auto actors_of = [&](const char* kind) {

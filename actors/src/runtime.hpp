@@ -76,8 +76,9 @@ struct variable_cell {
   tensor value;
 };
 
-/// The cell of a variable actor spawned by this process; nullptr for
-/// any other actor (e.g. a proxy of a remote one) or one that ended.
+/// The cell of a variable actor spawned by spawn_variable in its actor
+/// system; nullptr for any other actor (e.g. a proxy of a remote one) or
+/// one that ended.
 std::shared_ptr<variable_cell> variable_cell_of(const variable_actor& var);
 
 /// A queue with TensorFlow's semantics (kernels/queue_core.hpp) as an

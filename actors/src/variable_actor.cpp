@@ -7,6 +7,7 @@
 #include <Eigen/Core>
 
 #include "actorflow/actors/instrumented.hpp"
+#include "actorflow/transport/system_data.hpp"
 #include "actorflow/transport/type_ids.hpp"
 #include "runtime.hpp"
 
@@ -27,7 +28,8 @@ struct variable_state {
   }
 };
 
-// The cells of this process's variables, by actor id, for executors.
+// The cells of an actor system's variables, by actor id, for its
+// executors (system_data.hpp).
 struct cell_registry {
   struct entry {
     caf::actor_addr addr;
@@ -39,12 +41,6 @@ struct cell_registry {
   /// spawning n variables costs O(n), not O(n^2).
   size_t next_sweep = 64;
 };
-
-cell_registry& registry() {
-  // Never destroyed: executors may look up during exit.
-  static auto* instance = new cell_registry;
-  return *instance;
-}
 
 status uninitialized(const variable_state& st) {
   return failed_precondition("Attempting to use uninitialized value "
@@ -362,7 +358,8 @@ variable_actor spawn_variable(caf::actor_system& sys, std::string name,
   auto var = spawn_instrumented(sys, std::move(who), variable,
                                 std::move(name), type, std::move(shape),
                                 cell);
-  auto& r = registry();
+  auto cells = system_data<cell_registry>(sys);
+  auto& r = *cells;
   std::lock_guard<std::mutex> guard{r.mtx};
   if (r.cells.size() >= r.next_sweep) {
     // Forget the cells of variables that ended (a container reset).
@@ -377,7 +374,8 @@ variable_actor spawn_variable(caf::actor_system& sys, std::string name,
 std::shared_ptr<variable_cell> variable_cell_of(const variable_actor& var) {
   if (!var)
     return nullptr;
-  auto& r = registry();
+  auto cells = system_data<cell_registry>(var->home_system());
+  auto& r = *cells;
   std::lock_guard<std::mutex> guard{r.mtx};
   auto i = r.cells.find(var.id());
   // The address, not the id alone: a remote actor's id can equal a local

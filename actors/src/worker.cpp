@@ -171,7 +171,9 @@ register_graph(worker_self self, const std::string& bytes,
     inbox = tensor_channel::open_inbox(st.channel_host,
                                        caf::actor_cast<caf::actor>(exec));
     if (!inbox.empty())
-      exec->attach_functor([inbox] { tensor_channel::close_inbox(inbox); });
+      exec->attach_functor([inbox, sys = &self->system()] {
+        tensor_channel::close_inbox(*sys, inbox);
+      });
   }
   return {status{}, exec, std::move(inbox)};
 }

@@ -223,9 +223,9 @@ uint16_t server::serve_metrics(const std::string& host, uint16_t port) {
     throw op_error(error_code::failed_precondition,
                    device() + " is stopped: no metrics on " + address);
   auto http = std::make_unique<httplib::Server>();
-  http->Get("/metrics", [opts = impl_->opts](const httplib::Request&,
-                                             httplib::Response& res) {
-    res.set_content(metrics_text(opts), "text/plain; version=0.0.4");
+  http->Get("/metrics", [opts = impl_->opts, sys = impl_->sys](
+                          const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_text(*sys, opts), "text/plain; version=0.0.4");
   });
   // Nothing else, and nothing that changes the task.
   auto refuse = [](const httplib::Request&, httplib::Response& res) {

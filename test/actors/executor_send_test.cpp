@@ -310,7 +310,7 @@ TEST_CASE("executor: a later step's request over the tensor channel is "
       caf::after(max_wait) >> [] { FAIL("no run_graph reply"); });
   // Later steps: the ps's request goes over the channel, and its answer
   // comes back there, naming the step and the ps's part.
-  auto route = tensor_channel::route_to(t.ps_inbox);
+  auto route = tensor_channel::route_to(t.ps_inbox, t.self_a->system());
   REQUIRE(route);
   for (int64_t id : {2, 3}) {
     INFO("step " << id);
@@ -346,5 +346,5 @@ TEST_CASE("executor: a later step's request over the tensor channel is "
     // The request and the answer were both read off the channel.
     CHECK(tensor_channel::messages_received() == received + 2);
   }
-  tensor_channel::close_inbox(master_inbox);
+  tensor_channel::close_inbox(t.self_a->system(), master_inbox);
 }

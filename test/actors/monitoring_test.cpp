@@ -254,7 +254,7 @@ TEST_CASE("monitoring: metrics_text is Prometheus' text format with the "
   steps->finished(300, 0, "");
   steps->finished(4000, 0, "");
   steps->finished(20'000'000, 14, "lost");
-  auto text = metrics_text(opts);
+  auto text = metrics_text(sys, opts);
   INFO(text);
   // Every line is a comment or "name{labels} value"; a family's samples
   // follow its HELP and TYPE and nothing else comes between them.
@@ -324,12 +324,12 @@ TEST_CASE("monitoring: metrics_text is Prometheus' text format with the "
   auto counted = "actorflow_actor_messages_total{task=\"" + task
                  + "\",kind=\"queue\",actor=\"in\\\"put\",actor_id=\"" + id
                  + "\"} 1\n";
-  auto later = metrics_text(opts);
+  auto later = metrics_text(sys, opts);
   // Polls the metrics text, as the record signals nothing when it counts;
   // bounded by 200 tries.
   for (int i = 0; i < 200 && later.find(counted) == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    later = metrics_text(opts);
+    later = metrics_text(sys, opts);
   }
   CHECK(later.find(counted) != std::string::npos);
   caf::anon_send_exit(q, caf::exit_reason::user_shutdown);

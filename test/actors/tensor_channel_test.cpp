@@ -94,15 +94,18 @@ std::string inbox_for(caf::scoped_actor& self) {
 // An inbox for `self` and the route to it: a channel to oneself.
 struct loopback {
   explicit loopback(caf::scoped_actor& self)
-    : me(caf::actor_cast<caf::actor>(self)), address(inbox_for(self)) {
+    : me(caf::actor_cast<caf::actor>(self)),
+      sys(&self->system()),
+      address(inbox_for(self)) {
     REQUIRE_FALSE(address.empty());
-    route = tensor_channel::route_to(address);
+    route = tensor_channel::route_to(address, *sys);
     REQUIRE(route);
   }
   ~loopback() {
-    tensor_channel::close_inbox(address);
+    tensor_channel::close_inbox(*sys, address);
   }
   caf::actor me;
+  caf::actor_system* sys;
   std::string address;
   tensor_channel::route route;
 };
@@ -179,14 +182,16 @@ uint64_t inbox_id(const std::string& address) {
 
 // An inbox for `self` and what a raw connection to it needs.
 struct raw_inbox {
-  explicit raw_inbox(caf::scoped_actor& self) : address(inbox_for(self)) {
+  explicit raw_inbox(caf::scoped_actor& self)
+    : sys(&self->system()), address(inbox_for(self)) {
     REQUIRE_FALSE(address.empty());
     port = port_of(address);
     id = inbox_id(address);
   }
   ~raw_inbox() {
-    tensor_channel::close_inbox(address);
+    tensor_channel::close_inbox(*sys, address);
   }
+  caf::actor_system* sys;
   std::string address;
   uint16_t port = 0;
   uint64_t id = 0;
@@ -270,7 +275,7 @@ TEST_CASE("tensor_channel: values of every kind arrive intact and in order",
   auto address = inbox_for(self);
   REQUIRE_FALSE(address.empty());
   CHECK(address.rfind("127.0.0.1:", 0) == 0);
-  auto route = tensor_channel::route_to(address);
+  auto route = tensor_channel::route_to(address, self->system());
   REQUIRE(route);
   std::vector<float> big(3 << 20); // 12 MiB: more than a socket buffer
   for (size_t i = 0; i < big.size(); ++i)
@@ -298,7 +303,7 @@ TEST_CASE("tensor_channel: values of every kind arrive intact and in order",
     CHECK(r.value == values[i]);
     CHECK(r.value.shape() == values[i].shape());
   }
-  tensor_channel::close_inbox(address);
+  tensor_channel::close_inbox(self->system(), address);
 }
 
 TEST_CASE("tensor_channel: a reader polls only while frames keep coming",
@@ -344,17 +349,19 @@ TEST_CASE("tensor_channel: a closed inbox gets nothing, the connection "
   auto a = inbox_for(gone);
   auto b = inbox_for(open);
   REQUIRE(inbox_id(a) != inbox_id(b));
-  tensor_channel::close_inbox(a);
+  tensor_channel::close_inbox(*s.sys, a);
   auto value = tensor::vec<int32_t>({1, 2, 3});
-  REQUIRE(tensor_channel::send(tensor_channel::route_to(a), 1, "k", value,
-                               caf::actor_cast<caf::actor>(gone), true));
-  REQUIRE(tensor_channel::send(tensor_channel::route_to(b), 2, "k", value,
-                               caf::actor_cast<caf::actor>(open), true));
+  REQUIRE(tensor_channel::send(tensor_channel::route_to(a, *s.sys), 1, "k",
+                               value, caf::actor_cast<caf::actor>(gone),
+                               true));
+  REQUIRE(tensor_channel::send(tensor_channel::route_to(b, *s.sys), 2, "k",
+                               value, caf::actor_cast<caf::actor>(open),
+                               true));
   auto r = receive_one(open);
   CHECK(r.step == 2);
   CHECK(r.value == value);
   expect_nothing(gone, "a closed inbox got a tensor");
-  tensor_channel::close_inbox(b);
+  tensor_channel::close_inbox(*s.sys, b);
 }
 
 TEST_CASE("tensor_channel: the reading thread runs the receiving actor "
@@ -396,8 +403,8 @@ TEST_CASE("tensor_channel: the reading thread runs the receiving actor "
   auto address = tensor_channel::open_inbox("127.0.0.1", forwarder);
   REQUIRE_FALSE(address.empty());
   auto value = tensor::vec<float>({1.5f, 2.5f});
-  REQUIRE(tensor_channel::send(tensor_channel::route_to(address), 7, "k",
-                               value, forwarder, true));
+  REQUIRE(tensor_channel::send(tensor_channel::route_to(address, sys), 7,
+                               "k", value, forwarder, true));
   bool arrived = false;
   self->receive(
     [&](recv_tensor_atom, int64_t step, std::string&, tensor& got) {
@@ -406,7 +413,7 @@ TEST_CASE("tensor_channel: the reading thread runs the receiving actor "
     caf::after(std::chrono::seconds(10)) >> [] {});
   CHECK(arrived);
   release = true;
-  tensor_channel::close_inbox(address);
+  tensor_channel::close_inbox(self->system(), address);
   caf::anon_send_exit(forwarder, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(blocker, caf::exit_reason::user_shutdown);
 }
@@ -453,9 +460,10 @@ TEST_CASE("tensor_channel: a frame for another actor is not held up by "
   auto b = inbox_for(self);
   REQUIRE_FALSE(a.empty());
   auto value = tensor::vec<int32_t>({1});
-  auto route = tensor_channel::route_to(a);
+  auto route = tensor_channel::route_to(a, self->system());
   REQUIRE(tensor_channel::send(route, 1, "k", value, first, true));
-  REQUIRE(tensor_channel::send(tensor_channel::route_to(b), 2, "k", value,
+  REQUIRE(tensor_channel::send(tensor_channel::route_to(b, self->system()),
+                               2, "k", value,
                                caf::actor_cast<caf::actor>(self), true));
   auto r = receive_one(self);
   auto pongs_before = pongs.load();
@@ -471,8 +479,8 @@ TEST_CASE("tensor_channel: a frame for another actor is not held up by "
   while (!chain_done && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   CHECK(chain_done);
-  tensor_channel::close_inbox(a);
-  tensor_channel::close_inbox(b);
+  tensor_channel::close_inbox(self->system(), a);
+  tensor_channel::close_inbox(self->system(), b);
   caf::anon_send_exit(first, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(pong, caf::exit_reason::user_shutdown);
 }
@@ -550,7 +558,7 @@ TEST_CASE("tensor_channel: a peer that breaks the protocol loses its "
   CHECK(r.step == 9);
   CHECK(r.value == floats);
   ::close(fd);
-  auto route = tensor_channel::route_to(raw.address);
+  auto route = tensor_channel::route_to(raw.address, self->system());
   REQUIRE(tensor_channel::send(route, 10, "k", floats,
                                caf::actor_cast<caf::actor>(self), true));
   CHECK(receive_one(self).step == 10);
@@ -681,7 +689,7 @@ TEST_CASE("tensor_channel: frames for a peer that cannot be reached go "
   REQUIRE(::connect(filler, reinterpret_cast<sockaddr*>(&addr), sizeof(addr))
           == 0);
   auto address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/1";
-  auto route = tensor_channel::route_to(address);
+  auto route = tensor_channel::route_to(address, self->system());
   REQUIRE(route);
   auto value = tensor::vec<double>({0.25, 4.0});
   auto fallbacks = tensor_channel::fallbacks();
@@ -705,9 +713,9 @@ TEST_CASE("tensor_channel: frames for a peer that cannot be reached go "
   CHECK_FALSE(tensor_channel::send_run_graph(
     route, request_of(7), caf::actor_cast<caf::actor>(self)));
   check_request(receive_request(self), 7);
-  CHECK_FALSE(tensor_channel::route_to("127.0.0.1:1"));
-  CHECK_FALSE(tensor_channel::route_to("no-port/3"));
-  CHECK_FALSE(tensor_channel::route_to("127.0.0.1:1/x"));
+  CHECK_FALSE(tensor_channel::route_to("127.0.0.1:1", self->system()));
+  CHECK_FALSE(tensor_channel::route_to("no-port/3", self->system()));
+  CHECK_FALSE(tensor_channel::route_to("127.0.0.1:1/x", self->system()));
 }
 
 TEST_CASE("tensor_channel: a host that cannot be bound gives no inbox",
@@ -797,8 +805,9 @@ TEST_CASE("tensor_channel: with ACTORFLOW_CHANNEL_RING_MIB=0 a link offers "
   // while the variable is set.
   ::setenv("ACTORFLOW_CHANNEL_RING_MIB", "0", 1);
   auto route = tensor_channel::route_to("localhost:"
-                                        + std::to_string(raw.port) + "/"
-                                        + std::to_string(raw.id));
+                                          + std::to_string(raw.port) + "/"
+                                          + std::to_string(raw.id),
+                                        self->system());
   REQUIRE(route);
   auto before = tensor_channel::ring_frames_received();
   auto value = floats_of(256, 5.0f);
@@ -966,7 +975,7 @@ TEST_CASE("tensor_channel: with TLS on, frames travel encrypted and a plain "
   // A sender of the same system, through a proxy that records the wire.
   actorflow::testing::recording_proxy wire{port};
   auto route = tensor_channel::route_to(
-    "127.0.0.1:" + std::to_string(wire.port()) + address.substr(slash), &sys);
+    "127.0.0.1:" + std::to_string(wire.port()) + address.substr(slash), sys);
   REQUIRE(route);
   // Below the size that goes through the ring of shared memory.
   std::vector<float> marker(1024, 1234.5f);
@@ -986,7 +995,8 @@ TEST_CASE("tensor_channel: with TLS on, frames travel encrypted and a plain "
         == std::string::npos);
   // A sender without TLS does not get through: its frame falls back to
   // CAF, and the listener says whom it refused.
-  auto plain = tensor_channel::route_to(address);
+  system_holder plain_sys;
+  auto plain = tensor_channel::route_to(address, *plain_sys.sys);
   REQUIRE(plain);
   REQUIRE(tensor_channel::send(plain, 6, "plain", value, me, true));
   auto fallback = receive_one(self);
@@ -1004,5 +1014,5 @@ TEST_CASE("tensor_channel: with TLS on, frames travel encrypted and a plain "
     REQUIRE(std::chrono::steady_clock::now() < deadline);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  tensor_channel::close_inbox(address);
+  tensor_channel::close_inbox(self->system(), address);
 }

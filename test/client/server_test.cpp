@@ -223,7 +223,7 @@ TEST_CASE("server: a queue's size and blocked enqueues and dequeues show in "
   opts.job = srv.job_name();
   opts.task = srv.task_index();
   auto gauge = [&](const std::string& name) {
-    auto text = metrics_text(opts);
+    auto text = metrics_text(default_system(), opts);
     auto key = name + "{task=\"/job:local/replica:0/task:0\",queue=\"metered\"";
     auto at = text.find(key);
     if (at == std::string::npos)

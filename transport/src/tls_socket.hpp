@@ -1,6 +1,6 @@
 #pragma once
 
-// Private to actors/: TLS on one of the tensor channel's own connections
+// Private to transport/: TLS on one of the tensor channel's own connections
 // (transport.cpp has CAF's), with the same certificates, identity checks
 // and log lines as the actor system's TLS (transport.hpp).
 

@@ -32,12 +32,12 @@ caf::actor spawn_task(caf::actor_system& sys, task_options opts);
 std::string task_name(const task_options& opts);
 
 /// What this process's monitoring registry (actors/monitoring.hpp) knows
-/// about the task `opts` describe, in Prometheus' text exposition format
+/// about the task `opts` describe (a task of `sys`), in Prometheus' text exposition format
 /// (version 0.0.4): its actors' mailboxes, messages and busy time, queue
 /// and variable gauges, steps by code and a step duration histogram, the
-/// tensor channel's bytes and frames, the peers, the trainer's progress
+/// tensor channel's bytes and frames (`sys`'s links), the peers, the trainer's progress
 /// and the process (process_resident_memory_bytes, ...). Never blocks
 /// beyond the registry's short locks.
-std::string metrics_text(const task_options& opts);
+std::string metrics_text(caf::actor_system& sys, const task_options& opts);
 
 } // namespace actorflow

@@ -28,23 +28,25 @@ struct run_graph_response;
 
 namespace actorflow::tensor_channel {
 
-/// Opens an inbox for executor `exec` on this process's listener for
-/// `host` (bound to that host on a free port when first needed). Returns
-/// the inbox's address ("host:port/id") for the executors that send to
-/// `exec`, or "" when no listener can be bound there (said once on
-/// stderr): those senders then use CAF. With TLS on for `exec`'s system,
-/// the listener speaks it (tls_socket.hpp). Does not block beyond bind().
+/// Opens an inbox for executor `exec` on the listener of `exec`'s actor
+/// system for `host` (bound to that host on a free port when first
+/// needed; each actor system has listeners, inboxes and links of its own,
+/// system_data.hpp). Returns the inbox's address ("host:port/id") for the
+/// executors that send to `exec`, or "" when no listener can be bound
+/// there (said once on stderr): those senders then use CAF. With TLS on
+/// for `exec`'s system, the listener speaks it (tls_socket.hpp). Does not
+/// block beyond bind().
 std::string open_inbox(const std::string& host, const caf::actor& exec);
 
-/// Closes an inbox that open_inbox returned. When it returns, nothing is
-/// being or will be delivered to its executor; later frames for it are
-/// read and dropped.
-void close_inbox(const std::string& address);
+/// Closes an inbox that open_inbox returned for an actor of `sys`. When it
+/// returns, nothing is being or will be delivered to its executor; later
+/// frames for it are read and dropped.
+void close_inbox(caf::actor_system& sys, const std::string& address);
 
 class link;
 
 /// Where a sender's frames go: the connection to the process of an inbox
-/// (shared by every executor of this process that sends there) and the
+/// (shared by every executor of this actor system that sends there) and the
 /// inbox's id on it.
 struct route {
   std::shared_ptr<link> to;
@@ -55,10 +57,10 @@ struct route {
 };
 
 /// The route from an executor of `sys` to the inbox at `address` (from
-/// open_inbox in some process). The connection is made on first use, on
-/// the link's own thread, with TLS if `sys` has it on (plain TCP without
-/// a system: tests); an empty route for a malformed address.
-route route_to(const std::string& address, caf::actor_system* sys = nullptr);
+/// open_inbox in some process): `sys`'s link to that process, made on
+/// first use, on the link's own thread, with TLS if `sys` has it on; an
+/// empty route for a malformed address. Never blocks.
+route route_to(const std::string& address, caf::actor_system& sys);
 
 /// Sends `value` as the tensor of `key` in step `step` to the executor
 /// behind `r`. Never blocks. With `write_now`, the caller's thread writes
@@ -102,7 +104,7 @@ uint64_t messages_received();
 /// shared memory (tests).
 uint64_t ring_frames_received();
 
-/// One connection of this process's channel, for monitoring: an outgoing
+/// One connection of an actor system's channel, for monitoring: an outgoing
 /// link to a peer's listener ("host:port") or an incoming connection
 /// (the peer's address), with the frames and bytes (prefix, head and data,
 /// wherever the data went) it carried so far, since when it is in its
@@ -117,8 +119,8 @@ struct link_stat {
   int64_t last_us = 0;
 };
 
-/// Every outgoing link and every open incoming connection. Never blocks
-/// beyond the channel's registry lock.
-std::vector<link_stat> link_stats();
+/// Every outgoing link and every open incoming connection of `sys`'s
+/// channel. Never blocks beyond the channel's registry lock.
+std::vector<link_stat> link_stats(caf::actor_system& sys);
 
 } // namespace actorflow::tensor_channel

@@ -3,7 +3,11 @@
 // CAF registration of every type that crosses an actor boundary. This
 // header pulls in CAF: include it only from .cpp files.
 
+#include <chrono>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string_view>
 
 #include <caf/all.hpp>
@@ -72,22 +76,39 @@ typename Inspector::result_type inspect(Inspector& f, tensor& x) {
 }
 
 /// Where the chunks of a tensor land on the receiving side (the middleman
-/// thread's deserializer): the destination tensors by (step, rendezvous
-/// key), created when chunk 0 arrives and dropped when the last byte has
-/// landed, when the step ends here (chunk_landing_forget), or a minute
-/// after they were created. Thread-safe. (chunk_landing.cpp)
-struct chunk_landing {
+/// thread's deserializer): the destination tensors of an actor system by
+/// (step, rendezvous key), created when chunk 0 arrives and dropped when
+/// the last byte has landed, when the step ends here (forget), or a minute
+/// after they were created. Thread-safe; never blocks beyond a short lock.
+/// (chunk_landing.cpp)
+class chunk_landing {
+public:
+  /// The destinations of `sys` (each actor system has its own,
+  /// system_data.hpp). Keep it on a per-step path.
+  static std::shared_ptr<chunk_landing> of(caf::actor_system& sys);
   /// Registers `dest`, whose encoding has `header` bytes of `total`, of
   /// which the first `landed` have arrived.
-  static void add(int64_t step, const std::string& key, tensor dest,
-                  uint64_t header, uint64_t total, uint64_t landed);
+  void add(int64_t step, const std::string& key, tensor dest,
+           uint64_t header, uint64_t total, uint64_t landed);
   /// The destination of bytes [offset, offset + n) of (step, key) and its
   /// header size, counted as landed; an invalid tensor when there is none
   /// or the range does not fit it.
-  static tensor take(int64_t step, const std::string& key, uint64_t offset,
-                     uint64_t n, uint64_t& header);
+  tensor take(int64_t step, const std::string& key, uint64_t offset,
+              uint64_t n, uint64_t& header);
   /// Forgets the destinations of `step` (it ended here).
-  static void forget(int64_t step);
+  void forget(int64_t step);
+
+private:
+  struct landing {
+    tensor dest;
+    uint64_t header = 0;
+    uint64_t total = 0;
+    uint64_t landed = 0;
+    std::chrono::steady_clock::time_point created;
+  };
+  void drop_old();
+  std::mutex mtx_;
+  std::map<std::pair<int64_t, std::string>, landing> by_key_;
 };
 
 // A chunk on the wire: step, key, total, offset, a u64 length, then the
@@ -130,10 +151,14 @@ typename Inspector::result_type inspect(Inspector& f, wire_chunk& x) {
     if (n > available)
       return caf::make_error(caf::sec::invalid_argument,
                              "wire_chunk longer than its message");
-    if (in.offset > 0 && n > 0) {
+    // The system whose middleman deserializes (none: nothing lands, and
+    // each chunk comes in a buffer of its own).
+    auto landing = f.context() != nullptr
+                     ? chunk_landing::of(f.context()->system())
+                     : nullptr;
+    if (in.offset > 0 && n > 0 && landing != nullptr) {
       uint64_t header = 0;
-      if (auto dest = chunk_landing::take(in.step, in.key, in.offset, n,
-                                          header);
+      if (auto dest = landing->take(in.step, in.key, in.offset, n, header);
           dest.valid()) {
         auto* at = static_cast<char*>(dest.raw()) + (in.offset - header);
         if (auto err = f.apply_raw(n, at))
@@ -150,7 +175,7 @@ typename Inspector::result_type inspect(Inspector& f, wire_chunk& x) {
     if (n > 0)
       if (auto err = f.apply_raw(n, in.received.raw()))
         return err;
-    if (in.offset == 0 && n < in.total) {
+    if (in.offset == 0 && n < in.total && landing != nullptr) {
       // Chunk 0: the header says what the destination is; its data part
       // goes there, and so will the later chunks'.
       tensor dest;
@@ -159,7 +184,7 @@ typename Inspector::result_type inspect(Inspector& f, wire_chunk& x) {
       if (tensor_from_header(bytes, dest, header, in.total).ok()
           && header <= n && header + dest.byte_size() == in.total) {
         std::memcpy(dest.raw(), in.data() + header, n - header);
-        chunk_landing::add(in.step, in.key, dest, header, in.total, n);
+        landing->add(in.step, in.key, dest, header, in.total, n);
         in.landed = std::move(dest);
         in.landed_size = n;
         in.header_size = header;

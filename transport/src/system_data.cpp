@@ -1,0 +1,74 @@
+#include "actorflow/transport/system_data.hpp"
+
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include <caf/actor_system.hpp>
+#include <caf/io/middleman.hpp>
+
+namespace actorflow::detail {
+
+namespace {
+
+// CAF 0.17 has no slot for an application's state in actor_system (its
+// modules have fixed ids, and an actor kept in the system's registry
+// outlives the system's scheduler when the registry is destroyed). So a
+// system's data is kept here, by the system's address, and dropped when
+// the system's middleman stops (the system's shutdown) — before another
+// system could take the same address. A system without a middleman keeps
+// its entry for the life of the process.
+struct system_entry {
+  std::mutex mtx;
+  std::map<std::type_index, std::shared_ptr<void>> by_type;
+};
+
+struct system_table {
+  std::mutex mtx;
+  std::unordered_map<const caf::actor_system*, std::shared_ptr<system_entry>>
+    by_system;
+};
+
+system_table& table() {
+  // Never destroyed: CAF's threads may look up during exit.
+  static auto* instance = new system_table;
+  return *instance;
+}
+
+std::shared_ptr<system_entry> entry_of(caf::actor_system& sys) {
+  auto& t = table();
+  std::shared_ptr<system_entry> entry;
+  {
+    std::lock_guard<std::mutex> guard{t.mtx};
+    auto& slot = t.by_system[&sys];
+    if (slot)
+      return slot;
+    slot = entry = std::make_shared<system_entry>();
+  }
+  // Outside the lock: the functor runs at once if the middleman's actor
+  // is gone already (a system shutting down).
+  if (sys.has_middleman())
+    sys.middleman().actor_handle()->attach_functor([key = &sys, entry] {
+      auto& t = table();
+      std::lock_guard<std::mutex> guard{t.mtx};
+      auto i = t.by_system.find(key);
+      if (i != t.by_system.end() && i->second == entry)
+        t.by_system.erase(i);
+    });
+  return entry;
+}
+
+} // namespace
+
+std::shared_ptr<void> system_data_impl(caf::actor_system& sys,
+                                       std::type_index type,
+                                       std::shared_ptr<void> (*make)()) {
+  auto entry = entry_of(sys);
+  std::lock_guard<std::mutex> guard{entry->mtx};
+  auto& slot = entry->by_type[type];
+  if (!slot)
+    slot = make();
+  return slot;
+}
+
+} // namespace actorflow::detail
