@@ -33,7 +33,12 @@ caf::actor_system_config& deterministic(caf::actor_system_config& cfg) {
   // is set.
   cfg.set("scheduler.policy", caf::atom("testing"));
   cfg.set("logger.inline-output", true);
-  add_types_impl(cfg);
+  // actorflow's types without CAF's middleman (add_types_impl loads it):
+  // its network thread and detached actor would enqueue into the test
+  // coordinator, which only the test's thread may touch (under load that
+  // race hung or crashed about one run in a hundred). An in-process task
+  // needs no network.
+  cfg.add_message_types<caf::id_block::actorflow>();
   add_options_impl(cfg);
   return cfg;
 }
