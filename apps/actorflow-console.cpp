@@ -34,34 +34,17 @@ namespace {
 using namespace actorflow;
 using namespace actorflow::apps;
 
-constexpr const char* usage_text = R"(usage: actorflow-console --cluster JSON [--once --json] [options]
-       actorflow-console --ps_hosts H:P,... --worker_hosts H:P,... [...]
-       actorflow-console --address HOST:PORT [...]
-       TF_CONFIG='{"cluster": {...}}' actorflow-console [...]
-
-Watches a running actorflow cluster: its tasks (up or down, round trip),
+constexpr const char* description = R"(Watches a running actorflow cluster: its tasks (up or down, round trip),
 the actors on each (mailbox depth, messages/s, busy time), steps, queues,
 variables and training progress, live.
 
-  --cluster JSON      the cluster, job -> list of "host:port"
-  --ps_hosts LIST     comma-separated addresses of job "ps"
-  --worker_hosts LIST comma-separated addresses of job "worker"
-  --address H:P       one task's address; the cluster is learned from it
-  --interval_ms N     how often tasks push updates (default 1000)
-  --once              print one snapshot of the whole cluster and exit
-  --json              JSON instead of the terminal UI: with --once one
-                      document, without it one line per interval until
-                      SIGINT/SIGTERM (for scripts)
-  --timeout_s N       with --once: wait at most N s for every task to
-                      answer or be seen down (default 5)
-  --http HOST:PORT    serve the web UI there instead of the terminal UI
-                      (port 0: a free one; the console prints its URL)
-  --web_dir DIR       the web UI's files (default: next to the sources or
-                      the installed share/actorflow/console)
-  --help              this text
-
-Keys in the terminal UI are shown on screen; ? lists them, q quits.
+  actorflow-console --cluster JSON [--once --json] [options]
+  actorflow-console --ps_hosts H:P,... --worker_hosts H:P,... [...]
+  actorflow-console --address HOST:PORT [...]
+  TF_CONFIG='{"cluster": {...}}' actorflow-console [...]
 )";
+
+constexpr const char* footer = R"(Keys in the terminal UI are shown on screen; ? lists them, q quits.)";
 
 struct options {
   cluster_flags cluster;
@@ -72,60 +55,51 @@ struct options {
   int timeout_s = 5;
   std::optional<std::string> http;
   std::optional<std::string> web_dir;
-  bool help = false;
 };
 
-int parse_int(const std::string& flag, const std::string& text, int lo,
-              int hi) {
-  auto v = parse_index(text);
-  if (!v || *v < lo || *v > hi)
-    throw usage_error(flag + ": expected an integer in [" + std::to_string(lo)
-                      + ", " + std::to_string(hi) + "], got '" + text + "'");
-  return static_cast<int>(*v);
-}
-
-options parse_args(int argc, char** argv) {
+/// The options, or std::nullopt after --help.
+std::optional<options> parse_args(int argc, char** argv) {
   options opts;
   opts.cluster.other_sources = ", or --address";
-  flag_reader flags{argc, argv,
-                    {{"--cluster"}, {"--ps_hosts"}, {"--worker_hosts"},
-                     {"--address"}, {"--interval_ms"}, {"--timeout_s"},
-                     {"--http"}, {"--web_dir"}, {"--once", false},
-                     {"--json", false}}};
-  apply_common(flags, "actorflow-console");
-  while (flags.next()) {
-    auto& name = flags.name();
-    if (name == "--help") {
-      opts.help = true;
-    } else if (name == "--cluster") {
-      opts.cluster.cluster_json = flags.value();
-    } else if (name == "--ps_hosts") {
-      opts.cluster.ps_hosts = flags.value();
-    } else if (name == "--worker_hosts") {
-      opts.cluster.worker_hosts = flags.value();
-    } else if (name == "--address") {
-      opts.address = flags.value();
-    } else if (name == "--interval_ms") {
-      opts.interval_ms = parse_int(name, flags.value(), 50, 60000);
-    } else if (name == "--timeout_s") {
-      opts.timeout_s = parse_int(name, flags.value(), 1, 3600);
-    } else if (name == "--http") {
-      opts.http = flags.value();
-      host_port hp;
-      if (auto err = host_port::parse(*opts.http, hp); !err.ok())
-        throw usage_error("--http: expected HOST:PORT: " + err.message());
-    } else if (name == "--web_dir") {
-      opts.web_dir = flags.value();
-    } else if (name == "--once") {
-      flags.no_value();
-      opts.once = true;
-    } else if (name == "--json") {
-      flags.no_value();
-      opts.json_out = true;
-    } else {
-      throw usage_error("unknown flag '" + name + "'");
-    }
-  }
+  command_line cl{"actorflow-console", description};
+  cl.footer(footer);
+  auto& app = cl.app();
+  opts.cluster.add_cluster_to(app);
+  app.add_option("--address", opts.address,
+                 "one task's address; the cluster is learned from it")
+    ->type_name("H:P")
+    ->check(support::host_port_address())
+    ->group("Cluster");
+  app.add_option("--interval_ms", opts.interval_ms,
+                 "how often tasks push updates")
+    ->type_name("N")
+    ->capture_default_str()
+    ->check(support::integer_in(50, 60000));
+  app.add_flag("--once", opts.once,
+               "print one snapshot of the whole cluster and exit");
+  app.add_flag("--json", opts.json_out,
+               "JSON instead of the terminal UI: with --once one document, "
+               "without it one line per interval until SIGINT/SIGTERM (for "
+               "scripts)");
+  app.add_option("--timeout_s", opts.timeout_s,
+                 "with --once: wait at most N s for every task to answer or "
+                 "be seen down")
+    ->type_name("N")
+    ->capture_default_str()
+    ->check(support::integer_in(1, 3600));
+  app.add_option("--http", opts.http,
+                 "serve the web UI there instead of the terminal UI (port 0: "
+                 "a free one; the console prints its URL)")
+    ->type_name("HOST:PORT")
+    ->check(support::host_port_address());
+  app.add_option("--web_dir", opts.web_dir,
+                 "the web UI's files (default: next to the sources or the "
+                 "installed share/actorflow/console)")
+    ->type_name("DIR")
+    ->check(support::non_empty());
+  if (!cl.parse(argc, argv))
+    return std::nullopt;
+  cl.apply();
   if (opts.address && opts.cluster.any_cluster_flag())
     throw usage_error("--address cannot be combined with --cluster, "
                       "--ps_hosts or --worker_hosts");
@@ -180,11 +154,10 @@ extern "C" void on_signal(int) {
 }
 
 int run(int argc, char** argv) {
-  auto opts = parse_args(argc, argv);
-  if (opts.help) {
-    std::cout << usage_text << common_usage;
+  auto parsed = parse_args(argc, argv);
+  if (!parsed)
     return 0;
-  }
+  auto& opts = *parsed;
   cluster_spec cluster;
   if (!opts.address) {
     std::optional<std::string> job;

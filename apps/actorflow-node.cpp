@@ -13,11 +13,9 @@
 // configuration.
 
 #include <signal.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -43,93 +41,44 @@ using namespace actorflow::apps;
 
 constexpr const char* prog = "actorflow-node";
 
-constexpr const char* usage_text = R"(usage: actorflow-node --cluster JSON --job NAME [--task N]
-       actorflow-node [--ps_hosts H:P,...] [--worker_hosts H:P,...]
-                      --job_name NAME [--task_index N]
-       TF_CONFIG='{"cluster": {...}, "task": {"type": NAME, "index": N}}'
-         actorflow-node
-
-Runs one task of a cluster (TensorFlow's tf.train.Server) until SIGINT or
+constexpr const char* description = R"(Runs one task of a cluster (TensorFlow's tf.train.Server) until SIGINT or
 SIGTERM. Once it accepts connections it prints one line
   actorflow-node: serving /job:NAME/replica:0/task:N at HOST:PORT (...)
 on stdout.
 
-  --cluster JSON       the cluster, job -> list of "host:port" or
-                       {"index": "host:port"}
-  --job NAME           this task's job (alias --job_name)
-  --task N             this task's index (alias --task_index); may be
-                       omitted when the job has a single task
-  --ps_hosts LIST      comma-separated addresses of job "ps"
-  --worker_hosts LIST  comma-separated addresses of job "worker"
-  --parent-pid PID     exit (as on SIGTERM) when process PID, our parent,
-                       dies
-  --metrics_port N     serve Prometheus metrics at http://HOST:N/metrics
-                       (0: a free port; the task prints where); off by
-                       default
-  --metrics_host HOST  the address /metrics binds (default 127.0.0.1)
-  --help               this text
+  actorflow-node --cluster JSON --job NAME [--task N]
+  actorflow-node [--ps_hosts H:P,...] [--worker_hosts H:P,...]
+                 --job_name NAME [--task_index N]
+  TF_CONFIG='{"cluster": {...}, "task": {"type": NAME, "index": N}}'
+    actorflow-node
+)";
 
-Without --cluster and --*_hosts, the cluster and (unless given by flags) the
+constexpr const char* footer = R"(Without --cluster and --*_hosts, the cluster and (unless given by flags) the
 job and task come from the environment variable TF_CONFIG.
 
 Exit status: 0 after SIGINT/SIGTERM, 1 if the server cannot start (e.g. its
-address is in use), 2 for a bad command line or configuration.
-)";
+address is in use), 2 for a bad command line or configuration.)";
 
 struct options {
   cluster_flags cluster;
   metrics_flags metrics;
-  std::optional<std::string> parent_pid;
-  bool help = false;
+  parent_flag parent;
 };
 
-options parse_args(int argc, char** argv) {
+/// The options, or std::nullopt after --help.
+std::optional<options> parse_args(int argc, char** argv) {
   options opts;
-  // Named after the flags we document (--job, --task) until one is given.
-  opts.cluster.job_flag = "--job";
-  opts.cluster.task_flag = "--task";
-  // Flags that take a value, and where each one's value goes.
-  auto slot = [&](std::string_view name) -> std::optional<std::string>* {
-    auto& c = opts.cluster;
-    if (name == "--cluster")
-      return &c.cluster_json;
-    if (name == "--ps_hosts")
-      return &c.ps_hosts;
-    if (name == "--worker_hosts")
-      return &c.worker_hosts;
-    if (name == "--job" || name == "--job_name") {
-      c.job_flag = std::string{name};
-      return &c.job;
-    }
-    if (name == "--task" || name == "--task_index") {
-      c.task_flag = std::string{name};
-      return &c.task;
-    }
-    if (name == "--parent-pid")
-      return &opts.parent_pid;
-    if (name == "--metrics_port")
-      return &opts.metrics.port;
-    if (name == "--metrics_host")
-      return &opts.metrics.host;
-    return nullptr;
-  };
-  flag_reader flags{argc, argv,
-                    {{"--cluster"}, {"--ps_hosts"}, {"--worker_hosts"},
-                     {"--job,--job_name"}, {"--task,--task_index"},
-                     {"--parent-pid"}, {"--metrics_port"},
-                     {"--metrics_host"}}};
-  apply_common(flags, prog);
-  while (flags.next()) {
-    const auto& name = flags.name();
-    if (name == "--help") {
-      opts.help = true;
-      continue;
-    }
-    auto* dst = slot(name);
-    if (dst == nullptr)
-      throw usage_error("unknown flag '" + name + "'");
-    *dst = flags.value();
-  }
+  command_line cl{prog, description};
+  cl.footer(footer);
+  auto& app = cl.app();
+  opts.cluster.add_cluster_to(app);
+  opts.cluster.add_task_to(app, "--job,--job_name", "--task,--task_index");
+  opts.parent.add_to(app);
+  opts.metrics.add_to(app);
+  if (!cl.parse(argc, argv))
+    return std::nullopt;
+  cl.apply();
+  opts.metrics.check();
   return opts;
 }
 
@@ -147,26 +96,16 @@ int run(int argc, char** argv) {
   // better than dying.
   ::signal(SIGPIPE, SIG_IGN);
 
-  auto opts = parse_args(argc, argv);
-  if (opts.help) {
-    std::cout << usage_text << common_usage << std::flush;
+  auto parsed = parse_args(argc, argv);
+  if (!parsed)
     return 0;
-  }
-  std::optional<pid_t> parent;
-  if (opts.parent_pid) {
-    auto pid = parse_index(*opts.parent_pid);
-    if (!pid || *pid <= 1)
-      throw usage_error("--parent-pid: expected a process id, got '"
-                        + *opts.parent_pid + "'");
-    parent = static_cast<pid_t>(*pid);
-    // The kernel sends SIGTERM when the parent dies; if it died before
-    // this line, our parent is no longer that pid and we stop right away.
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != *parent) {
-      log::info("parent " + std::to_string(*parent)
-                + " is gone, not starting");
-      return 0;
-    }
+  auto& opts = *parsed;
+  // The kernel sends SIGTERM when the parent dies; if it died before this
+  // line, our parent is no longer that pid and we stop right away.
+  if (!opts.parent.watch()) {
+    log::info("parent " + std::to_string(*opts.parent.pid)
+              + " is gone, not starting");
+    return 0;
   }
   auto cfg = resolve(opts.cluster);
   const auto& address = cfg.cluster.task_address(cfg.job, cfg.task);
@@ -194,7 +133,7 @@ int run(int argc, char** argv) {
     } else if (srv.stopped()) {
       log::error(task_name + " stopped");
       return 1;
-    } else if (parent && ::getppid() != *parent) {
+    } else if (opts.parent.gone()) {
       received = SIGTERM;
     }
   }

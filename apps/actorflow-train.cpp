@@ -22,12 +22,9 @@
 // 128 + N when --local was stopped by signal N.
 
 #include <signal.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <chrono>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -46,12 +43,14 @@
 #include "actorflow/actorflow.hpp"
 #include "actorflow/support/free_ports.hpp"
 #include "actorflow/support/process.hpp"
+#include "actorflow/support/temp_dir.hpp"
 
 #include "cluster_flags.hpp"
 #include "metrics_flags.hpp"
 #include "peer_log.hpp"
 #include "actorflow/train/fashion_mnist.hpp"
 #include "train/local_launcher.hpp"
+#include "train/options.hpp"
 #include "actorflow/train/models.hpp"
 
 namespace {
@@ -62,310 +61,6 @@ using namespace actorflow::train;
 using support::write_all;
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
-
-constexpr const char* prog = "actorflow-train";
-
-constexpr const char* usage_text = R"(usage: actorflow-train --ps_hosts H:P,... --worker_hosts H:P,...
-                       --job_name ps|worker --task_index N [training flags]
-       actorflow-train --cluster JSON --job_name NAME --task_index N [...]
-       TF_CONFIG='{"cluster": {...}, "task": {...}}' actorflow-train [...]
-       actorflow-train --local N [training flags]
-
-Trains a classifier on Fashion-MNIST with between-graph replication, as
-TensorFlow 1.x's distributed trainer: ps tasks hold the variables (round
-robin), each worker runs the whole model on its own mini-batches and sends
-its gradients to the ps tasks, which apply them (asynchronously, or with
---sync averaged over the workers per update). Worker 0 is the chief: it
-initializes (or restores) the variables and prints the test accuracy at
-the end.
-
-Cluster:
-  --ps_hosts LIST        comma-separated addresses of job "ps"
-  --worker_hosts LIST    comma-separated addresses of job "worker"
-  --cluster JSON         the cluster, job -> list of "host:port"
-  --job_name NAME        ps or worker (alias --job)
-  --task_index N         this task's index (alias --task)
-  --parent-pid PID       exit when process PID, our parent, dies
-  --local N              run 1 ps and N workers as child processes on free
-                         loopback ports; their output is shown prefixed
-                         with job/task, the exit status is the chief's
-  --local_ps N           number of ps tasks with --local (default 1)
-  --metrics_port N       serve Prometheus metrics at http://HOST:N/metrics
-                         (0: a free port, printed; with --local only 0,
-                         for every task); off by default
-  --metrics_host HOST    the address /metrics binds (default 127.0.0.1)
-Without --cluster, --*_hosts and --local, the cluster comes from TF_CONFIG.
-
-Training (workers):
-  --model NAME           softmax, mlp or cnn (default mlp)
-  --hidden LIST          hidden layer widths (default 256,128 for mlp, 128
-                         for cnn's fully connected layer)
-  --filters LIST         the cnn's two convolutions' channels (default 16,32)
-  --optimizer NAME       sgd, momentum or adam (default adam)
-  --learning_rate X      default: adam 0.001 (softmax: 0.0005), momentum
-                         0.01, sgd 0.1
-  --momentum X           for --optimizer momentum (default 0.9)
-  --batch_size N         examples per step and worker (default 100)
-  --train_steps N        stop at this global step (default: softmax 15000,
-                         mlp 20000, cnn 2000)
-  --log_every N          print progress every N local steps (default 100)
-  --seed N               initializer and shuffle seed (default 1; each worker
-                         shuffles with its own seed derived from it)
-  --data_dir DIR         the gzip IDX files (default
-                         /usr/share/datasets/fashion-mnist)
-  --eval_batch_size N    test images per evaluation step (default 1000)
-  --eval_every N         the chief also reports the test accuracy every N
-                         local steps (default 0: only at the end)
-  --checkpoint_dir DIR   the chief restores the latest checkpoint there and
-                         saves every --save_steps global steps
-  --save_steps N         (default 1000)
-  --sync                 synchronous replication (SyncReplicasOptimizer)
-  --replicas_to_aggregate N   with --sync (default: the number of workers)
-  --startup_timeout S    how long a worker waits for the ps tasks and the
-                         chief's initialization (default 60)
-  --step_timeout S       deadline of one training step (default 60)
-  --trace_step N         the chief traces its N-th training step (full
-                         trace, every task's ops) ...
-  --trace_file FILE      ... and writes it there as Chrome trace-event JSON
-                         (chrome://tracing, ui.perfetto.dev); both or neither
-  --help                 this text
-
-Exit status: 0 on success (ps: after SIGINT/SIGTERM), 1 for a run-time
-failure (missing data, a server that cannot start, a lost task), 2 for a
-bad command line.
-)";
-
-// -- flags --------------------------------------------------------------------
-
-struct options {
-  cluster_flags cluster;
-  metrics_flags metrics;
-  std::optional<std::string> parent_pid;
-  std::optional<int> local;
-  int local_ps = 1;
-  std::string model = "mlp";
-  std::optional<std::vector<int64_t>> hidden;
-  std::vector<int64_t> filters = {16, 32};
-  std::string optimizer = "adam";
-  std::optional<double> learning_rate;
-  double momentum = 0.9;
-  int64_t batch_size = 100;
-  std::optional<int64_t> train_steps;
-  int64_t log_every = 100;
-  int64_t seed = 1;
-  std::string data_dir = fashion_mnist::default_dir;
-  int64_t eval_batch_size = 1000;
-  int64_t eval_every = 0;
-  std::optional<std::string> checkpoint_dir;
-  int64_t save_steps = 1000;
-  bool sync = false;
-  std::optional<int64_t> replicas_to_aggregate;
-  double startup_timeout = 60;
-  double step_timeout = 60;
-  std::optional<int64_t> trace_step;
-  std::optional<std::string> trace_file;
-  bool help = false;
-  /// The CAF sections of --config-file, for the tasks of --local.
-  std::string caf_ini;
-  /// The training flags as given ("--name=value"), passed on to the tasks
-  /// of --local.
-  std::vector<std::string> forwarded;
-};
-
-int64_t parse_int(const std::string& flag, const std::string& text,
-                  int64_t min) {
-  int64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(),
-                                   value);
-  if (ec != std::errc{} || end != text.data() + text.size() || text.empty())
-    throw usage_error(flag + ": expected an integer, got '" + text + "'");
-  if (value < min)
-    throw usage_error(flag + ": must be at least " + std::to_string(min)
-                      + ", got " + text);
-  return value;
-}
-
-double parse_positive(const std::string& flag, const std::string& text) {
-  double value = 0;
-  size_t used = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || !std::isfinite(value))
-    throw usage_error(flag + ": expected a number, got '" + text + "'");
-  if (value <= 0)
-    throw usage_error(flag + ": must be positive, got " + text);
-  return value;
-}
-
-std::vector<int64_t> parse_widths(const std::string& flag,
-                                  const std::string& text) {
-  std::vector<int64_t> result;
-  for (const auto& item : split_list(flag, text))
-    result.push_back(parse_int(flag, item, 1));
-  return result;
-}
-
-options parse_args(int argc, char** argv) {
-  options opts;
-  opts.cluster.other_sources = ", or --local N";
-  flag_reader flags{
-    argc, argv,
-    {{"--ps_hosts"}, {"--worker_hosts"}, {"--cluster"}, {"--job_name,--job"},
-     {"--task_index,--task"}, {"--parent-pid"}, {"--local"}, {"--local_ps"},
-     {"--metrics_port"}, {"--metrics_host"}, {"--model"}, {"--hidden"},
-     {"--filters"}, {"--optimizer"}, {"--learning_rate"}, {"--momentum"},
-     {"--batch_size"}, {"--train_steps"}, {"--log_every"}, {"--seed"},
-     {"--data_dir"}, {"--eval_batch_size"}, {"--eval_every"},
-     {"--checkpoint_dir"}, {"--save_steps"}, {"--sync", false},
-     {"--replicas_to_aggregate"}, {"--startup_timeout"}, {"--step_timeout"},
-     {"--trace_step"}, {"--trace_file"}}};
-  apply_common(flags, prog);
-  opts.forwarded = flags.common_args();
-  opts.caf_ini = flags.caf_ini;
-  while (flags.next()) {
-    const auto& name = flags.name();
-    if (name == "--help") {
-      opts.help = true;
-      continue;
-    }
-    if (name == "--sync") {
-      flags.no_value();
-      opts.sync = true;
-      opts.forwarded.push_back(name);
-      continue;
-    }
-    auto value = flags.value();
-    bool forward = true;
-    if (name == "--cluster") {
-      opts.cluster.cluster_json = value;
-      forward = false;
-    } else if (name == "--ps_hosts") {
-      opts.cluster.ps_hosts = value;
-      forward = false;
-    } else if (name == "--worker_hosts") {
-      opts.cluster.worker_hosts = value;
-      forward = false;
-    } else if (name == "--job_name") {
-      opts.cluster.job = value;
-      opts.cluster.job_flag = name;
-      forward = false;
-    } else if (name == "--task_index") {
-      opts.cluster.task = value;
-      opts.cluster.task_flag = name;
-      forward = false;
-    } else if (name == "--parent-pid") {
-      opts.parent_pid = value;
-      forward = false;
-    } else if (name == "--metrics_port") {
-      opts.metrics.port = value;
-      metrics_port(opts.metrics);
-    } else if (name == "--metrics_host") {
-      opts.metrics.host = value;
-    } else if (name == "--local") {
-      opts.local = static_cast<int>(parse_int(name, value, 1));
-      if (*opts.local > 64)
-        throw usage_error("--local: at most 64 workers, got " + value);
-      forward = false;
-    } else if (name == "--local_ps") {
-      opts.local_ps = static_cast<int>(parse_int(name, value, 1));
-      if (opts.local_ps > 16)
-        throw usage_error("--local_ps: at most 16 ps tasks, got " + value);
-      forward = false;
-    } else if (name == "--model") {
-      if (value != "softmax" && value != "mlp" && value != "cnn")
-        throw usage_error("--model: expected softmax, mlp or cnn, got '"
-                          + value + "'");
-      opts.model = value;
-    } else if (name == "--hidden") {
-      opts.hidden = parse_widths(name, value);
-    } else if (name == "--filters") {
-      opts.filters = parse_widths(name, value);
-      if (opts.filters.size() != 2)
-        throw usage_error("--filters: expected two channel counts (e.g. "
-                          "16,32), got '" + value + "'");
-    } else if (name == "--optimizer") {
-      if (value != "sgd" && value != "momentum" && value != "adam")
-        throw usage_error("--optimizer: expected sgd, momentum or adam, got '"
-                          + value + "'");
-      opts.optimizer = value;
-    } else if (name == "--learning_rate") {
-      opts.learning_rate = parse_positive(name, value);
-    } else if (name == "--momentum") {
-      opts.momentum = parse_positive(name, value);
-      if (opts.momentum >= 1)
-        throw usage_error("--momentum: must be below 1, got " + value);
-    } else if (name == "--batch_size") {
-      opts.batch_size = parse_int(name, value, 1);
-      if (opts.batch_size > 10000)
-        throw usage_error("--batch_size: at most 10000, got " + value);
-    } else if (name == "--train_steps") {
-      opts.train_steps = parse_int(name, value, 1);
-    } else if (name == "--log_every") {
-      opts.log_every = parse_int(name, value, 1);
-    } else if (name == "--seed") {
-      opts.seed = parse_int(name, value, 0);
-    } else if (name == "--data_dir") {
-      if (value.empty())
-        throw usage_error("--data_dir: empty");
-      opts.data_dir = value;
-    } else if (name == "--eval_batch_size") {
-      opts.eval_batch_size = parse_int(name, value, 1);
-    } else if (name == "--eval_every") {
-      opts.eval_every = parse_int(name, value, 0);
-    } else if (name == "--checkpoint_dir") {
-      if (value.empty())
-        throw usage_error("--checkpoint_dir: empty");
-      opts.checkpoint_dir = value;
-    } else if (name == "--save_steps") {
-      opts.save_steps = parse_int(name, value, 1);
-    } else if (name == "--replicas_to_aggregate") {
-      opts.replicas_to_aggregate = parse_int(name, value, 1);
-    } else if (name == "--startup_timeout") {
-      opts.startup_timeout = parse_positive(name, value);
-    } else if (name == "--step_timeout") {
-      opts.step_timeout = parse_positive(name, value);
-    } else if (name == "--trace_step") {
-      opts.trace_step = parse_int(name, value, 1);
-    } else if (name == "--trace_file") {
-      if (value.empty())
-        throw usage_error("--trace_file: empty");
-      opts.trace_file = value;
-    } else {
-      throw usage_error("unknown flag '" + name + "'");
-    }
-    if (forward)
-      opts.forwarded.push_back(name + "=" + value);
-  }
-  if (opts.replicas_to_aggregate && !opts.sync)
-    throw usage_error("--replicas_to_aggregate needs --sync");
-  if (opts.trace_step.has_value() != opts.trace_file.has_value())
-    throw usage_error(opts.trace_step ? "--trace_step needs --trace_file"
-                                      : "--trace_file needs --trace_step");
-  if (opts.metrics.host && !opts.metrics.port)
-    throw usage_error("--metrics_host needs --metrics_port");
-  // The tasks of --local share a host: one port cannot serve them all.
-  if (opts.local && opts.metrics.port && metrics_port(opts.metrics) != 0)
-    throw usage_error("--metrics_port with --local: only 0 (each task picks "
-                      "a free port and prints it)");
-  return opts;
-}
-
-/// The process's pid we must not outlive, with PR_SET_PDEATHSIG armed.
-/// False if that parent is gone already.
-bool watch_parent(const options& opts, std::optional<pid_t>& parent) {
-  if (!opts.parent_pid)
-    return true;
-  auto pid = parse_index(*opts.parent_pid);
-  if (!pid || *pid <= 1 || *pid > 0x7fffffff)
-    throw usage_error("--parent-pid: expected a process id, got '"
-                      + *opts.parent_pid + "'");
-  parent = static_cast<pid_t>(*pid);
-  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-  return ::getppid() == *parent;
-}
 
 // -- output -------------------------------------------------------------------
 
@@ -393,7 +88,7 @@ std::string join(const std::vector<int64_t>& xs, const char* sep) {
 
 // -- defaults -----------------------------------------------------------------
 
-double default_learning_rate(const options& opts) {
+double default_learning_rate(const train_options& opts) {
   if (opts.optimizer == "sgd")
     return 0.1;
   if (opts.optimizer == "momentum")
@@ -453,8 +148,7 @@ sigset_t stop_signal_set() {
 
 // -- ps -----------------------------------------------------------------------
 
-int run_ps(const options& opts, const task_config& cfg,
-           std::optional<pid_t> parent,
+int run_ps(const train_options& opts, const task_config& cfg,
            const sigset_t& stop_signals) {
   const auto& address = cfg.cluster.task_address(cfg.job, cfg.task);
   auto srv = start_server(cfg);
@@ -472,7 +166,7 @@ int run_ps(const options& opts, const task_config& cfg,
     } else if (srv.stopped()) {
       log::error(cfg.task_name() + " stopped");
       return 1;
-    } else if (parent && ::getppid() != *parent) {
+    } else if (opts.parent.gone()) {
       received = SIGTERM;
     }
   }
@@ -480,13 +174,14 @@ int run_ps(const options& opts, const task_config& cfg,
   // Asked to stop: say who asked, so the last line does not read like a
   // crash.
   warn(cfg.task_name() + " stopped: SIG" + ::sigabbrev_np(received)
-       + (parent ? " from the launcher" : ""));
+       + (opts.parent.pid ? " from the launcher" : ""));
   return 0;
 }
 
 // -- worker -------------------------------------------------------------------
 
-std::unique_ptr<optimizer> make_optimizer(const options& opts, double lr) {
+std::unique_ptr<optimizer> make_optimizer(const train_options& opts,
+                                          double lr) {
   if (opts.optimizer == "sgd")
     return std::make_unique<gradient_descent_optimizer>(lr);
   if (opts.optimizer == "momentum")
@@ -618,7 +313,7 @@ double evaluate(Session& sess, const model& m,
   return correct / static_cast<double>(test.size());
 }
 
-int run_worker(const options& opts, const task_config& cfg) {
+int run_worker(const train_options& opts, const task_config& cfg) {
   const bool chief = cfg.task == 0;
   const auto who = "worker " + std::to_string(cfg.task);
   const auto train_steps = opts.train_steps.value_or(
@@ -665,8 +360,9 @@ int run_worker(const options& opts, const task_config& cfg) {
   g.set_seed(opts.seed);
   model_options mopts;
   mopts.kind = opts.model;
-  mopts.hidden = opts.hidden.value_or(default_hidden(opts.model));
-  mopts.filters = opts.filters;
+  mopts.hidden = opts.hidden ? widths(*opts.hidden)
+                             : default_hidden(opts.model);
+  mopts.filters = widths(opts.filters);
   mopts.seed = opts.seed;
   model m;
   variable global_step;
@@ -858,11 +554,10 @@ int run(int argc, char** argv) {
   auto stop_signals = stop_signal_set();
   ::signal(SIGPIPE, SIG_IGN);
 
-  auto opts = parse_args(argc, argv);
-  if (opts.help) {
-    write_all(1, std::string{usage_text} + common_usage);
+  auto parsed = parse_args(argc, argv);
+  if (!parsed)
     return 0;
-  }
+  auto& opts = *parsed;
 
   if (opts.local) {
     if (opts.cluster.any_cluster_flag() || opts.cluster.job
@@ -870,7 +565,7 @@ int run(int argc, char** argv) {
       throw usage_error("--local starts its own cluster: it cannot be "
                         "combined with --cluster, --ps_hosts, "
                         "--worker_hosts, --job_name or --task_index");
-    if (opts.parent_pid)
+    if (opts.parent.pid)
       throw usage_error("--local cannot be combined with --parent-pid");
     check_data(opts.data_dir);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
@@ -892,44 +587,29 @@ int run(int argc, char** argv) {
     plan.log = [](const std::string& line) { warn(line); };
     // The tasks get the training flags of --config-file as flags, and its
     // CAF sections in a file of their own (its [actorflow] section could
-    // say --local).
-    std::string caf_file;
+    // say --local), removed on every way out.
+    std::optional<support::temp_dir> caf_dir;
     if (!opts.caf_ini.empty()) {
-      caf_file = (std::filesystem::temp_directory_path()
-                  / "actorflow-train-caf-XXXXXX")
-                   .string();
-      int fd = ::mkstemp(caf_file.data());
-      if (fd < 0)
-        throw std::runtime_error("could not create " + caf_file + ": "
-                                 + std::strerror(errno));
-      write_all(fd, opts.caf_ini);
-      ::close(fd);
-      plan.common_args.push_back("--config-file=" + caf_file);
+      caf_dir.emplace("actorflow-train-caf");
+      plan.common_args.push_back("--config-file="
+                                 + caf_dir->write("caf.ini", opts.caf_ini));
     }
-    auto code = run_local(plan, stop_signals);
-    if (!caf_file.empty())
-      ::unlink(caf_file.c_str());
-    return code;
+    return run_local(plan, stop_signals);
   }
 
-  std::optional<pid_t> parent;
   auto cfg = resolve(opts.cluster);
-  if (cfg.job == "ps") {
-    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-    if (!watch_parent(opts, parent)) {
-      warn("parent " + *opts.parent_pid + " is gone, not starting");
-      return 0;
-    }
-    return run_ps(opts, cfg, parent, stop_signals);
-  }
-  if (cfg.job != "worker")
+  if (cfg.job != "ps" && cfg.job != "worker")
     throw usage_error(opts.cluster.job_flag + ": expected ps or worker, got '"
                       + cfg.job + "'");
-  if (!watch_parent(opts, parent)) {
-    warn("parent " + *opts.parent_pid + " is gone, not starting");
+  if (cfg.job == "ps")
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  if (!opts.parent.watch()) {
+    warn("parent " + std::to_string(*opts.parent.pid)
+         + " is gone, not starting");
     return 0;
   }
-  return run_worker(opts, cfg);
+  return cfg.job == "ps" ? run_ps(opts, cfg, stop_signals)
+                         : run_worker(opts, cfg);
 }
 
 } // namespace

@@ -1,10 +1,16 @@
 #pragma once
 
 // The cluster, job and task of a process from TensorFlow-style flags,
-// shared by actorflow-node and actorflow-train: --cluster JSON, or
-// --ps_hosts/--worker_hosts (comma-separated "host:port" lists), or the
-// TF_CONFIG environment variable; --job_name/--task_index (or TF_CONFIG's
-// task). Errors are usage_error, naming the flag or variable at fault.
+// declared here once for actorflow-node, actorflow-train and
+// actorflow-console: --cluster JSON, or --ps_hosts/--worker_hosts
+// (comma-separated "host:port" lists), or the TF_CONFIG environment
+// variable; --job_name/--task_index (or TF_CONFIG's task); and
+// --parent-pid, the launcher a task must not outlive. Errors are
+// usage_error, naming the flag or variable at fault.
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <charconv>
 #include <cstdlib>
@@ -41,6 +47,73 @@ struct cluster_flags {
   /// True if the cluster comes from a flag (not from TF_CONFIG).
   bool any_cluster_flag() const noexcept {
     return cluster_json || ps_hosts || worker_hosts;
+  }
+
+  /// Declares --cluster, --ps_hosts and --worker_hosts on `app`.
+  void add_cluster_to(CLI::App& app) {
+    app.add_option("--cluster", cluster_json,
+                   "the cluster, job -> list of \"host:port\" or "
+                   "{\"index\": \"host:port\"}")
+      ->type_name("JSON")
+      ->group("Cluster");
+    app.add_option("--ps_hosts", ps_hosts,
+                   "comma-separated addresses of job \"ps\"")
+      ->type_name("LIST")
+      ->check(support::list_of(support::host_port_address()))
+      ->group("Cluster");
+    app.add_option("--worker_hosts", worker_hosts,
+                   "comma-separated addresses of job \"worker\"")
+      ->type_name("LIST")
+      ->check(support::list_of(support::host_port_address()))
+      ->group("Cluster");
+  }
+
+  /// Declares the job and task flags on `app`: `job_names` and
+  /// `task_names` ("--job,--job_name"), whose first names messages use.
+  void add_task_to(CLI::App& app, const std::string& job_names,
+                   const std::string& task_names) {
+    job_flag = job_names.substr(0, job_names.find(','));
+    task_flag = task_names.substr(0, task_names.find(','));
+    app.add_option(job_names, job, "this task's job")
+      ->type_name("NAME")
+      ->group("Cluster");
+    app.add_option(task_names, task,
+                   "this task's index; may be omitted when the job has a "
+                   "single task")
+      ->type_name("N")
+      ->check(support::task_index())
+      ->group("Cluster");
+  }
+};
+
+/// --parent-pid PID: the process (our parent, the launcher) this one must
+/// not outlive.
+struct parent_flag {
+  std::optional<pid_t> pid;
+
+  void add_to(CLI::App& app) {
+    app.add_option("--parent-pid", pid,
+                   "exit (as on SIGTERM) when process PID, our parent, "
+                   "dies")
+      ->type_name("PID")
+      ->check(support::process_id())
+      ->group("Cluster");
+  }
+
+  /// With --parent-pid: asks the kernel for SIGTERM when the parent dies
+  /// (PR_SET_PDEATHSIG). False if it is gone already (our parent is no
+  /// longer that process): the caller should stop without starting.
+  bool watch() const {
+    if (!pid)
+      return true;
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    return !gone();
+  }
+
+  /// True if --parent-pid names a process that is no longer our parent (it
+  /// died before PR_SET_PDEATHSIG was armed, say).
+  bool gone() const {
+    return pid && ::getppid() != *pid;
   }
 };
 

@@ -52,10 +52,12 @@ void cell(const char* label) {
 }
 
 int run(int argc, char** argv) {
-  auto node = support::example_node_binary(
-    argc, argv,
+  support::example_flags flags{
     "Seed 000: private sessions share nothing; sessions on two servers of\n"
-    "one cluster share a variable; placement traces.");
+    "one cluster share a variable; placement traces."};
+  if (!flags.parse(argc, argv))
+    return 0;
+  auto node = flags.node_binary();
 
   // Cells 2-4: each tf.Session() is its own execution engine.
   cell("3-4");

@@ -33,10 +33,12 @@ void cell(int n) {
 }
 
 int run(int argc, char** argv) {
-  auto node = support::example_node_binary(
-    argc, argv,
+  support::example_flags flags{
     "Seed 001: ClusterSpec, variable pinning and a reduce sum split across\n"
-    "two workers (four node processes).");
+    "two workers (four node processes)."};
+  if (!flags.parse(argc, argv))
+    return 0;
+  auto node = flags.node_binary();
   support::local_cluster nodes{node, {{"ps", 2}, {"worker", 2}}};
 
   // Cells 4-7: the spec, as the seed builds it from a dict literal (here

@@ -39,10 +39,12 @@ std::string py_shape(const tensor_shape& shape) {
 }
 
 int run(int argc, char** argv) {
-  auto node = support::example_node_binary(
-    argc, argv,
+  support::example_flags flags{
     "Seed 002: a local server says hello; a two-layer net on a cluster of\n"
-    "two ps and three worker tasks (five node processes).");
+    "two ps and three worker tasks (five node processes)."};
+  if (!flags.parse(argc, argv))
+    return 0;
+  auto node = flags.node_binary();
 
   // Start a server as a single-process cluster and run a session on it.
   {

@@ -16,10 +16,12 @@ using namespace actorflow;
 namespace {
 
 int run(int argc, char** argv) {
-  auto node = support::example_node_binary(
-    argc, argv,
+  support::example_flags flags{
     "Seed 003: control dependencies; a session on worker 1 of a cluster of\n"
-    "one ps and two workers (three node processes) evaluates a * 3.");
+    "one ps and two workers (three node processes) evaluates a * 3."};
+  if (!flags.parse(argc, argv))
+    return 0;
+  auto node = flags.node_binary();
 
   // x and y run only after a and b, though neither reads them.
   {

@@ -28,6 +28,7 @@
 
 #include "actorflow/actorflow.hpp"
 
+#include "actorflow/support/flags.hpp"
 #include "actorflow/support/guarded_main.hpp"
 #include "actorflow/support/local_cluster.hpp"
 
@@ -237,11 +238,7 @@ int run_role(const std::string& role, const std::string& target,
              pid_t parent) {
   if (parent > 0)
     die_with_parent(parent);
-  if (role == "loader")
-    return run_loader(target);
-  if (role == "trainer")
-    return run_trainer(target);
-  throw support::usage_error("unknown --role " + role);
+  return role == "loader" ? run_loader(target) : run_trainer(target);
 }
 
 std::string self_path() {
@@ -609,27 +606,34 @@ void preloading(const std::string& target) {
 }
 
 int run(int argc, char** argv) {
-  // The loader and trainer clients: this program, re-invoked.
+  support::example_flags flags{
+    "Seed 004a: containers and Session.reset; FIFOQueue shared by a loader\n"
+    "and a trainer process; tuples; close; RandomShuffleQueue;\n"
+    "PaddingFIFOQueue; preloading (one node process, machine A)."};
+  // The loader and trainer clients are this program, re-invoked with
+  // these flags.
   std::string role;
   std::string queue_target;
   pid_t parent = 0;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg{argv[i]};
-    if (arg.starts_with("--role="))
-      role = arg.substr(7);
-    else if (arg.starts_with("--target="))
-      queue_target = arg.substr(9);
-    else if (arg.starts_with("--parent-pid="))
-      parent = static_cast<pid_t>(std::stol(std::string{arg.substr(13)}));
-  }
+  auto& app = flags.app();
+  constexpr const char* clients = "The loader and trainer processes";
+  app.add_option("--role", role, "run as the loader or the trainer client")
+    ->type_name("NAME")
+    ->check(support::one_of({"loader", "trainer"}))
+    ->group(clients);
+  app.add_option("--target", queue_target, "machine A's session target")
+    ->type_name("TARGET")
+    ->group(clients);
+  app.add_option("--parent-pid", parent, "the example, which they die with")
+    ->type_name("PID")
+    ->check(support::process_id())
+    ->group(clients);
+  if (!flags.parse(argc, argv))
+    return 0;
   if (!role.empty())
     return run_role(role, queue_target, parent);
 
-  auto node = support::example_node_binary(
-    argc, argv,
-    "Seed 004a: containers and Session.reset; FIFOQueue shared by a loader\n"
-    "and a trainer process; tuples; close; RandomShuffleQueue;\n"
-    "PaddingFIFOQueue; preloading (one node process, machine A).");
+  auto node = flags.node_binary();
   support::local_cluster nodes{node, {{"local", 1}}};
   auto target = nodes.target("local", 0);
   std::cout << "machine A: " << target << " (/job:local/task:0)"

@@ -27,6 +27,7 @@
 
 #include "actorflow/actorflow.hpp"
 
+#include "actorflow/support/flags.hpp"
 #include "actorflow/support/guarded_main.hpp"
 #include "actorflow/support/local_cluster.hpp"
 
@@ -164,24 +165,19 @@ void with_pipeline(const std::string& target, graph& g, F&& body) {
 }
 
 int run(int argc, char** argv) {
-  // --data DIR is ours; the rest goes to the common flag parser.
-  std::string data_dir = default_data_dir;
-  std::vector<char*> rest{argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg{argv[i]};
-    if (arg == "--data" && i + 1 < argc)
-      data_dir = argv[++i];
-    else if (arg.starts_with("--data="))
-      data_dir = std::string{arg.substr(7)};
-    else
-      rest.push_back(argv[i]);
-  }
-  auto node = support::example_node_binary(
-    static_cast<int>(rest.size()), rest.data(),
+  support::example_flags flags{
     "Seed 004b: an in-graph input pipeline reading Fashion-MNIST (gzip IDX)\n"
     "with FixedLengthRecordReaders into shuffle_batch, on one node "
-    "process.\n"
-    "  --data DIR   the dataset (default /usr/share/datasets/fashion-mnist)");
+    "process."};
+  std::string data_dir = default_data_dir;
+  flags.app()
+    .add_option("--data", data_dir, "the dataset's gzip IDX files")
+    ->type_name("DIR")
+    ->capture_default_str()
+    ->check(support::non_empty());
+  if (!flags.parse(argc, argv))
+    return 0;
+  auto node = flags.node_binary();
 
   namespace fs = std::filesystem;
   for (const auto* file : {images_file, labels_file}) {

@@ -4,9 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <iostream>
+#include <filesystem>
 #include <stdexcept>
+
+#include "actorflow/support/flags.hpp"
 
 namespace actorflow::support {
 
@@ -133,30 +134,27 @@ bool local_cluster::try_start(std::string& why) {
   return true;
 }
 
-std::string example_node_binary(int argc, char** argv,
-                                std::string_view what) {
-  std::string node;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg{argv[i]};
-    if (arg == "--help" || arg == "-h") {
-      std::cout << "usage: " << argv[0] << " [--node PATH]\n\n"
-                << what << "\n\n"
-                << "  --node PATH  the actorflow-node launcher to spawn "
-                   "(default: next to\n"
-                   "               this program, else on $PATH)\n";
-      std::exit(0);
-    }
-    if (arg == "--node" && i + 1 < argc) {
-      node = argv[++i];
-    } else if (arg.starts_with("--node=")) {
-      node = std::string{arg.substr(7)};
-    } else {
-      std::cerr << argv[0] << ": unknown or incomplete flag '" << arg
-                << "' (see --help)\n";
-      std::exit(2);
-    }
-  }
-  return find_node_binary(node);
+example_flags::example_flags(std::string description)
+  : app_(std::move(description) + "\n") {
+  app_.set_help_flag("-h,--help", "this text");
+  app_.formatter(help_formatter());
+  app_.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  app_.add_option("--node", node_,
+                  "the actorflow-node launcher to spawn (default: next to "
+                  "this program, else on $PATH)")
+    ->type_name("PATH")
+    ->check(executable_file());
+}
+
+bool example_flags::parse(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  if (!args.empty())
+    app_.name(std::filesystem::path{args.front()}.filename().string());
+  return parse_flags(app_, std::move(args));
+}
+
+std::string example_flags::node_binary() const {
+  return find_node_binary(node_);
 }
 
 } // namespace actorflow::support

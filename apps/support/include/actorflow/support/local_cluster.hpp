@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "actorflow/client/cluster_spec.hpp"
 #include "actorflow/support/free_ports.hpp"
 #include "actorflow/support/process.hpp"
@@ -106,9 +108,29 @@ private:
   std::map<std::string, std::unique_ptr<child_process>> procs_;
 };
 
-/// The command line every example takes: `--node PATH` (the launcher to
-/// spawn) and `--help`. Returns the launcher's path; exits on --help or a
-/// bad flag.
-std::string example_node_binary(int argc, char** argv, std::string_view what);
+/// The command line of a seed program (CLI11): --node PATH, the
+/// actorflow-node to spawn, and --help, besides the flags the program
+/// declares on app().
+class example_flags {
+public:
+  /// `description` opens the help.
+  explicit example_flags(std::string description);
+
+  CLI::App& app() noexcept {
+    return app_;
+  }
+
+  /// Parses argv. False after --help (the help is on stdout). usage_error
+  /// naming the flag.
+  bool parse(int argc, char** argv);
+
+  /// The launcher: --node, else the one next to this program, else the
+  /// first on $PATH. Throws std::runtime_error if none is found.
+  std::string node_binary() const;
+
+private:
+  CLI::App app_;
+  std::string node_;
+};
 
 } // namespace actorflow::support
