@@ -44,44 +44,35 @@ accumulator_actor::behavior_type accumulator(accumulator_self self,
     self->quit(em.reason);
   });
   return {
-    [self](accumulator_op_atom, int32_t op, const tensor& grad, int64_t n,
-           int64_t step) -> accumulator_promise {
+    [self](apply_gradient_atom, const tensor& grad, int64_t local_step) {
+      return std::make_tuple(self->state.core->apply(grad, local_step),
+                             std::vector<tensor>{});
+    },
+    [self](take_gradient_atom, int64_t n, int64_t step) -> accumulator_promise {
       auto rp = self->make_response_promise<status, std::vector<tensor>>();
-      auto& core = *self->state.core;
-      switch (static_cast<accumulator_op>(op)) {
-        case accumulator_op::apply:
-          rp.deliver(core.apply(grad, n), std::vector<tensor>{});
-          break;
-        case accumulator_op::take: {
-          auto id_cell = std::make_shared<accumulator_core::attempt_id>(0);
-          auto id = core.take(
-            static_cast<int32_t>(n),
-            [self, rp, step, id_cell](status st, tensor value) mutable {
-              forget(self->state, step, *id_cell);
-              std::vector<tensor> out;
-              if (st.ok())
-                out.push_back(std::move(value));
-              rp.deliver(std::move(st), std::move(out));
-            });
-          *id_cell = id;
-          if (rp.pending())
-            self->state.by_step[step].push_back(id);
-          break;
-        }
-        case accumulator_op::num_accumulated:
-          rp.deliver(status{},
-                     std::vector<tensor>{tensor::scalar(core.num_accumulated())});
-          break;
-        case accumulator_op::set_global_step:
-          core.set_global_step(n);
-          rp.deliver(status{}, std::vector<tensor>{});
-          break;
-        default:
-          rp.deliver(invalid_argument("unknown accumulator operation "
-                                      + std::to_string(op)),
-                     std::vector<tensor>{});
-      }
+      auto id_cell = std::make_shared<accumulator_core::attempt_id>(0);
+      auto id = self->state.core->take(
+        static_cast<int32_t>(n),
+        [self, rp, step, id_cell](status st, tensor value) mutable {
+          forget(self->state, step, *id_cell);
+          std::vector<tensor> out;
+          if (st.ok())
+            out.push_back(std::move(value));
+          rp.deliver(std::move(st), std::move(out));
+        });
+      *id_cell = id;
+      if (rp.pending())
+        self->state.by_step[step].push_back(id);
       return rp;
+    },
+    [self](num_accumulated_atom) {
+      return std::make_tuple(
+        status{},
+        std::vector<tensor>{tensor::scalar(self->state.core->num_accumulated())});
+    },
+    [self](set_global_step_atom, int64_t global_step) {
+      self->state.core->set_global_step(global_step);
+      return std::make_tuple(status{}, std::vector<tensor>{});
     },
     [self](cancel_step_atom, int64_t step) {
       auto i = self->state.by_step.find(step);

@@ -311,32 +311,13 @@ int64_t count_of(const tensor& t) {
                                   : t.scalar_value<int32_t>();
 }
 
-// A queue operation on the queue whose handle is input 0.
-void run_queue_op(executor_self self, step_state& step, int i,
-                  std::vector<tensor>& inputs) {
-  auto& st = self->state;
-  auto& plan = st.nodes[static_cast<size_t>(i)];
-  auto id = step.id;
-  auto [qop, cancel] = plan.detail<queue_call>();
-  auto& q = st.nodes[static_cast<size_t>(plan.inputs.at(0).first)].queue;
-  if (!q)
-    return fail_node(self, id, i,
-                     internal_error("queue handle of " + plan.def.name
-                                    + " is not a queue"));
-  std::vector<tensor> values;
-  int64_t n = 0;
-  if (qop == queue_op::enqueue || qop == queue_op::enqueue_many)
-    values.assign(inputs.begin() + 1, inputs.end());
-  if (qop == queue_op::dequeue_many || qop == queue_op::dequeue_up_to)
-    n = count_of(inputs.at(1));
-  step.queues.push_back(q);
-  ++step.in_flight;
-  bool takes = qop == queue_op::dequeue || qop == queue_op::dequeue_many
-               || qop == queue_op::dequeue_up_to;
-  bool batched = qop != queue_op::dequeue;
-  self
-    ->request(q, caf::infinite, queue_op_atom_v, static_cast<int32_t>(qop),
-              std::move(values), n, id, cancel)
+// Sends queue `q` one operation of step `id` for node `i` (the message
+// `xs`) and resumes the node with its outputs. Elements a dequeue
+// (`takes`) hands over after the step ended go back to the front.
+template <class... Ts>
+void request_queue(executor_self self, const queue_actor& q, int64_t id,
+                   int i, bool takes, bool batched, Ts&&... xs) {
+  self->request(q, caf::infinite, std::forward<Ts>(xs)...)
     .then(
       [self, id, i, q, takes, batched](status& err,
                                        std::vector<tensor>& result) {
@@ -344,10 +325,7 @@ void run_queue_op(executor_self self, step_state& step, int i,
         // will receive them, so they go back to the front.
         if (takes && err.ok() && !result.empty()
             && self->state.steps.count(id) == 0) {
-          caf::anon_send(q, queue_op_atom_v,
-                         static_cast<int32_t>(queue_op::put_back),
-                         std::move(result), int64_t{batched ? 1 : 0},
-                         int64_t{0}, false);
+          caf::anon_send(q, put_back_atom_v, std::move(result), batched);
           return;
         }
         resume(self, id, i, std::move(err), std::move(result));
@@ -355,6 +333,49 @@ void run_queue_op(executor_self self, step_state& step, int i,
       [self, id, i](caf::error& err) {
         resume(self, id, i, to_status(err, "queue actor"), {});
       });
+}
+
+// A queue operation on the queue whose handle is input 0.
+void run_queue_op(executor_self self, step_state& step, int i,
+                  std::vector<tensor>& inputs) {
+  auto& st = self->state;
+  auto& plan = st.nodes[static_cast<size_t>(i)];
+  auto id = step.id;
+  auto [qop, cancel] = plan.detail<queue_call>();
+  auto q = st.nodes[static_cast<size_t>(plan.inputs.at(0).first)].queue;
+  if (!q)
+    return fail_node(self, id, i,
+                     internal_error("queue handle of " + plan.def.name
+                                    + " is not a queue"));
+  step.queues.push_back(q);
+  ++step.in_flight;
+  auto values = [&] {
+    return std::vector<tensor>(inputs.begin() + 1, inputs.end());
+  };
+  switch (qop) {
+    case queue_op::enqueue:
+      return request_queue(self, q, id, i, false, false, enqueue_atom_v,
+                           values(), id);
+    case queue_op::enqueue_many:
+      return request_queue(self, q, id, i, false, false, enqueue_many_atom_v,
+                           values(), id);
+    case queue_op::dequeue:
+      return request_queue(self, q, id, i, true, false, dequeue_atom_v, id);
+    case queue_op::dequeue_many:
+      return request_queue(self, q, id, i, true, true, dequeue_many_atom_v,
+                           count_of(inputs.at(1)), id);
+    case queue_op::dequeue_up_to:
+      return request_queue(self, q, id, i, true, true, dequeue_up_to_atom_v,
+                           count_of(inputs.at(1)), id);
+    case queue_op::close:
+      return request_queue(self, q, id, i, false, false, close_queue_atom_v,
+                           cancel, id);
+    case queue_op::size:
+      return request_queue(self, q, id, i, false, false, queue_size_atom_v);
+    case queue_op::is_closed:
+      return request_queue(self, q, id, i, false, false,
+                           queue_closed_atom_v);
+  }
 }
 
 // An accumulator operation on the accumulator whose handle is input 0.
@@ -371,18 +392,21 @@ void run_accumulator_op(executor_self self, step_state& step, int i,
                      {error_code::aborted,
                       "the accumulator of " + plan.def.name
                         + " was freed during the step (container reset)"});
-  tensor grad;
-  int64_t n = 0;
-  if (aop == accumulator_op::apply) {
-    n = count_of(inputs.at(1));
-    grad = inputs.at(2);
-  } else if (aop != accumulator_op::num_accumulated) {
-    n = count_of(inputs.at(1));
-  }
   step.accumulators.push_back(acc);
-  request_outputs(self, acc, id, i, "accumulator actor",
-                  accumulator_op_atom_v, static_cast<int32_t>(aop),
-                  std::move(grad), n, id);
+  constexpr const char* what = "accumulator actor";
+  switch (aop) {
+    case accumulator_op::apply:
+      return request_outputs(self, acc, id, i, what, apply_gradient_atom_v,
+                             inputs.at(2), count_of(inputs.at(1)));
+    case accumulator_op::take:
+      return request_outputs(self, acc, id, i, what, take_gradient_atom_v,
+                             count_of(inputs.at(1)), id);
+    case accumulator_op::num_accumulated:
+      return request_outputs(self, acc, id, i, what, num_accumulated_atom_v);
+    case accumulator_op::set_global_step:
+      return request_outputs(self, acc, id, i, what, set_global_step_atom_v,
+                             count_of(inputs.at(1)));
+  }
 }
 
 // A reader operation on the reader whose handle is input 0 (a read pulls
@@ -400,7 +424,6 @@ void run_reader_op(executor_self self, step_state& step, int i,
                       "the reader of " + plan.def.name
                         + " was freed during the step (container reset)"});
   queue_actor queue;
-  int64_t n = 0;
   if (rop == reader_op::read || rop == reader_op::read_up_to) {
     queue = st.nodes[static_cast<size_t>(plan.inputs.at(1).first)].queue;
     if (!queue)
@@ -411,11 +434,25 @@ void run_reader_op(executor_self self, step_state& step, int i,
     // Cancelling the step also cancels the reader's pending dequeue.
     step.queues.push_back(queue);
   }
-  if (rop == reader_op::read_up_to)
-    n = inputs.at(2).scalar_value<int64_t>();
   step.readers.push_back(reader);
-  request_outputs(self, reader, id, i, "reader actor", reader_op_atom_v,
-                  static_cast<int32_t>(rop), queue, n, id);
+  constexpr const char* what = "reader actor";
+  switch (rop) {
+    case reader_op::read:
+      return request_outputs(self, reader, id, i, what, read_record_atom_v,
+                             queue, id);
+    case reader_op::read_up_to:
+      return request_outputs(self, reader, id, i, what, read_up_to_atom_v,
+                             queue, inputs.at(2).scalar_value<int64_t>(), id);
+    case reader_op::num_records_produced:
+      return request_outputs(self, reader, id, i, what,
+                             records_produced_atom_v, id);
+    case reader_op::num_work_units_completed:
+      return request_outputs(self, reader, id, i, what,
+                             work_units_completed_atom_v, id);
+    case reader_op::reset:
+      return request_outputs(self, reader, id, i, what, reset_reader_atom_v,
+                             id);
+  }
 }
 
 // A training op: its updates of the variables whose refs lead its inputs.

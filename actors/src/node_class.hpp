@@ -3,14 +3,12 @@
 // Private to actors/: what the executor does with each node of its
 // partition, decided once when the partition is registered, so that a
 // step dispatches on a kind instead of comparing op names (TF's executor
-// likewise resolves each node's kernel once, in its NodeItem). No CAF
-// beyond the operation enums of type_ids.hpp.
+// likewise resolves each node's kernel once, in its NodeItem). No CAF.
 
 #include <cstdint>
 #include <string>
 #include <variant>
 
-#include "actorflow/transport/type_ids.hpp"
 #include "actorflow/graph/graph_def.hpp"
 #include "actorflow/kernels/kernel.hpp"
 
@@ -71,6 +69,36 @@ struct resource_info {
   /// A variable's dtype and encoded shape.
   dtype type = dtype::invalid;
   std::string shape_bytes;
+};
+
+/// TF's QueueBase operations (each a message of its own to the queue
+/// actor, type_ids.hpp).
+enum class queue_op : uint8_t {
+  enqueue,
+  enqueue_many,
+  dequeue,
+  dequeue_many,
+  dequeue_up_to,
+  close,
+  size,
+  is_closed,
+};
+
+/// TF's ReaderBase operations (messages to the reader actor).
+enum class reader_op : uint8_t {
+  read,
+  read_up_to,
+  num_records_produced,
+  num_work_units_completed,
+  reset,
+};
+
+/// A ConditionalAccumulator's operations (messages to its actor).
+enum class accumulator_op : uint8_t {
+  apply,
+  take,
+  num_accumulated,
+  set_global_step,
 };
 
 struct queue_call {

@@ -60,67 +60,78 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts) {
     self->state.by_step.clear();
     self->quit(em.reason);
   });
+  // An operation that may wait: `op(done)` starts it on the core, which
+  // calls `done` when it completes (at once, or when other operations let
+  // it); until then it is cancelled with `step`.
+  auto start = [self, observed](int64_t step, auto op) -> queue_promise {
+    auto rp = self->make_response_promise<status, std::vector<tensor>>();
+    // Filled once the core returns the id (a callback that runs during
+    // the call itself has nothing recorded to forget).
+    auto id_cell = std::make_shared<queue_core::attempt_id>(0);
+    auto done = [self, rp, step, id_cell](status st,
+                                          queue_core::tuple result) mutable {
+      forget(self->state, step, *id_cell);
+      rp.deliver(std::move(st), std::move(result));
+    };
+    auto id = op(*self->state.core, std::move(done));
+    *id_cell = id;
+    if (rp.pending())
+      self->state.by_step[step].push_back(id);
+    observed();
+    return rp;
+  };
+  // An element may wait in the queue for long: not in a ring's room.
+  auto owned = [](std::vector<tensor>& values) {
+    for (auto& v : values)
+      v = std::move(v).owned();
+    return std::move(values);
+  };
+  auto answer = [observed](tensor value) {
+    observed();
+    return std::make_tuple(status{}, std::vector<tensor>{std::move(value)});
+  };
   return {
-    [self, observed](queue_op_atom, int32_t op, std::vector<tensor>& values, int64_t n,
-           int64_t step, bool cancel_pending) -> queue_promise {
-      auto rp = self->make_response_promise<status, std::vector<tensor>>();
-      auto& core = *self->state.core;
-      // Filled once the core returns the id (a callback that runs during
-      // the call itself has nothing recorded to forget).
-      auto id_cell = std::make_shared<queue_core::attempt_id>(0);
-      auto done = [self, rp, step, id_cell](status st,
-                                            queue_core::tuple result) mutable {
-        forget(self->state, step, *id_cell);
-        rp.deliver(std::move(st), std::move(result));
-      };
-      // An element may wait in the queue for long: not in a ring's room.
-      for (auto& v : values)
-        v = std::move(v).owned();
-      queue_core::attempt_id id = 0;
-      switch (static_cast<queue_op>(op)) {
-        case queue_op::enqueue:
-          id = core.enqueue(std::move(values), done);
-          break;
-        case queue_op::enqueue_many:
-          id = core.enqueue_many(std::move(values), done);
-          break;
-        case queue_op::dequeue:
-          id = core.dequeue(done);
-          break;
-        case queue_op::dequeue_many:
-          id = core.dequeue_many(n, done);
-          break;
-        case queue_op::dequeue_up_to:
-          id = core.dequeue_up_to(n, done);
-          break;
-        case queue_op::close:
-          id = core.close(cancel_pending, done);
-          break;
-        case queue_op::size:
-          done({}, {tensor::scalar(core.size())});
-          observed();
-          return rp;
-        case queue_op::is_closed:
-          done({}, {tensor::scalar(core.is_closed())});
-          observed();
-          return rp;
-        case queue_op::put_back:
-          core.put_back(std::move(values), n != 0);
-          done({}, {});
-          observed();
-          return rp;
-        default:
-          done(invalid_argument("unknown queue operation "
-                                + std::to_string(op)),
-               {});
-          observed();
-          return rp;
-      }
-      *id_cell = id;
-      if (rp.pending())
-        self->state.by_step[step].push_back(id);
+    [start, owned](enqueue_atom, std::vector<tensor>& values, int64_t step) {
+      return start(step, [&](queue_core& core, auto done) {
+        return core.enqueue(owned(values), std::move(done));
+      });
+    },
+    [start, owned](enqueue_many_atom, std::vector<tensor>& values,
+                   int64_t step) {
+      return start(step, [&](queue_core& core, auto done) {
+        return core.enqueue_many(owned(values), std::move(done));
+      });
+    },
+    [start](dequeue_atom, int64_t step) {
+      return start(step, [](queue_core& core, auto done) {
+        return core.dequeue(std::move(done));
+      });
+    },
+    [start](dequeue_many_atom, int64_t n, int64_t step) {
+      return start(step, [n](queue_core& core, auto done) {
+        return core.dequeue_many(n, std::move(done));
+      });
+    },
+    [start](dequeue_up_to_atom, int64_t n, int64_t step) {
+      return start(step, [n](queue_core& core, auto done) {
+        return core.dequeue_up_to(n, std::move(done));
+      });
+    },
+    [start](close_queue_atom, bool cancel_pending, int64_t step) {
+      return start(step, [cancel_pending](queue_core& core, auto done) {
+        return core.close(cancel_pending, std::move(done));
+      });
+    },
+    [self, answer](queue_size_atom) {
+      return answer(tensor::scalar(self->state.core->size()));
+    },
+    [self, answer](queue_closed_atom) {
+      return answer(tensor::scalar(self->state.core->is_closed()));
+    },
+    [self, observed, owned](put_back_atom, std::vector<tensor>& values,
+                            bool batch) {
+      self->state.core->put_back(owned(values), batch);
       observed();
-      return rp;
     },
     [self, observed](cancel_step_atom, int64_t step) {
       auto i = self->state.by_step.find(step);

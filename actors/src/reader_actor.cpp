@@ -18,6 +18,15 @@ namespace {
 using reader_promise
   = caf::typed_response_promise<status, std::vector<tensor>>;
 
+// ReaderBase's operations, as requests queue up here.
+enum class reader_op : uint8_t {
+  read,
+  read_up_to,
+  num_records_produced,
+  num_work_units_completed,
+  reset,
+};
+
 struct pending_read {
   reader_op op = reader_op::read;
   queue_actor queue;
@@ -66,9 +75,7 @@ void pump(reader_self self) {
           }
           st.dequeuing = true;
           self
-            ->request(p.queue, caf::infinite, queue_op_atom_v,
-                      static_cast<int32_t>(queue_op::dequeue),
-                      std::vector<tensor>{}, int64_t{0}, p.step, false)
+            ->request(p.queue, caf::infinite, dequeue_atom_v, p.step)
             .then(
               [self](status& err, std::vector<tensor>& tuple) {
                 auto& st = self->state;
@@ -106,13 +113,25 @@ void pump(reader_self self) {
         }
         break;
       }
-      default:
-        reply(p, invalid_argument("unknown reader operation "
-                                  + std::to_string(static_cast<int>(p.op))),
-              {});
     }
     st.pending.pop_front();
   }
+}
+
+// Queues a request behind the others (n: read_up_to's count).
+reader_promise enqueue(reader_self self, reader_op op, queue_actor queue,
+                       int64_t n, int64_t step) {
+  pending_read p;
+  p.op = op;
+  p.queue = std::move(queue);
+  p.step = step;
+  p.req.num_records = op == reader_op::read_up_to ? n : 1;
+  p.req.up_to = op == reader_op::read_up_to;
+  p.rp = self->make_response_promise<status, std::vector<tensor>>();
+  auto rp = p.rp;
+  self->state.pending.push_back(std::move(p));
+  pump(self);
+  return rp;
 }
 
 reader_actor::behavior_type reader(reader_self self,
@@ -128,19 +147,20 @@ reader_actor::behavior_type reader(reader_self self,
     self->quit(em.reason);
   });
   return {
-    [self](reader_op_atom, int32_t op, queue_actor& queue, int64_t n,
-           int64_t step) -> reader_promise {
-      pending_read p;
-      p.op = static_cast<reader_op>(op);
-      p.queue = std::move(queue);
-      p.step = step;
-      p.req.num_records = p.op == reader_op::read_up_to ? n : 1;
-      p.req.up_to = p.op == reader_op::read_up_to;
-      p.rp = self->make_response_promise<status, std::vector<tensor>>();
-      auto rp = p.rp;
-      self->state.pending.push_back(std::move(p));
-      pump(self);
-      return rp;
+    [self](read_record_atom, queue_actor& queue, int64_t step) {
+      return enqueue(self, reader_op::read, std::move(queue), 1, step);
+    },
+    [self](read_up_to_atom, queue_actor& queue, int64_t n, int64_t step) {
+      return enqueue(self, reader_op::read_up_to, std::move(queue), n, step);
+    },
+    [self](records_produced_atom, int64_t step) {
+      return enqueue(self, reader_op::num_records_produced, {}, 0, step);
+    },
+    [self](work_units_completed_atom, int64_t step) {
+      return enqueue(self, reader_op::num_work_units_completed, {}, 0, step);
+    },
+    [self](reset_reader_atom, int64_t step) {
+      return enqueue(self, reader_op::reset, {}, 0, step);
     },
     [self](cancel_step_atom, int64_t step) {
       // The front request, if it waits on its queue, ends when the queue

@@ -89,11 +89,9 @@ TEST_CASE("borrowed values: a queue keeps copies of its elements",
   alignas(64) float data[4] = {1, 2, 3, 4};
   auto owner = std::make_shared<int>(0);
   std::weak_ptr<int> alive = owner;
-  auto run = [&](queue_op op, std::vector<tensor> values, int64_t n) {
+  auto run = [&](auto... xs) {
     std::vector<tensor> out;
-    self
-      ->request(q, max_wait, queue_op_atom_v, static_cast<int32_t>(op),
-                std::move(values), n, int64_t{1}, false)
+    self->request(q, max_wait, xs...)
       .receive(
         [&](status& err, std::vector<tensor>& result) {
           REQUIRE(err.ok());
@@ -103,13 +101,14 @@ TEST_CASE("borrowed values: a queue keeps copies of its elements",
     return out;
   };
   // Two elements of one borrowed batch (rows of a borrowed buffer).
-  run(queue_op::enqueue_many, {borrowed(data, std::move(owner))}, 0);
+  run(enqueue_many_atom_v,
+      std::vector<tensor>{borrowed(data, std::move(owner))}, int64_t{1});
   CHECK(expires(alive));
   data[2] = 99;
-  auto first = run(queue_op::dequeue, {}, 0);
+  auto first = run(dequeue_atom_v, int64_t{1});
   REQUIRE(first.size() == 1);
   CHECK(first[0] == tensor::vec<float>({1, 2}));
-  auto second = run(queue_op::dequeue, {}, 0);
+  auto second = run(dequeue_atom_v, int64_t{1});
   REQUIRE(second.size() == 1);
   CHECK(second[0] == tensor::vec<float>({3, 4}));
   self->send_exit(q, caf::exit_reason::user_shutdown);

@@ -335,8 +335,25 @@ using reset_atom = caf::atom_constant<caf::atom("sess_reset")>;
 inline constexpr reset_atom reset_atom_v = reset_atom{};
 using cleanup_atom = caf::atom_constant<caf::atom("cleanup")>;
 inline constexpr cleanup_atom cleanup_atom_v = cleanup_atom{};
-using queue_op_atom = caf::atom_constant<caf::atom("queue_op")>;
-inline constexpr queue_op_atom queue_op_atom_v = queue_op_atom{};
+// A queue's operations (queue_actor below).
+using enqueue_atom = caf::atom_constant<caf::atom("enqueue")>;
+inline constexpr enqueue_atom enqueue_atom_v = enqueue_atom{};
+using enqueue_many_atom = caf::atom_constant<caf::atom("enq_many")>;
+inline constexpr enqueue_many_atom enqueue_many_atom_v = enqueue_many_atom{};
+using dequeue_atom = caf::atom_constant<caf::atom("dequeue")>;
+inline constexpr dequeue_atom dequeue_atom_v = dequeue_atom{};
+using dequeue_many_atom = caf::atom_constant<caf::atom("deq_many")>;
+inline constexpr dequeue_many_atom dequeue_many_atom_v = dequeue_many_atom{};
+using dequeue_up_to_atom = caf::atom_constant<caf::atom("deq_up_to")>;
+inline constexpr dequeue_up_to_atom dequeue_up_to_atom_v = dequeue_up_to_atom{};
+using close_queue_atom = caf::atom_constant<caf::atom("close_q")>;
+inline constexpr close_queue_atom close_queue_atom_v = close_queue_atom{};
+using queue_size_atom = caf::atom_constant<caf::atom("q_size")>;
+inline constexpr queue_size_atom queue_size_atom_v = queue_size_atom{};
+using queue_closed_atom = caf::atom_constant<caf::atom("q_closed")>;
+inline constexpr queue_closed_atom queue_closed_atom_v = queue_closed_atom{};
+using put_back_atom = caf::atom_constant<caf::atom("put_back")>;
+inline constexpr put_back_atom put_back_atom_v = put_back_atom{};
 using cancel_step_atom = caf::atom_constant<caf::atom("cancel_stp")>;
 inline constexpr cancel_step_atom cancel_step_atom_v = cancel_step_atom{};
 using get_queue_atom = caf::atom_constant<caf::atom("get_queue")>;
@@ -344,16 +361,32 @@ inline constexpr get_queue_atom get_queue_atom_v = get_queue_atom{};
 
 using get_reader_atom = caf::atom_constant<caf::atom("get_reader")>;
 inline constexpr get_reader_atom get_reader_atom_v = get_reader_atom{};
-using reader_op_atom = caf::atom_constant<caf::atom("reader_op")>;
-inline constexpr reader_op_atom reader_op_atom_v = reader_op_atom{};
+// A reader's operations (reader_actor below).
+using read_record_atom = caf::atom_constant<caf::atom("rd_read")>;
+inline constexpr read_record_atom read_record_atom_v = read_record_atom{};
+using read_up_to_atom = caf::atom_constant<caf::atom("rd_up_to")>;
+inline constexpr read_up_to_atom read_up_to_atom_v = read_up_to_atom{};
+using records_produced_atom = caf::atom_constant<caf::atom("rd_nrec")>;
+inline constexpr records_produced_atom records_produced_atom_v = records_produced_atom{};
+using work_units_completed_atom = caf::atom_constant<caf::atom("rd_nwork")>;
+inline constexpr work_units_completed_atom work_units_completed_atom_v = work_units_completed_atom{};
+using reset_reader_atom = caf::atom_constant<caf::atom("rd_reset")>;
+inline constexpr reset_reader_atom reset_reader_atom_v = reset_reader_atom{};
 using count_up_to_atom = caf::atom_constant<caf::atom("count_up")>;
 inline constexpr count_up_to_atom count_up_to_atom_v = count_up_to_atom{};
 using apply_atom = caf::atom_constant<caf::atom("apply")>;
 inline constexpr apply_atom apply_atom_v = apply_atom{};
 using get_accumulator_atom = caf::atom_constant<caf::atom("get_accum")>;
 inline constexpr get_accumulator_atom get_accumulator_atom_v = get_accumulator_atom{};
-using accumulator_op_atom = caf::atom_constant<caf::atom("accum_op")>;
-inline constexpr accumulator_op_atom accumulator_op_atom_v = accumulator_op_atom{};
+// An accumulator's operations (accumulator_actor below).
+using apply_gradient_atom = caf::atom_constant<caf::atom("acc_apply")>;
+inline constexpr apply_gradient_atom apply_gradient_atom_v = apply_gradient_atom{};
+using take_gradient_atom = caf::atom_constant<caf::atom("acc_take")>;
+inline constexpr take_gradient_atom take_gradient_atom_v = take_gradient_atom{};
+using num_accumulated_atom = caf::atom_constant<caf::atom("acc_num")>;
+inline constexpr num_accumulated_atom num_accumulated_atom_v = num_accumulated_atom{};
+using set_global_step_atom = caf::atom_constant<caf::atom("acc_gstep")>;
+inline constexpr set_global_step_atom set_global_step_atom_v = set_global_step_atom{};
 
 // The monitor actor (monitor_actor below, actors/src/monitor_actor.cpp).
 using get_worker_atom = caf::atom_constant<caf::atom("get_worker")>;
@@ -379,42 +412,6 @@ inline constexpr monitor_trace_atom monitor_trace_atom_v
 using monitor_get_trace_atom = caf::atom_constant<caf::atom("mon_gtrace")>;
 inline constexpr monitor_get_trace_atom monitor_get_trace_atom_v
   = monitor_get_trace_atom{};
-
-/// Operations a conditional accumulator performs (the `op` of an accum_op
-/// message).
-enum class accumulator_op : int32_t {
-  /// The gradient, with n = its local step.
-  apply = 0,
-  /// n = the number of gradients required; waits.
-  take = 1,
-  num_accumulated = 2,
-  /// n = the new global step.
-  set_global_step = 3,
-};
-
-/// Operations a queue actor performs (the `op` of a queue_op message).
-enum class queue_op : int32_t {
-  enqueue = 0,
-  enqueue_many = 1,
-  dequeue = 2,
-  dequeue_many = 3,
-  dequeue_up_to = 4,
-  close = 5,
-  size = 6,
-  is_closed = 7,
-  /// Elements a dequeue took for a step that ended meanwhile: back to the
-  /// front (n = 1: the values are a batch).
-  put_back = 8,
-};
-
-/// Operations a reader actor performs (the `op` of a reader_op message).
-enum class reader_op : int32_t {
-  read = 0,
-  read_up_to = 1,
-  num_records_produced = 2,
-  num_work_units_completed = 3,
-  reset = 4,
-};
 
 /// In-place updates a variable actor applies atomically (the `kind` of an
 /// apply message), the pieces of TF's training ops (ApplyGradientDescent,
@@ -452,35 +449,58 @@ using variable_actor = caf::typed_actor<
   caf::replies_to<apply_atom, int32_t, std::vector<tensor>,
                   int64_t>::with<status, tensor>>;
 
-/// A queue on its task. `queue_op` carries the operation, its values, n
-/// (dequeue_many / up_to), the step it belongs to (for cancellation) and
-/// cancel_pending_enqueues (close); the reply comes when the operation
-/// completes, which may be much later (a pending request, never a blocked
-/// thread). `cancel_stp` fails the step's pending operations with
-/// Cancelled, without losing an element.
+/// What a resource's operation answers: its status and its outputs.
+template <class... Ts>
+using replies_outputs
+  = typename caf::replies_to<Ts...>::template with<status,
+                                                   std::vector<tensor>>;
+
+/// A queue on its task, one message per operation of TF's QueueBase:
+/// enqueue (a tuple) and enqueue_many (a batch), dequeue, dequeue_many
+/// and dequeue_up_to (n), close (cancel_pending_enqueues), size and
+/// is_closed, each with the step it belongs to (for cancellation) where
+/// it may wait. The reply comes when the operation completes, which may
+/// be much later (a pending request, never a blocked thread). `cancel_stp`
+/// fails the step's pending operations with Cancelled, without losing an
+/// element; `put_back` returns elements a dequeue took for a step that
+/// ended meanwhile to the front (a batch or one tuple).
 using queue_actor = caf::typed_actor<
-  caf::replies_to<queue_op_atom, int32_t, std::vector<tensor>, int64_t,
-                  int64_t, bool>::with<status, std::vector<tensor>>,
+  replies_outputs<enqueue_atom, std::vector<tensor>, int64_t>,
+  replies_outputs<enqueue_many_atom, std::vector<tensor>, int64_t>,
+  replies_outputs<dequeue_atom, int64_t>,
+  replies_outputs<dequeue_many_atom, int64_t, int64_t>,
+  replies_outputs<dequeue_up_to_atom, int64_t, int64_t>,
+  replies_outputs<close_queue_atom, bool, int64_t>,
+  replies_outputs<queue_size_atom>,
+  replies_outputs<queue_closed_atom>,
+  caf::reacts_to<put_back_atom, std::vector<tensor>, bool>,
   caf::reacts_to<cancel_step_atom, int64_t>>;
 
-/// A reader on its task (kernels/reader_core.hpp). `reader_op` carries
-/// the operation, the filename queue to pull work from (reads only), n
-/// (read_up_to) and the step; requests run one after another in arrival
-/// order, and a read waiting for a file name is a pending dequeue on the
-/// queue, cancelled with its step. `cancel_stp` fails the step's queued
-/// requests with Cancelled.
+/// A reader on its task (kernels/reader_core.hpp), one message per
+/// operation of TF's ReaderBase: read (the filename queue to pull work
+/// from, the step) and read_up_to (the queue, n, the step),
+/// num_records_produced, num_work_units_completed and reset (the step).
+/// Requests run one after another in arrival order, and a read waiting
+/// for a file name is a pending dequeue on the queue, cancelled with its
+/// step. `cancel_stp` fails the step's queued requests with Cancelled.
 using reader_actor = caf::typed_actor<
-  caf::replies_to<reader_op_atom, int32_t, queue_actor, int64_t,
-                  int64_t>::with<status, std::vector<tensor>>,
+  replies_outputs<read_record_atom, queue_actor, int64_t>,
+  replies_outputs<read_up_to_atom, queue_actor, int64_t, int64_t>,
+  replies_outputs<records_produced_atom, int64_t>,
+  replies_outputs<work_units_completed_atom, int64_t>,
+  replies_outputs<reset_reader_atom, int64_t>,
   caf::reacts_to<cancel_step_atom, int64_t>>;
 
-/// A conditional accumulator on its task (kernels/accumulator_core.hpp):
-/// (accum_op, op, gradient, n, step) with a reply when the operation
-/// completes (a take waits as a pending request); `cancel_stp` fails the
-/// step's waiting takes with Cancelled.
+/// A conditional accumulator on its task (kernels/accumulator_core.hpp),
+/// one message per operation: apply_gradient (the gradient, its local
+/// step), take_gradient (the number required, the step; waits as a
+/// pending request), num_accumulated, set_global_step (the new global
+/// step). `cancel_stp` fails the step's waiting takes with Cancelled.
 using accumulator_actor = caf::typed_actor<
-  caf::replies_to<accumulator_op_atom, int32_t, tensor, int64_t,
-                  int64_t>::with<status, std::vector<tensor>>,
+  replies_outputs<apply_gradient_atom, tensor, int64_t>,
+  replies_outputs<take_gradient_atom, int64_t, int64_t>,
+  replies_outputs<num_accumulated_atom>,
+  replies_outputs<set_global_step_atom, int64_t>,
   caf::reacts_to<cancel_step_atom, int64_t>>;
 
 /// The executor of one registered partition. `run_graph` carries the
