@@ -211,6 +211,31 @@ TEST_CASE("monitoring: the monitor actor's snapshot and subscription",
         },
         [&](caf::error& err) { FAIL(caf::to_string(err)); });
   }
+  // The task actor counts a message after its handler returned, so the
+  // reply to the last get_monitor may come before its count: wait until
+  // two snapshots agree on the task's record (polled: the record signals
+  // nothing; bounded by 200 tries), or the first update could be older
+  // than the second.
+  auto task_record = [&] {
+    json out;
+    self->request(mon, max_wait, monitor_snapshot_atom_v)
+      .receive(
+        [&](std::string& text) {
+          for (auto& a : json::parse(text)["actors"])
+            if (a["kind"] == "task")
+              out = a;
+        },
+        [&](caf::error& err) { FAIL(caf::to_string(err)); });
+    return out;
+  };
+  auto last = task_record();
+  for (int i = 0; i < 200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    auto now = task_record();
+    if (now == last)
+      break;
+    last = std::move(now);
+  }
   self->request(mon, max_wait, monitor_subscribe_atom_v, int64_t{50},
                 caf::actor_cast<caf::actor>(self))
     .receive([&](status& st) { CHECK(st.ok()); },
