@@ -6,6 +6,7 @@
 
 #include "actorflow/actors/instrumented.hpp"
 #include "runtime.hpp"
+#include "step_attempts.hpp"
 
 namespace actorflow {
 
@@ -13,24 +14,13 @@ namespace {
 
 struct accumulator_state {
   std::unique_ptr<accumulator_core> core;
-  /// Pending takes by the step that made them, for cancellation.
-  std::unordered_map<int64_t, std::vector<accumulator_core::attempt_id>>
-    by_step;
+  /// Pending attempts by the step that made them, for cancellation.
+  step_attempts<accumulator_core::attempt_id> by_step;
   static inline const char* name = "actorflow.accumulator";
 };
 
 using accumulator_self = accumulator_actor::stateful_pointer<accumulator_state>;
 
-// A take that completed no longer needs its cancellation record.
-void forget(accumulator_state& st, int64_t step,
-            accumulator_core::attempt_id id) {
-  auto i = st.by_step.find(step);
-  if (i == st.by_step.end())
-    return;
-  std::erase(i->second, id);
-  if (i->second.empty())
-    st.by_step.erase(i);
-}
 using accumulator_promise
   = caf::typed_response_promise<status, std::vector<tensor>>;
 
@@ -48,13 +38,14 @@ accumulator_actor::behavior_type accumulator(accumulator_self self,
       return std::make_tuple(self->state.core->apply(grad, local_step),
                              std::vector<tensor>{});
     },
-    [self](take_gradient_atom, int64_t n, int64_t step) -> accumulator_promise {
+    [self](take_gradient_atom, int64_t n,
+           int64_t step) -> accumulator_promise {
       auto rp = self->make_response_promise<status, std::vector<tensor>>();
       auto id_cell = std::make_shared<accumulator_core::attempt_id>(0);
       auto id = self->state.core->take(
         static_cast<int32_t>(n),
         [self, rp, step, id_cell](status st, tensor value) mutable {
-          forget(self->state, step, *id_cell);
+          self->state.by_step.forget(step, *id_cell);
           std::vector<tensor> out;
           if (st.ok())
             out.push_back(std::move(value));
@@ -62,25 +53,20 @@ accumulator_actor::behavior_type accumulator(accumulator_self self,
         });
       *id_cell = id;
       if (rp.pending())
-        self->state.by_step[step].push_back(id);
+        self->state.by_step.add(step, id);
       return rp;
     },
     [self](num_accumulated_atom) {
-      return std::make_tuple(
-        status{},
-        std::vector<tensor>{tensor::scalar(self->state.core->num_accumulated())});
+      auto n = self->state.core->num_accumulated();
+      return std::make_tuple(status{},
+                             std::vector<tensor>{tensor::scalar(n)});
     },
     [self](set_global_step_atom, int64_t global_step) {
       self->state.core->set_global_step(global_step);
       return std::make_tuple(status{}, std::vector<tensor>{});
     },
     [self](cancel_step_atom, int64_t step) {
-      auto i = self->state.by_step.find(step);
-      if (i == self->state.by_step.end())
-        return;
-      auto ids = std::move(i->second);
-      self->state.by_step.erase(i);
-      for (auto id : ids)
+      for (auto id : self->state.by_step.take(step))
         self->state.core->cancel(id);
     },
   };

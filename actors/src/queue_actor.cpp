@@ -6,6 +6,7 @@
 
 #include "actorflow/actors/instrumented.hpp"
 #include "runtime.hpp"
+#include "step_attempts.hpp"
 
 namespace actorflow {
 
@@ -16,20 +17,11 @@ struct queue_state {
   /// Its monitoring record (nullptr with monitoring off).
   monitoring::actor_record* record = nullptr;
   /// Pending attempts by the step that made them, for cancellation.
-  std::unordered_map<int64_t, std::vector<queue_core::attempt_id>> by_step;
+  step_attempts<queue_core::attempt_id> by_step;
 };
 
 using queue_self = queue_actor::stateful_pointer<queue_state>;
 
-// An attempt that completed no longer needs its cancellation record.
-void forget(queue_state& st, int64_t step, queue_core::attempt_id id) {
-  auto i = st.by_step.find(step);
-  if (i == st.by_step.end())
-    return;
-  std::erase(i->second, id);
-  if (i->second.empty())
-    st.by_step.erase(i);
-}
 using queue_promise = caf::typed_response_promise<status, std::vector<tensor>>;
 
 queue_actor::behavior_type queue(queue_self self, queue_options opts) {
@@ -70,13 +62,13 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts) {
     auto id_cell = std::make_shared<queue_core::attempt_id>(0);
     auto done = [self, rp, step, id_cell](status st,
                                           queue_core::tuple result) mutable {
-      forget(self->state, step, *id_cell);
+      self->state.by_step.forget(step, *id_cell);
       rp.deliver(std::move(st), std::move(result));
     };
     auto id = op(*self->state.core, std::move(done));
     *id_cell = id;
     if (rp.pending())
-      self->state.by_step[step].push_back(id);
+      self->state.by_step.add(step, id);
     observed();
     return rp;
   };
@@ -134,12 +126,7 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts) {
       observed();
     },
     [self, observed](cancel_step_atom, int64_t step) {
-      auto i = self->state.by_step.find(step);
-      if (i == self->state.by_step.end())
-        return;
-      auto ids = std::move(i->second);
-      self->state.by_step.erase(i);
-      for (auto id : ids)
+      for (auto id : self->state.by_step.take(step))
         self->state.core->cancel(id);
       observed();
     },

@@ -9,6 +9,7 @@
 
 #include "actorflow/actors/instrumented.hpp"
 #include "actorflow/kernels/reader_core.hpp"
+#include "node_class.hpp"
 #include "runtime.hpp"
 
 namespace actorflow {
@@ -17,15 +18,6 @@ namespace {
 
 using reader_promise
   = caf::typed_response_promise<status, std::vector<tensor>>;
-
-// ReaderBase's operations, as requests queue up here.
-enum class reader_op : uint8_t {
-  read,
-  read_up_to,
-  num_records_produced,
-  num_work_units_completed,
-  reset,
-};
 
 struct pending_read {
   reader_op op = reader_op::read;

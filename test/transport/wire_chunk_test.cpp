@@ -135,12 +135,16 @@ TEST_CASE("wire_chunk: chunks of one tensor land straight in one "
   CHECK(in3.size() == t.byte_size() - 100);
 }
 
-TEST_CASE("wire_chunk: a step that ended forgets its destinations",
-          "[wire_chunk]") {
+namespace {
+
+/// Chunk 0 (the header only) of an int32 tensor of 8 elements, key "k",
+/// deserialized by test_system(): its destination lands there. Returns
+/// the header's size.
+size_t land_first_chunk(int64_t step) {
   auto t = tensor::vec<int32_t>({1, 2, 3, 4, 5, 6, 7, 8});
   auto header = tensor_header_bytes(t);
   wire_chunk first;
-  first.step = 777;
+  first.step = step;
   first.key = "k";
   first.total = header.size() + t.byte_size();
   first.prefix = header;
@@ -149,34 +153,31 @@ TEST_CASE("wire_chunk: a step that ended forgets its destinations",
   caf::binary_deserializer src{test_system(), buf};
   REQUIRE(!src(in));
   REQUIRE(in.landed.valid());
+  return header.size();
+}
+
+} // namespace
+
+TEST_CASE("wire_chunk: a step that ended forgets its destinations",
+          "[wire_chunk]") {
+  auto header_size = land_first_chunk(777);
   auto landing = chunk_landing::of(test_system());
   landing->forget(777);
   uint64_t h = 0;
-  CHECK_FALSE(landing->take(777, "k", header.size(), 8, h).valid());
+  CHECK_FALSE(landing->take(777, "k", header_size, 8, h).valid());
 }
 
 TEST_CASE("wire_chunk: each actor system has destinations of its own",
           "[wire_chunk]") {
-  auto t = tensor::vec<int32_t>({1, 2, 3, 4, 5, 6, 7, 8});
-  auto header = tensor_header_bytes(t);
-  wire_chunk first;
-  first.step = 778;
-  first.key = "k";
-  first.total = header.size() + t.byte_size();
-  first.prefix = header;
-  auto buf = serialize(first);
-  wire_chunk in;
-  caf::binary_deserializer src{test_system(), buf};
-  REQUIRE(!src(in));
-  REQUIRE(in.landed.valid());
+  auto header_size = land_first_chunk(778);
   caf::actor_system_config cfg;
   add_types_impl(cfg);
   caf::actor_system other{cfg};
   uint64_t h = 0;
   // Another system's step 778 with the same key is not this one's.
-  CHECK_FALSE(chunk_landing::of(other)->take(778, "k", header.size(), 8, h)
-                .valid());
+  CHECK_FALSE(
+    chunk_landing::of(other)->take(778, "k", header_size, 8, h).valid());
   CHECK(chunk_landing::of(test_system())
-          ->take(778, "k", header.size(), 8, h)
+          ->take(778, "k", header_size, 8, h)
           .valid());
 }
