@@ -462,22 +462,32 @@ status read_sizes(const kernel_context& ctx, size_t index, const char* what,
   return make_shape(dims, out);
 }
 
+// The geometry of a Conv2D backprop: input `sizes_at` holds the shape of
+// what it computes (`sizes_name`: the input's or the filter's), the other
+// of inputs 0 and 1 is the known operand, input 2 the output's gradient.
+status backprop_setup(kernel_context& ctx, const char* nhwc_only,
+                      int sizes_at, const char* sizes_name, conv_geom& g) {
+  conv_attrs attrs;
+  if (auto st = read_conv_attrs(ctx, nhwc_only, attrs); !st.ok())
+    return st;
+  tensor_shape sizes;
+  if (auto st = read_sizes(ctx, sizes_at, sizes_name, sizes); !st.ok())
+    return st;
+  const auto& input_shape = sizes_at == 0 ? sizes : ctx.inputs[0].shape();
+  const auto& filter_shape = sizes_at == 1 ? sizes : ctx.inputs[1].shape();
+  return backprop_geometry(ctx.node.op, input_shape, filter_shape,
+                           ctx.inputs[2].shape(), attrs, g);
+}
+
 // -- Conv2DBackpropInput ---------------------------------------------------
 
 status conv2d_backprop_input_kernel(kernel_context& ctx) {
   auto& filter = ctx.inputs[1];
   auto& out_backprop = ctx.inputs[2];
-  conv_attrs attrs;
-  if (auto st = read_conv_attrs(
-        ctx, "Conv2DCustomBackpropInputOp only supports NHWC.", attrs);
-      !st.ok())
-    return st;
-  tensor_shape input_shape;
-  if (auto st = read_sizes(ctx, 0, "input_sizes", input_shape); !st.ok())
-    return st;
   conv_geom g;
-  if (auto st = backprop_geometry(ctx.node.op, input_shape, filter.shape(),
-                                  out_backprop.shape(), attrs, g);
+  if (auto st = backprop_setup(
+        ctx, "Conv2DCustomBackpropInputOp only supports NHWC.", 0,
+        "input_sizes", g);
       !st.ok())
     return st;
   return visit_float(ctx, filter.type(), [&]<class T>(type_tag<T>) -> status {
@@ -494,17 +504,10 @@ status conv2d_backprop_input_kernel(kernel_context& ctx) {
 status conv2d_backprop_filter_kernel(kernel_context& ctx) {
   auto& input = ctx.inputs[0];
   auto& out_backprop = ctx.inputs[2];
-  conv_attrs attrs;
-  if (auto st = read_conv_attrs(
-        ctx, "Conv2DCustomBackpropFilterOp only supports NHWC.", attrs);
-      !st.ok())
-    return st;
-  tensor_shape filter_shape;
-  if (auto st = read_sizes(ctx, 1, "filter_sizes", filter_shape); !st.ok())
-    return st;
   conv_geom g;
-  if (auto st = backprop_geometry(ctx.node.op, input.shape(), filter_shape,
-                                  out_backprop.shape(), attrs, g);
+  if (auto st = backprop_setup(
+        ctx, "Conv2DCustomBackpropFilterOp only supports NHWC.", 1,
+        "filter_sizes", g);
       !st.ok())
     return st;
   return visit_float(ctx, input.type(), [&]<class T>(type_tag<T>) -> status {

@@ -302,20 +302,22 @@ status shape_mismatch(size_t i, const tensor_shape& expected,
                           + expected.to_string() + ", got " + got.to_string());
 }
 
+// Whether a component of shape `got` fits where `expected` is declared:
+// padding accepts any shape compatible with the partial one.
+bool shape_accepted(queue_kind kind, const tensor_shape& expected,
+                    const tensor_shape& got) {
+  return kind == queue_kind::padding_fifo ? expected.is_compatible_with(got)
+                                          : expected == got;
+}
+
 } // namespace
 
 status queue_core::validate_tuple(const tuple& values) const {
   if (auto st = validate_common(opts_.types, values); !st.ok())
     return st;
   for (size_t i = 0; i < opts_.shapes.size(); ++i) {
-    const auto& expected = opts_.shapes[i];
-    const auto& got = values[i].shape();
-    // Padding accepts any shape compatible with the partial one.
-    bool ok = opts_.kind == queue_kind::padding_fifo
-                ? expected.is_compatible_with(got)
-                : expected == got;
-    if (!ok)
-      return shape_mismatch(i, expected, got);
+    if (!shape_accepted(opts_.kind, opts_.shapes[i], values[i].shape()))
+      return shape_mismatch(i, opts_.shapes[i], values[i].shape());
   }
   return {};
 }
@@ -343,12 +345,8 @@ status queue_core::validate_many_tuple(const tuple& values) const {
   }
   for (size_t i = 0; i < values.size(); ++i) {
     auto expected = with_batch_dim(batch, opts_.shapes[i]);
-    const auto& got = values[i].shape();
-    bool ok = opts_.kind == queue_kind::padding_fifo
-                ? expected.is_compatible_with(got)
-                : expected == got;
-    if (!ok)
-      return shape_mismatch(i, expected, got);
+    if (!shape_accepted(opts_.kind, expected, values[i].shape()))
+      return shape_mismatch(i, expected, values[i].shape());
   }
   return {};
 }
