@@ -6,8 +6,10 @@
 #include <vector>
 
 #include "actorflow/graph/device_name.hpp"
+#include "common/test_util.hpp"
 
 using namespace actorflow;
+using namespace actorflow::testing;
 
 namespace {
 
@@ -24,22 +26,6 @@ bool parses(std::string_view text) {
 std::string spec_error(std::string_view text) {
   device_name out;
   return device_name::parse_spec(text, out).message();
-}
-
-// Applies nested `tf.device(string)` scopes, listed outermost first, to a
-// fresh op: functions run innermost to outermost and each one is
-// `copy(scope).merge_from(op.device)`, so the op's device so far wins.
-std::string apply_scopes(const std::vector<std::string>& scopes) {
-  std::string device;
-  for (auto i = scopes.rbegin(); i != scopes.rend(); ++i) {
-    device_name scope;
-    REQUIRE(device_name::parse_spec(*i, scope).ok());
-    device_name current;
-    REQUIRE(device_name::parse_spec(device, current).ok());
-    scope.merge_from(current);
-    device = scope.to_string();
-  }
-  return device;
 }
 
 std::string merged(std::string_view a, std::string_view b, bool soft = false,

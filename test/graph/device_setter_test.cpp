@@ -9,12 +9,14 @@
 
 #include "actorflow/graph/device_name.hpp"
 #include "actorflow/graph/device_setter.hpp"
+#include "common/test_util.hpp"
 
 using namespace actorflow;
+using namespace actorflow::testing;
 
 namespace {
 
-node_def variable(std::string name, std::string device = {},
+node_def variable_node(std::string name, std::string device = {},
                   tensor_shape shape = {}, dtype type = dtype::float32) {
   node_def node;
   node.name = std::move(name);
@@ -34,21 +36,6 @@ node_def add(std::string device = {}) {
   return node;
 }
 
-// Runs the string scopes (outermost first) the way tf.device does: each is
-// `copy(scope).merge_from(op.device)`, innermost first.
-std::string inner_scopes(const std::vector<std::string>& scopes) {
-  std::string device;
-  for (auto i = scopes.rbegin(); i != scopes.rend(); ++i) {
-    device_name scope;
-    REQUIRE(device_name::parse_spec(*i, scope).ok());
-    device_name current;
-    REQUIRE(device_name::parse_spec(device, current).ok());
-    scope.merge_from(current);
-    device = scope.to_string();
-  }
-  return device;
-}
-
 device_function setter(replica_device_setter_options opts) {
   auto fn = replica_device_setter(std::move(opts));
   REQUIRE(fn.has_value());
@@ -65,18 +52,18 @@ replica_device_setter_options two_ps() {
 
 TEST_CASE("variables round-robin over ps, compute on worker (case 39)") {
   auto fn = setter(two_ps());
-  CHECK(fn(variable("v")) == "/job:ps/task:0");
-  CHECK(fn(variable("w")) == "/job:ps/task:1");
+  CHECK(fn(variable_node("v")) == "/job:ps/task:0");
+  CHECK(fn(variable_node("w")) == "/job:ps/task:1");
   CHECK(fn(add()) == "/job:worker");
-  CHECK(fn(variable("x")) == "/job:ps/task:0");
+  CHECK(fn(variable_node("x")) == "/job:ps/task:0");
 }
 
 TEST_CASE("inner device scopes merge into the setter's choice (case 40)") {
   auto fn = setter(two_ps());
-  CHECK(fn(variable("v", inner_scopes({"/cpu:0"})))
+  CHECK(fn(variable_node("v", apply_scopes({"/cpu:0"})))
         == "/job:ps/task:0/device:CPU:0");
-  CHECK(fn(variable("w")) == "/job:ps/task:1");
-  CHECK(fn(add(inner_scopes({"/cpu:0"}))) == "/job:worker/device:CPU:0");
+  CHECK(fn(variable_node("w")) == "/job:ps/task:1");
+  CHECK(fn(add(apply_scopes({"/cpu:0"}))) == "/job:worker/device:CPU:0");
 }
 
 TEST_CASE("the strategy runs only when the ps job survives (case 41)") {
@@ -88,10 +75,10 @@ TEST_CASE("the strategy runs only when the ps job survives (case 41)") {
     return rr(node);
   };
   auto fn = setter(opts);
-  CHECK(fn(variable("v")) == "/job:ps/task:0");
-  CHECK(fn(variable("w", inner_scopes({"/job:moon"}))) == "/job:moon");
+  CHECK(fn(variable_node("v")) == "/job:ps/task:0");
+  CHECK(fn(variable_node("w", apply_scopes({"/job:moon"}))) == "/job:moon");
   CHECK(calls == 1);
-  CHECK(fn(variable("x", inner_scopes({"/job:moon", "/job:ps"})))
+  CHECK(fn(variable_node("x", apply_scopes({"/job:moon", "/job:ps"})))
         == "/job:ps/task:1");
   CHECK(calls == 2);
 }
@@ -103,8 +90,8 @@ TEST_CASE("a ps_device without a job never picks a task (case 42)") {
   int calls = 0;
   opts.strategy = [&](const node_def&) { return ++calls, 0; };
   auto fn = setter(opts);
-  CHECK(fn(variable("v")) == "/device:CPU:0");
-  CHECK(fn(variable("w", inner_scopes({"/job:moon"})))
+  CHECK(fn(variable_node("v")) == "/device:CPU:0");
+  CHECK(fn(variable_node("w", apply_scopes({"/job:moon"})))
         == "/job:moon/device:CPU:0");
   CHECK(fn(add()) == "/job:worker");
   CHECK(calls == 0);
@@ -114,8 +101,8 @@ TEST_CASE("merge_devices=false keeps a set device verbatim (case 43)") {
   auto opts = two_ps();
   opts.merge_devices = false;
   auto fn = setter(opts);
-  CHECK(fn(variable("v")) == "/job:ps/task:0");
-  CHECK(fn(variable("w", "/job:ps")) == "/job:ps");
+  CHECK(fn(variable_node("v")) == "/job:ps/task:0");
+  CHECK(fn(variable_node("w", "/job:ps")) == "/job:ps");
   // Verbatim, not canonicalized.
   CHECK(fn(add("/cpu:0")) == "/cpu:0");
   CHECK(fn(add()) == "/job:worker");
@@ -127,25 +114,25 @@ TEST_CASE("custom ps and worker devices (case 44)") {
   opts.ps_device = "/job:moon";
   opts.worker_device = "/job:sun";
   auto fn = setter(opts);
-  CHECK(fn(variable("v")) == "/job:moon/task:0");
-  CHECK(fn(variable("w")) == "/job:moon/task:1");
+  CHECK(fn(variable_node("v")) == "/job:moon/task:0");
+  CHECK(fn(variable_node("w")) == "/job:moon/task:1");
   CHECK(fn(add()) == "/job:sun");
 
   opts.ps_device = "/job:moon/cpu:0";
   fn = setter(opts);
-  CHECK(fn(variable("v")) == "/job:moon/task:0/device:CPU:0");
-  CHECK(fn(variable("w")) == "/job:moon/task:1/device:CPU:0");
+  CHECK(fn(variable_node("v")) == "/job:moon/task:0/device:CPU:0");
+  CHECK(fn(variable_node("w")) == "/job:moon/task:1/device:CPU:0");
   CHECK(fn(add()) == "/job:sun");
 }
 
 TEST_CASE("resource variables are ps ops (case 45)") {
   auto fn = setter(two_ps());
-  auto handle = variable("rv");
+  auto handle = variable_node("rv");
   handle.op = "VarHandleOp";
   CHECK(fn(handle) == "/job:ps/task:0");
   for (auto op : {"Variable", "AutoReloadVariable", "MutableHashTableV2",
                   "MutableDenseHashTable"}) {
-    auto node = variable("t");
+    auto node = variable_node("t");
     node.op = op;
     CHECK_THAT(fn(node), Catch::StartsWith("/job:ps/task:"));
   }
@@ -153,7 +140,7 @@ TEST_CASE("resource variables are ps ops (case 45)") {
   opts.ps_ops = {"Add"};
   fn = setter(opts);
   CHECK(fn(add()) == "/job:ps/task:0");
-  CHECK(fn(variable("v")) == "/job:worker");
+  CHECK(fn(variable_node("v")) == "/job:worker");
 }
 
 TEST_CASE("no ps tasks: no setter (case 46)") {
@@ -169,31 +156,31 @@ TEST_CASE("greedy strategy with a constant load is round robin (case 47)") {
   auto opts = two_ps();
   opts.strategy = greedy;
   auto fn = setter(opts);
-  CHECK(fn(variable("a")) == "/job:ps/task:0");
-  CHECK(fn(variable("b")) == "/job:ps/task:1");
-  CHECK(fn(variable("c")) == "/job:ps/task:0");
-  CHECK(fn(variable("d")) == "/job:ps/task:1");
+  CHECK(fn(variable_node("a")) == "/job:ps/task:0");
+  CHECK(fn(variable_node("b")) == "/job:ps/task:1");
+  CHECK(fn(variable_node("c")) == "/job:ps/task:0");
+  CHECK(fn(variable_node("d")) == "/job:ps/task:1");
 }
 
 TEST_CASE("greedy strategy by byte size (case 48)") {
   auto opts = two_ps();
   opts.strategy = greedy_load_balancing_strategy(2, byte_size_load_fn);
   auto fn = setter(opts);
-  CHECK(fn(variable("a", {}, {2, 2})) == "/job:ps/task:0"); // 16 bytes
-  CHECK(fn(variable("b", {}, {2, 1})) == "/job:ps/task:1"); // 8 bytes
-  CHECK(fn(variable("c", {}, {2, 2})) == "/job:ps/task:1"); // 16 bytes
-  CHECK(fn(variable("d", {}, {1, 3})) == "/job:ps/task:0"); // 12 bytes
+  CHECK(fn(variable_node("a", {}, {2, 2})) == "/job:ps/task:0"); // 16 bytes
+  CHECK(fn(variable_node("b", {}, {2, 1})) == "/job:ps/task:1"); // 8 bytes
+  CHECK(fn(variable_node("c", {}, {2, 2})) == "/job:ps/task:1"); // 16 bytes
+  CHECK(fn(variable_node("d", {}, {1, 3})) == "/job:ps/task:0"); // 12 bytes
 
   auto fresh = greedy_load_balancing_strategy(2, byte_size_load_fn);
-  CHECK(fresh(variable("s", {}, {}, dtype::int32)) == 0);
+  CHECK(fresh(variable_node("s", {}, {}, dtype::int32)) == 0);
 }
 
 TEST_CASE("byte_size_load_fn") {
-  CHECK(byte_size_load_fn(variable("a", {}, {2, 2})) == 16);
-  CHECK(byte_size_load_fn(variable("s")) == 4);
-  CHECK(byte_size_load_fn(variable("d", {}, {3}, dtype::float64)) == 24);
-  CHECK(byte_size_load_fn(variable("e", {}, {0, 5})) == 0);
-  auto unknown = variable("u", {}, tensor_shape{-1, 2});
+  CHECK(byte_size_load_fn(variable_node("a", {}, {2, 2})) == 16);
+  CHECK(byte_size_load_fn(variable_node("s")) == 4);
+  CHECK(byte_size_load_fn(variable_node("d", {}, {3}, dtype::float64)) == 24);
+  CHECK(byte_size_load_fn(variable_node("e", {}, {0, 5})) == 0);
+  auto unknown = variable_node("u", {}, tensor_shape{-1, 2});
   CHECK_THROWS_AS(byte_size_load_fn(unknown), op_error);
   auto no_shape = add();
   try {
@@ -202,7 +189,7 @@ TEST_CASE("byte_size_load_fn") {
   } catch (const op_error& e) {
     CHECK(e.code() == error_code::invalid_argument);
   }
-  auto bad_type = variable("b");
+  auto bad_type = variable_node("b");
   bad_type.attrs["dtype"] = dtype::invalid;
   CHECK_THROWS_AS(byte_size_load_fn(bad_type), op_error);
 }
@@ -218,8 +205,8 @@ TEST_CASE("strategies share state across copies") {
 
   auto fn = setter(two_ps());
   auto fn2 = fn;
-  CHECK(fn(variable("v")) == "/job:ps/task:0");
-  CHECK(fn2(variable("w")) == "/job:ps/task:1");
+  CHECK(fn(variable_node("v")) == "/job:ps/task:0");
+  CHECK(fn2(variable_node("w")) == "/job:ps/task:1");
 
   CHECK_THROWS_AS(round_robin_strategy(0), op_error);
   CHECK_THROWS_AS(greedy_load_balancing_strategy(0, byte_size_load_fn),
@@ -232,7 +219,7 @@ TEST_CASE("malformed devices are InvalidArgument") {
   CHECK_THROWS_AS(replica_device_setter(opts), op_error);
   auto fn = setter(two_ps());
   try {
-    fn(variable("v", "/cpu:0/gpu:1"));
+    fn(variable_node("v", "/cpu:0/gpu:1"));
     FAIL("no exception");
   } catch (const op_error& e) {
     CHECK(e.code() == error_code::invalid_argument);
@@ -244,7 +231,7 @@ TEST_CASE("an empty ps_device sends everything to the workers") {
   auto opts = two_ps();
   opts.ps_device = "";
   auto fn = setter(opts);
-  CHECK(fn(variable("v")) == "/job:worker");
+  CHECK(fn(variable_node("v")) == "/job:worker");
   opts = two_ps();
   opts.worker_device = "";
   fn = setter(opts);

@@ -18,13 +18,6 @@ using namespace actorflow::testing;
 
 namespace {
 
-void check_invalid(std::optional<op_error> err, const std::string& fragment) {
-  INFO(fragment);
-  REQUIRE(err.has_value());
-  CHECK(err->code() == error_code::invalid_argument);
-  CHECK_THAT(err->get_status().message(), Catch::Contains(fragment));
-}
-
 const node_def& node(const graph& g, const std::string& name) {
   auto op = g.find_operation(name);
   REQUIRE(op.valid());

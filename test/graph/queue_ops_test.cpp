@@ -17,13 +17,6 @@ using namespace actorflow::testing;
 
 namespace {
 
-void check_invalid(std::optional<op_error> err, const std::string& fragment) {
-  INFO(fragment);
-  REQUIRE(err.has_value());
-  CHECK(err->code() == error_code::invalid_argument);
-  CHECK_THAT(err->get_status().message(), Catch::Contains(fragment));
-}
-
 using strings = std::vector<std::string>;
 using dtypes = std::vector<dtype>;
 using shapes = std::vector<tensor_shape>;
