@@ -10,6 +10,7 @@
 #include <string>
 
 #include "actorflow/client/server.hpp"
+#include "actorflow/transport/host_port.hpp"
 #include "command_line.hpp"
 
 namespace actorflow::apps {
@@ -49,10 +50,9 @@ inline std::string serve_metrics(server& srv, const metrics_flags& flags,
     return {};
   auto host = flags.host.value_or("127.0.0.1");
   auto port = srv.serve_metrics(host, *flags.port);
-  auto shown = host.find(':') != std::string::npos ? "[" + host + "]" : host;
   return prog + ": metrics of /job:" + srv.job_name() + "/replica:0/task:"
-         + std::to_string(srv.task_index()) + " at http://" + shown + ":"
-         + std::to_string(port) + "/metrics";
+         + std::to_string(srv.task_index()) + " at http://"
+         + host_port{host, port}.to_string() + "/metrics";
 }
 
 } // namespace actorflow::apps

@@ -47,6 +47,7 @@ TEST_CASE("host_port: bad addresses are InvalidArgument naming the text, "
   // A bare host (no port) is its own host.
   CHECK(host_of("ps0") == "ps0");
   CHECK(host_of("::1") == "::1");
+  CHECK(host_of("[::1]") == "::1");
 }
 
 TEST_CASE("task_name: TF's task prefix", "[host_port]") {

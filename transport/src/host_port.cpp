@@ -44,6 +44,9 @@ std::string host_of(std::string_view address) {
   host_port hp;
   if (host_port::parse(address, hp).ok())
     return hp.host;
+  // A bare bracketed IPv6 address.
+  if (address.size() >= 2 && address.front() == '[' && address.back() == ']')
+    address = address.substr(1, address.size() - 2);
   return std::string{address};
 }
 

@@ -181,16 +181,6 @@ bool names_match(X509* cert, const std::string& name) {
   return X509_check_host(cert, name.c_str(), name.size(), 0, nullptr) == 1;
 }
 
-// "host" of "host:port" or "[v6]:port"; a bare host (or v6 address) as is.
-std::string host_of(const std::string& hp) {
-  if (!hp.empty() && hp.front() == '[')
-    return hp.substr(1, hp.find(']') - 1);
-  auto colon = hp.find(':');
-  if (colon != std::string::npos && hp.find(':', colon + 1) == std::string::npos)
-    return hp.substr(0, colon);
-  return hp;
-}
-
 // OpenSSL writes with write(): a peer gone makes it raise SIGPIPE. Blocked
 // once per thread that does TLS I/O (CAF's network thread), it stays
 // pending there instead of ending the process.

@@ -23,6 +23,7 @@
 #include <caf/fwd.hpp>
 #include <caf/io/middleman_actor.hpp>
 
+#include "actorflow/transport/host_port.hpp"
 #include "actorflow/transport/tls_config.hpp"
 
 namespace actorflow::tls_detail {
@@ -37,9 +38,6 @@ std::string describe(X509* cert);
 
 /// Whether `cert` is for `name` (a host name or an IP address).
 bool names_match(X509* cert, const std::string& name);
-
-/// The host of "host:port" (or of a bare host).
-std::string host_of(const std::string& hp);
 
 /// Keeps SIGPIPE from ending the process when a peer is gone (OpenSSL
 /// writes with send() without MSG_NOSIGNAL).

@@ -30,7 +30,8 @@ struct host_port {
 };
 
 /// The host of `address` as host_port::parse reads it (without brackets),
-/// or `address` itself when it does not parse (a bare host).
+/// or `address` itself when it does not parse (a bare host; a bare
+/// bracketed IPv6 address without its brackets).
 std::string host_of(std::string_view address);
 
 } // namespace actorflow
