@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actorflow/graph/device_name.hpp"
 #include "actorflow/transport/host_port.hpp"
 #include "actorflow/transport/type_ids.hpp"
 #include "actorflow/client/cluster_spec.hpp"
@@ -139,7 +140,7 @@ public:
     for (auto& job : cluster.jobs())
       for (auto index : cluster.task_indices(job)) {
         task_view v;
-        v.task = "/job:" + job + "/replica:0/task:" + std::to_string(index);
+        v.task = task_name(job, index);
         v.address = cluster.task_address(job, index);
         v.since_us = console_now_us();
         views_.push_back(v);
