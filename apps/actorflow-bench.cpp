@@ -9,7 +9,7 @@
 // measured: {"name", "value", "unit", "baseline", "baseline_value",
 // "ratio"} (ratio = value / baseline_value, or the median of pairs'
 // ratios; null where a figure has none), sometimes with a "path" and a
-// "note"; a readable table follows at the end (see usage_text).
+// "note"; a readable table follows at the end (see the help's description).
 //
 // The remote figures run a cluster {worker: [this process], ps: [an
 // actorflow-node process]} on free loopback ports: a server for
@@ -24,13 +24,15 @@
 // stopped and reaped on every way out (including exceptions); every wait
 // has a deadline.
 //
-// This file holds the command line, the registry of the figure groups
+// This file holds the command line (each flag declared once with CLI11,
+// on support::command_line), the registry of the figure groups
 // (bench/groups.hpp: each group's figures are measured in a file of its
 // own under bench/, its shared pieces in bench/common.cpp) and the output.
 //
-// Exit status: 0 when every figure was measured (a figure skipped for a
-// stated reason, such as a missing dataset, counts as measured), 1 when a
-// figure failed at run time, 2 for a bad command line.
+// Exit status (support/guarded_main.hpp): 0 when every figure was measured
+// (a figure skipped for a stated reason, such as a missing dataset, counts
+// as measured), 1 when a figure failed at run time, 2 for a bad command
+// line or configuration.
 
 #include <signal.h>
 #include <unistd.h>
@@ -53,7 +55,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "command_line.hpp"
+#include "actorflow/support/command_line.hpp"
+#include "actorflow/support/flags.hpp"
+#include "actorflow/support/guarded_main.hpp"
+
 #include "bench/caf_rtt.hpp"
 #include "bench/common.hpp"
 #include "bench/groups.hpp"
@@ -63,7 +68,7 @@
 
 namespace actorflow::bench {
 
-using namespace actorflow::apps;
+using support::command_line;
 
 // -- the registry -------------------------------------------------------------
 
@@ -149,10 +154,8 @@ extern "C" void on_stop_signal(int sig) {
 
 constexpr const char* prog = "actorflow-bench";
 
-constexpr const char* usage_text = R"usage(usage: actorflow-bench [--quick] [--only NAME[,NAME...]] [--peers] [--json-only]
-                       [--node PATH] [--train PATH] [--data_dir DIR]
-
-Measures actorflow on this host against baselines measured in the same run
+// R"text(: the text holds )".
+constexpr const char* description = R"text(Measures actorflow on this host against baselines measured in the same run
 and prints one JSON object per figure and line on stdout
   {"name", "value", "unit", "baseline", "baseline_value", "ratio"[,
    "ratio_from": "pairs"][, "path"][, "note"]}
@@ -161,9 +164,14 @@ then a readable table. ratio = value / baseline_value, or, with
 back (engine, baseline, engine, ...). "path" is the way the figure's bytes
 went, as the tensor channel's counters saw them: "tcp", "ring" (shared
 memory between processes of this host), "tcp (CAF)", "ring+tcp", or
-"in_process"; memory and training figures have none.
+"in_process"; memory and training figures have none. The figures and
+their groups, the names --only takes, are listed below the flags.
 
-Figures (group: names):
+  actorflow-bench [--quick] [--only NAME[,NAME...]] [--peers] [--json-only]
+                  [--node PATH] [--train PATH] [--data_dir DIR]
+)text";
+
+constexpr const char* footer = R"(Figures (group: names):
   step_local:   step_local_trivial (us per run of a one-node graph in an
                 in-process session; baseline: the 20 us target),
                 step_local_large_graph (the same fetch in a graph with 1000
@@ -218,72 +226,73 @@ Figures (group: names):
                 forward, backward and Adam update)
   (1 KiB = 1024 bytes, MB = 10^6 bytes)
 
-Flags:
-  --quick          short runs (CI): smaller budgets, 64 MiB streamed for rss,
-                   three sizes for peers
-  --only LIST      comma-separated group or figure names to run (a figure
-                   name runs its group, or that size for fetch_remote and
-                   peers)
-  --peers          the gRPC peer group alone (--only peers)
-  --json-only      no table, only the JSON lines
-  --node PATH      the actorflow-node launcher (default: next to this
-                   program, else on $PATH)
-  --train PATH     the actorflow-train trainer (default: likewise)
-  --data_dir DIR   Fashion-MNIST for the train figures (default
-                   /usr/share/datasets/fashion-mnist; missing: skipped)
-  --help           this text
-
 Exit status: 0 when every figure was measured (or skipped for a stated
-reason), 1 when one failed at run time, 2 for a bad command line.
-)usage";
+reason), 1 when one failed at run time, 2 for a bad command line or
+configuration.)";
 
 // -- options ------------------------------------------------------------------
 
-options parse_args(int argc, char** argv) {
+/// A group or figure name (registry()): "unknown figure 'x' (groups: ...;
+/// or a figure name from --help)".
+CLI::Validator figure_name() {
+  return CLI::Validator{
+    [](std::string& name) -> std::string {
+      if (find_group(name) != nullptr || figure_groups().count(name) != 0)
+        return {};
+      std::string list;
+      for (const auto& g : registry())
+        list += (list.empty() ? "" : ", ") + g.name;
+      return "unknown figure '" + name + "' (groups: " + list
+             + "; or a figure name from --help)";
+    },
+    ""};
+}
+
+/// The options, or std::nullopt after --help.
+std::optional<options> parse_args(int argc, char** argv) {
   options opts;
-  flag_reader flags{argc, argv,
-                    {{"--quick", false}, {"--json-only", false},
-                     {"--peers", false}, {"--only"},
-                     {"--node"}, {"--train"}, {"--data_dir"}}};
-  apply_common(flags, prog);
-  while (flags.next()) {
-    const auto& name = flags.name();
-    if (name == "--help") {
-      opts.help = true;
-      continue;
-    }
-    if (name == "--peers") {
-      flags.no_value();
-      opts.only.push_back("peers");
-      continue;
-    }
-    if (name == "--quick" || name == "--json-only") {
-      flags.no_value();
-      (name == "--quick" ? opts.quick : opts.json_only) = true;
-      continue;
-    }
-    auto value = flags.value();
-    if (name == "--only") {
-      for (auto& item : split_list(name, value)) {
-        if (find_group(item) == nullptr && figure_groups().count(item) == 0) {
-          std::string list;
-          for (const auto& g : registry())
-            list += (list.empty() ? "" : ", ") + g.name;
-          throw usage_error("--only: unknown figure '" + item
-                            + "' (groups: " + list
-                            + "; or a figure name from --help)");
-        }
-        opts.only.push_back(item);
-      }
-    } else {  // --node, --train, --data_dir
-      if (value.empty())
-        throw usage_error(name + ": empty");
-      (name == "--node"    ? opts.node
-       : name == "--train" ? opts.train
-                           : opts.data_dir)
-        = value;
-    }
-  }
+  std::optional<std::string> only;
+  bool peers = false;
+  command_line cl{prog, description};
+  cl.footer(footer);
+  auto& app = cl.app();
+  app.add_flag("--quick", opts.quick,
+               "short runs (CI): smaller budgets, 64 MiB streamed for rss, "
+               "three sizes for peers");
+  app.add_option("--only", only,
+                 "comma-separated group or figure names to run (a figure "
+                 "name runs its group, or that size for fetch_remote and "
+                 "peers)")
+    ->type_name("LIST")
+    ->check(support::list_of(figure_name()));
+  app.add_flag("--peers", peers, "the gRPC peer group alone (--only peers)");
+  app.add_flag("--json-only", opts.json_only,
+               "no table, only the JSON lines");
+  // Checked here, not when the first group needs it: a missing launcher
+  // is a usage problem and should not surface halfway through.
+  app.add_option("--node", opts.node,
+                 "the actorflow-node launcher (default: next to this "
+                 "program, else on $PATH)")
+    ->type_name("PATH")
+    ->check(support::non_empty())
+    ->check(support::executable_file());
+  // Only the train group runs it: its check (system.cpp) resolves it.
+  app.add_option("--train", opts.train,
+                 "the actorflow-train trainer (default: likewise)")
+    ->type_name("PATH")
+    ->check(support::non_empty());
+  app.add_option("--data_dir", opts.data_dir,
+                 "Fashion-MNIST for the train figures (missing: skipped)")
+    ->type_name("DIR")
+    ->capture_default_str()
+    ->check(support::non_empty());
+  if (!cl.parse(argc, argv))
+    return std::nullopt;
+  cl.apply();
+  if (only)
+    opts.only = support::split_list(*only);
+  if (peers)
+    opts.only.push_back("peers");
   return opts;
 }
 
@@ -473,22 +482,17 @@ void run_group(context& ctx, const figure_group& g) {
 }
 
 int run(int argc, char** argv) {
-  auto opts = parse_args(argc, argv);
-  if (opts.help) {
-    std::cout << usage_text << common_usage;
+  auto parsed = parse_args(argc, argv);
+  if (!parsed)
     return 0;
-  }
+  const auto& opts = *parsed;
   report out{opts.json_only};
   context ctx{.opts = opts, .self = self_path(argv[0]), .out = &out};
-  // Resolve the launcher before measuring anything: a missing one is a
-  // usage problem and should not surface halfway through.
-  if (!opts.node.empty() && ::access(opts.node.c_str(), X_OK) != 0)
-    throw usage_error("--node " + opts.node + ": not an executable file");
   const auto& groups = registry();
   if (std::any_of(groups.begin(), groups.end(), [&](const auto& g) {
         return g.needs_node && ctx.wanted(g.name);
       }))
-    ctx.node = examples::find_node_binary(opts.node);
+    ctx.node = support::find_node_binary(opts.node);
   for (const auto& g : groups)
     if (g.check && ctx.wanted(g.name))
       g.check(ctx);
@@ -517,55 +521,42 @@ pid_t parent_pid_arg(int argc, char** argv) {
   return static_cast<pid_t>(std::atol(hidden_arg(argc, argv, "--parent-pid").c_str()));
 }
 
+/// A hidden server mode (argv[1]: this program started again as a
+/// baseline's server or a fan-in worker), else the bench.
+int dispatch(int argc, char** argv) {
+  std::string_view mode = argc > 1 ? argv[1] : "";
+  if (mode == "--raw-tcp-server")
+    return serve_raw_tcp(parent_pid_arg(argc, argv));
+  if (mode == "--caf-echo-server")
+    return serve_caf_echo(parent_pid_arg(argc, argv));
+#ifdef ACTORFLOW_BENCH_PEERS
+  if (mode == "--grpc-peer-server")
+    return serve_grpc_peer(parent_pid_arg(argc, argv));
+#endif
+  if (mode == "--fanin-worker")
+    return serve_fanin_worker(parent_pid_arg(argc, argv),
+                              hidden_arg(argc, argv, "--cluster"),
+                              std::stoi(hidden_arg(argc, argv, "--task")),
+                              std::stoll(hidden_arg(argc, argv,
+                                                    "--duration_ms")));
+  if (mode == "--shm-ring-server")
+    return serve_shm_ring(parent_pid_arg(argc, argv),
+                          hidden_arg(argc, argv, "--shm"),
+                          std::stoull(hidden_arg(argc, argv, "--capacity")));
+  ::signal(SIGPIPE, SIG_IGN);
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP})
+    ::sigaction(sig, &sa, nullptr);
+  return run(argc, argv);
+}
+
 } // namespace
 
 } // namespace actorflow::bench
 
 int main(int argc, char** argv) {
-  using namespace actorflow::apps;
   using namespace actorflow::bench;
-  log::init(prog);
-  int code = 0;
-  try {
-    std::string_view mode = argc > 1 ? argv[1] : "";
-    if (mode == "--raw-tcp-server") {
-      code = serve_raw_tcp(parent_pid_arg(argc, argv));
-    } else if (mode == "--caf-echo-server") {
-      code = serve_caf_echo(parent_pid_arg(argc, argv));
-#ifdef ACTORFLOW_BENCH_PEERS
-    } else if (mode == "--grpc-peer-server") {
-      code = serve_grpc_peer(parent_pid_arg(argc, argv));
-#endif
-    } else if (mode == "--fanin-worker") {
-      code = serve_fanin_worker(parent_pid_arg(argc, argv),
-                                hidden_arg(argc, argv, "--cluster"),
-                                std::stoi(hidden_arg(argc, argv, "--task")),
-                                std::stoll(hidden_arg(argc, argv,
-                                                      "--duration_ms")));
-    } else if (mode == "--shm-ring-server") {
-      code = serve_shm_ring(parent_pid_arg(argc, argv),
-                            hidden_arg(argc, argv, "--shm"),
-                            std::stoull(hidden_arg(argc, argv, "--capacity")));
-    } else {
-      ::signal(SIGPIPE, SIG_IGN);
-      struct sigaction sa {};
-      sa.sa_handler = on_stop_signal;
-      sigemptyset(&sa.sa_mask);
-      for (int sig : {SIGINT, SIGTERM, SIGHUP})
-        ::sigaction(sig, &sa, nullptr);
-      code = run(argc, argv);
-    }
-  } catch (const usage_error& e) {
-    log::error(std::string{e.what()} + " (see --help)");
-    code = 2;
-  } catch (const std::exception& e) {
-    log::error(e.what());
-    code = 1;
-  }
-  // As actorflow-node: CAF's threads may still be busy with the last
-  // messages of peers; a process that ends here needs no static
-  // destructors.
-  std::cout.flush();
-  std::cerr.flush();
-  std::_Exit(code);
+  actorflow::support::guarded_main(prog, [&] { return dispatch(argc, argv); });
 }

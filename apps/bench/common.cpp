@@ -9,7 +9,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "command_line.hpp"
+#include "actorflow/support/guarded_main.hpp"
+#include "actorflow/support/log.hpp"
 
 namespace actorflow::bench {
 
@@ -25,14 +26,14 @@ std::string find_binary(const std::string& name,
                         const std::string& override_path,
                         const std::string& flag) {
   try {
-    return examples::find_program(name, override_path, flag);
+    return support::find_program(name, override_path, flag);
   } catch (const std::invalid_argument& e) {
-    throw apps::usage_error(e.what());
+    throw support::usage_error(e.what());
   }
 }
 
 void note(const std::string& line) {
-  apps::log::info(line);
+  support::log::info(line);
 }
 
 // -- the baselines' servers ---------------------------------------------------
@@ -48,8 +49,8 @@ std::vector<std::string> server_argv(const std::string& self,
   return out;
 }
 
-examples::spawn_options quiet_server() {
-  examples::spawn_options o;
+support::spawn_options quiet_server() {
+  support::spawn_options o;
   o.capture_stderr = true;
   return o;
 }
@@ -89,9 +90,9 @@ raw_tcp_baseline::~raw_tcp_baseline() {
 
 // -- clusters -----------------------------------------------------------------
 
-examples::cluster_options
+support::cluster_options
 quiet_nodes(std::vector<std::pair<std::string, int>> not_started) {
-  examples::cluster_options o;
+  support::cluster_options o;
   o.not_started = std::move(not_started);
   o.capture_stderr = true;
   o.echo_stdout = false;
@@ -100,7 +101,7 @@ quiet_nodes(std::vector<std::pair<std::string, int>> not_started) {
 
 namespace {
 
-examples::cluster_options remote_node_options(std::vector<std::string> env) {
+support::cluster_options remote_node_options(std::vector<std::string> env) {
   auto o = quiet_nodes({{"worker", 0}});
   o.env = std::move(env);
   return o;

@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "actorflow/actorflow.hpp"
+#include "actorflow/support/local_cluster.hpp"
 #include "actorflow/transport/channel_info.hpp"
 
 #include "bench/groups.hpp"
 #include "bench/measure.hpp"
 #include "bench/raw_tcp.hpp"
-#include "local_cluster.hpp"
 
 namespace actorflow::bench {
 
@@ -27,7 +27,7 @@ namespace actorflow::bench {
 session_config bounded_config();
 
 /// `name`: `override_path` if given, else next to this program, else on
-/// $PATH (examples::find_program); a bad override is a usage error.
+/// $PATH (support::find_program); a bad override is a usage error.
 std::string find_binary(const std::string& name,
                         const std::string& override_path,
                         const std::string& flag);
@@ -47,12 +47,12 @@ public:
     return port_;
   }
 
-  examples::child_process& process() noexcept {
+  support::child_process& process() noexcept {
     return proc_;
   }
 
 private:
-  examples::child_process proc_;
+  support::child_process proc_;
   uint16_t port_ = 0;
 };
 
@@ -105,7 +105,7 @@ private:
 /// Options for a cluster of actorflow-node processes whose output stays
 /// out of the bench's (stderr kept for errors), the tasks `not_started`
 /// left to the bench.
-examples::cluster_options
+support::cluster_options
 quiet_nodes(std::vector<std::pair<std::string, int>> not_started);
 
 /// The cluster of the remote figures: /job:ps/task:0 as an actorflow-node
@@ -134,7 +134,7 @@ public:
   start(const std::string& node, std::vector<std::string> env = {});
 
 private:
-  examples::local_cluster nodes_;
+  support::local_cluster nodes_;
   std::optional<server> srv_;
 };
 

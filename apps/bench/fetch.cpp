@@ -7,6 +7,8 @@
 #include <functional>
 #include <memory>
 
+#include "actorflow/support/free_ports.hpp"
+
 #include "bench/common.hpp"
 #include "bench/grpc_peer.hpp"
 #include "bench/shm_ring.hpp"
@@ -59,24 +61,24 @@ private:
 std::optional<double> iperf3_mb_per_s(double seconds, std::string& why) {
   std::string iperf;
   try {
-    iperf = examples::find_program("iperf3", "", "");
+    iperf = support::find_program("iperf3", "", "");
   } catch (const std::exception&) {
     why = "iperf3 not installed";
     return std::nullopt;
   }
-  auto port = std::to_string(examples::free_port());
-  examples::spawn_options quiet;
+  auto port = std::to_string(support::free_port());
+  support::spawn_options quiet;
   quiet.capture_stderr = true;
   // --forceflush: its stdout is a pipe here, which stdio would buffer.
-  examples::child_process srv({iperf, "-s", "-1", "--forceflush", "-B",
-                               "127.0.0.1", "-p", port},
-                              quiet);
+  support::child_process srv({iperf, "-s", "-1", "--forceflush", "-B",
+                              "127.0.0.1", "-p", port},
+                             quiet);
   if (!srv.wait_for_line("Server listening", 10s)) {
     why = "iperf3 -s did not start: " + srv.err();
     srv.stop(2s);
     return std::nullopt;
   }
-  auto res = examples::run_process(
+  auto res = support::run_process(
     {iperf, "-c", "127.0.0.1", "-p", port, "-l", "1M", "-J", "-t",
      fixed(seconds, 1)},
     std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000) + 20000),

@@ -40,7 +40,6 @@ namespace actorflow::bench {
 struct options {
   bool quick = false;
   bool json_only = false;
-  bool help = false;
   std::vector<std::string> only;
   std::string node;
   std::string train;

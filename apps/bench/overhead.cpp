@@ -6,10 +6,10 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 
+#include "actorflow/support/temp_dir.hpp"
 #include "actorflow/transport/transport.hpp"
 
 #include "bench/common.hpp"
-#include "temp_dir.hpp"
 
 namespace actorflow::bench {
 
@@ -139,11 +139,11 @@ public:
 private:
   static tls_config make_certs(const std::string& dir) {
     auto script = find_binary("actorflow-make-certs", "", "");
-    examples::spawn_options opts;
+    support::spawn_options opts;
     opts.capture_stderr = true;
     opts.echo_stdout = false;
-    auto res = examples::run_process({script, dir, "node:127.0.0.1,localhost"},
-                                     30s, opts);
+    auto res = support::run_process({script, dir, "node:127.0.0.1,localhost"},
+                                    30s, opts);
     if (!res.status.success())
       throw std::runtime_error("actorflow-make-certs failed: " + res.err);
     tls_config cfg;
@@ -161,18 +161,18 @@ private:
     return cfg;
   }
 
-  static examples::cluster_options node_options(const tls_config& certs) {
+  static support::cluster_options node_options(const tls_config& certs) {
     auto o = quiet_nodes({{"worker", 0}});
     o.args = {"--tls_cert", certs.cert_file, "--tls_key", certs.key_file,
               "--tls_ca", certs.ca_file};
     return o;
   }
 
-  examples::temp_dir dir_{"actorflow-bench-certs"};
+  support::temp_dir dir_{"actorflow-bench-certs"};
   tls_config certs_;
   caf::actor_system_config cfg_;
   caf::actor_system sys_;
-  examples::local_cluster nodes_;
+  support::local_cluster nodes_;
   std::optional<server> srv_;
 };
 

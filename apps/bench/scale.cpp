@@ -117,13 +117,13 @@ fanin_result fanin_steps_per_s(context& ctx, const std::string& node, int n,
   std::vector<std::pair<std::string, int>> workers_left;
   for (int i = 0; i < n; ++i)
     workers_left.emplace_back("worker", i);
-  examples::local_cluster nodes{node, {{"ps", 1}, {"worker", n}},
-                                quiet_nodes(std::move(workers_left))};
-  examples::spawn_options quiet;
+  support::local_cluster nodes{node, {{"ps", 1}, {"worker", n}},
+                               quiet_nodes(std::move(workers_left))};
+  support::spawn_options quiet;
   quiet.capture_stderr = true;
-  std::vector<std::unique_ptr<examples::child_process>> workers;
+  std::vector<std::unique_ptr<support::child_process>> workers;
   for (int i = 0; i < n; ++i)
-    workers.push_back(std::make_unique<examples::child_process>(
+    workers.push_back(std::make_unique<support::child_process>(
       std::vector<std::string>{ctx.self, "--fanin-worker", "--parent-pid",
                                std::to_string(::getpid()), "--cluster",
                                nodes.spec().to_json(), "--task",
@@ -196,8 +196,8 @@ void run_scale(context& ctx) {
     ctx.out->add(f);
   }
   // Graph size: one step updates every variable, spread over 4 ps tasks.
-  examples::local_cluster nodes{node, {{"ps", 4}, {"worker", 1}},
-                                quiet_nodes({{"worker", 0}})};
+  support::local_cluster nodes{node, {{"ps", 4}, {"worker", 1}},
+                               quiet_nodes({{"worker", 0}})};
   server srv{nodes.spec(), "worker", 0};
   std::optional<double> one_var_us;
   for (int n : graph_variables) {

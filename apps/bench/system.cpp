@@ -222,11 +222,11 @@ void run_train(context& ctx) {
                                   "--train_steps", std::to_string(steps),
                                   "--log_every",   std::to_string(log_every),
                                   "--data_dir",    ctx.opts.data_dir};
-    examples::spawn_options sopts;
+    support::spawn_options sopts;
     sopts.capture_stderr = true;
     note("running actorflow-train --local " + std::to_string(workers)
          + " --model mlp --train_steps " + std::to_string(steps));
-    examples::child_process child{argv, sopts};
+    support::child_process child{argv, sopts};
     trainer_pid = child.pid();
     auto limit = ctx.opts.quick ? 90s : 240s;
     auto status = child.wait(std::chrono::duration_cast<milliseconds>(limit));

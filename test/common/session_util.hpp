@@ -12,7 +12,7 @@
 #include <string>
 
 #include "actorflow/transport/messages.hpp"
-#include "free_ports.hpp"
+#include "actorflow/support/free_ports.hpp"
 
 namespace actorflow::testing {
 
@@ -25,8 +25,8 @@ inline session_config bounded() {
 }
 
 // A loopback port nothing listens on right now, below the kernel's
-// ephemeral range (apps/examples/free_ports.hpp).
-using examples::free_port;
+// ephemeral range (actorflow/support/free_ports.hpp).
+using support::free_port;
 
 /// A TCP connection to 127.0.0.1:`port` (blocking, close-on-exec), or -1
 /// if it was refused.

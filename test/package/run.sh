@@ -47,7 +47,7 @@ cmake --build "$tmp/build" > /dev/null
 cmake -S "$prefix/share/actorflow/examples" -B "$tmp/examples" -G Ninja \
   -DCMAKE_PREFIX_PATH="$prefix" > /dev/null
 cmake --build "$tmp/examples" > /dev/null
-# Below the kernel's ephemeral range, as apps/examples/free_ports.hpp picks
+# Below the kernel's ephemeral range, as apps/support/.../free_ports.hpp picks
 # them: a port the kernel hands out itself cannot take one meanwhile.
 read -r ps w0 w1 < <(python3 -c '
 import random, socket

@@ -72,15 +72,6 @@ const char* common_flags::footer() {
   return common_footer;
 }
 
-std::string common_flags::help() {
-  CLI::App app;
-  app.set_help_flag();
-  common_flags flags;
-  flags.add_to(app);
-  return help_formatter()->make_groups(&app, CLI::AppFormatMode::Normal)
-         + "\n" + common_footer + "\n";
-}
-
 tls_config read_tls_config(const common_flags& flags) {
   tls_config cfg;
   if (const char* text = std::getenv("TF_CONFIG"); text && *text) {

@@ -55,10 +55,6 @@ struct common_flags {
   /// What --help says about them besides their own lines: CAF's
   /// --caf.NAME=VALUE and TF_CONFIG's "tls".
   static const char* footer();
-
-  /// The help of these flags alone, as a program's help shows them (for a
-  /// program that writes its own help text).
-  static std::string help();
 };
 
 /// The TLS configuration of the process: TF_CONFIG's "tls" object, then
