@@ -5,7 +5,8 @@
 // Every thread must get its answer, every iteration; a lost request shows
 // as a DeadlineExceeded instead of a hang.
 //
-// ACTORFLOW_STRESS=N runs N iterations (scripts/stress.sh sets it); the
+// ACTORFLOW_STRESS=N runs N iterations (e.g. ACTORFLOW_STRESS=100
+// build/test/integration/actorflow_integration_tests "[concurrency]"); the
 // ordinary suite runs fewer.
 
 #include <atomic>
