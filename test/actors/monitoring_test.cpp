@@ -221,7 +221,8 @@ TEST_CASE("monitoring: the monitor actor's snapshot and subscription",
     self->request(mon, max_wait, monitor_snapshot_atom_v)
       .receive(
         [&](std::string& text) {
-          for (auto& a : json::parse(text)["actors"])
+          auto snapshot = json::parse(text);
+          for (auto& a : snapshot["actors"])
             if (a["kind"] == "task")
               out = a;
         },
