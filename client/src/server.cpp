@@ -57,16 +57,26 @@ server::server(caf::actor_system& sys, const cluster_spec& cluster,
     throw op_error(error_code::invalid_argument,
                    "Could not parse port for local server from \"" + address
                      + "\"");
-  impl_->sys = &sys;
-  impl_->cluster = cluster;
   task_options opts;
   opts.job = job;
   opts.task = task;
   for (auto& name : cluster.task_names()) {
     device_name d;
     device_name::parse(name, d);
-    opts.cluster[name] = cluster.task_address(*d.job, *d.task);
+    auto& other = cluster.task_address(*d.job, *d.task);
+    // Every task's address, not only this one's: a step that first needs
+    // a malformed one would otherwise fail long after the start (TF's
+    // channel cache refuses it when the server is made).
+    host_port other_parsed;
+    if (!host_port::parse(other, other_parsed).ok())
+      throw op_error(error_code::invalid_argument,
+                     "Could not interpret \"" + other
+                       + "\" as a host-port pair (task " + name
+                       + " of the cluster)");
+    opts.cluster[name] = other;
   }
+  impl_->sys = &sys;
+  impl_->cluster = cluster;
   impl_->opts = opts;
   impl_->actor = spawn_task(sys, opts);
   // TF binds every interface; a loopback address binds that address only,

@@ -13,6 +13,7 @@
 #include "actorflow/client/runtime.hpp"
 #include "actorflow/client/server.hpp"
 #include "actorflow/client/session.hpp"
+#include "common/session_util.hpp"
 #include "common/test_util.hpp"
 
 using namespace actorflow;
@@ -69,6 +70,23 @@ TEST_CASE("server: a closed session refuses to run", "[server][session]") {
     FAIL("run after close succeeded");
   } catch (const op_error& e) {
     CHECK(e.code() == error_code::aborted);
+  }
+}
+
+TEST_CASE("server: a malformed address of any task is InvalidArgument at "
+          "start, naming the pair and the task",
+          "[server]") {
+  for (std::string bad : {"ps0", "ps0:port", "::1:2222", ":2222", ""}) {
+    INFO(bad);
+    cluster_spec cluster{std::map<std::string, std::vector<std::string>>{
+      {"worker", {"127.0.0.1:" + std::to_string(testing::free_port())}},
+      {"ps", {bad}}}};
+    auto err = testing::error_of([&] { server srv{cluster, "worker", 0}; });
+    REQUIRE(err.has_value());
+    CHECK(err->code() == error_code::invalid_argument);
+    CHECK_THAT(err->get_status().message(),
+               Catch::Contains("\"" + bad + "\"")
+                 && Catch::Contains("/job:ps/replica:0/task:0"));
   }
 }
 
