@@ -8,85 +8,73 @@ namespace actorflow {
 
 namespace {
 
-// Every op the executor runs itself (not by a kernel), with its kind.
-const std::unordered_map<std::string, node_kind>& own_kinds() {
+// An op the executor runs itself (not by a kernel): its kind and, for an
+// operation on a queue, reader or accumulator, which one (the value of
+// its queue_op, reader_op or accumulator_op).
+struct own_op {
+  node_kind kind;
+  uint8_t operation = 0;
+};
+
+template <class E>
+own_op op_of(node_kind kind, E operation) {
+  return {kind, static_cast<uint8_t>(operation)};
+}
+
+// Every op the executor runs itself, by name.
+const std::unordered_map<std::string, own_op>& own_ops() {
   using k = node_kind;
-  static const std::unordered_map<std::string, node_kind> kinds{
-    {"_Arg", k::arg},
-    {"_Retval", k::retval},
-    {"_Send", k::send},
-    {"_Recv", k::recv},
-    {"Placeholder", k::placeholder},
-    {"NoOp", k::no_op},
-    {"VariableV2", k::variable},
-    {"Variable", k::variable},
-    {"FIFOQueueV2", k::queue},
-    {"PaddingFIFOQueueV2", k::queue},
-    {"RandomShuffleQueueV2", k::queue},
-    {"TextLineReaderV2", k::reader},
-    {"FixedLengthRecordReaderV2", k::reader},
-    {"WholeFileReaderV2", k::reader},
-    {"ConditionalAccumulator", k::accumulator},
-    {"QueueEnqueueV2", k::queue_op},
-    {"QueueEnqueueManyV2", k::queue_op},
-    {"QueueDequeueV2", k::queue_op},
-    {"QueueDequeueManyV2", k::queue_op},
-    {"QueueDequeueUpToV2", k::queue_op},
-    {"QueueCloseV2", k::queue_op},
-    {"QueueSizeV2", k::queue_op},
-    {"QueueIsClosedV2", k::queue_op},
-    {"ReaderReadV2", k::reader_op},
-    {"ReaderReadUpToV2", k::reader_op},
-    {"ReaderNumRecordsProducedV2", k::reader_op},
-    {"ReaderNumWorkUnitsCompletedV2", k::reader_op},
-    {"ReaderResetV2", k::reader_op},
-    {"AccumulatorApplyGradient", k::accumulator_op},
-    {"AccumulatorTakeGradient", k::accumulator_op},
-    {"AccumulatorNumAccumulated", k::accumulator_op},
-    {"AccumulatorSetGlobalStep", k::accumulator_op},
-    {"ApplyGradientDescent", k::apply},
-    {"ApplyMomentum", k::apply},
-    {"ApplyAdagrad", k::apply},
-    {"ApplyAdam", k::apply},
-    {"CountUpTo", k::count_up_to},
-    {"IsVariableInitialized", k::is_initialized},
-    {"Assign", k::assign},
-    {"AssignAdd", k::assign_add},
-    {"AssignSub", k::assign_sub},
+  using q = queue_op;
+  using r = reader_op;
+  using a = accumulator_op;
+  static const std::unordered_map<std::string, own_op> ops{
+    {"_Arg", {k::arg}},
+    {"_Retval", {k::retval}},
+    {"_Send", {k::send}},
+    {"_Recv", {k::recv}},
+    {"Placeholder", {k::placeholder}},
+    {"NoOp", {k::no_op}},
+    {"VariableV2", {k::variable}},
+    {"Variable", {k::variable}},
+    {"FIFOQueueV2", {k::queue}},
+    {"PaddingFIFOQueueV2", {k::queue}},
+    {"RandomShuffleQueueV2", {k::queue}},
+    {"TextLineReaderV2", {k::reader}},
+    {"FixedLengthRecordReaderV2", {k::reader}},
+    {"WholeFileReaderV2", {k::reader}},
+    {"ConditionalAccumulator", {k::accumulator}},
+    {"QueueEnqueueV2", op_of(k::queue_op, q::enqueue)},
+    {"QueueEnqueueManyV2", op_of(k::queue_op, q::enqueue_many)},
+    {"QueueDequeueV2", op_of(k::queue_op, q::dequeue)},
+    {"QueueDequeueManyV2", op_of(k::queue_op, q::dequeue_many)},
+    {"QueueDequeueUpToV2", op_of(k::queue_op, q::dequeue_up_to)},
+    {"QueueCloseV2", op_of(k::queue_op, q::close)},
+    {"QueueSizeV2", op_of(k::queue_op, q::size)},
+    {"QueueIsClosedV2", op_of(k::queue_op, q::is_closed)},
+    {"ReaderReadV2", op_of(k::reader_op, r::read)},
+    {"ReaderReadUpToV2", op_of(k::reader_op, r::read_up_to)},
+    {"ReaderNumRecordsProducedV2",
+     op_of(k::reader_op, r::num_records_produced)},
+    {"ReaderNumWorkUnitsCompletedV2",
+     op_of(k::reader_op, r::num_work_units_completed)},
+    {"ReaderResetV2", op_of(k::reader_op, r::reset)},
+    {"AccumulatorApplyGradient", op_of(k::accumulator_op, a::apply)},
+    {"AccumulatorTakeGradient", op_of(k::accumulator_op, a::take)},
+    {"AccumulatorNumAccumulated",
+     op_of(k::accumulator_op, a::num_accumulated)},
+    {"AccumulatorSetGlobalStep",
+     op_of(k::accumulator_op, a::set_global_step)},
+    {"ApplyGradientDescent", {k::apply}},
+    {"ApplyMomentum", {k::apply}},
+    {"ApplyAdagrad", {k::apply}},
+    {"ApplyAdam", {k::apply}},
+    {"CountUpTo", {k::count_up_to}},
+    {"IsVariableInitialized", {k::is_initialized}},
+    {"Assign", {k::assign}},
+    {"AssignAdd", {k::assign_add}},
+    {"AssignSub", {k::assign_sub}},
   };
-  return kinds;
-}
-
-queue_op queue_op_of(const std::string& op) {
-  static const std::unordered_map<std::string, queue_op> ops{
-    {"QueueEnqueueV2", queue_op::enqueue},
-    {"QueueEnqueueManyV2", queue_op::enqueue_many},
-    {"QueueDequeueV2", queue_op::dequeue},
-    {"QueueDequeueManyV2", queue_op::dequeue_many},
-    {"QueueDequeueUpToV2", queue_op::dequeue_up_to},
-    {"QueueCloseV2", queue_op::close},
-    {"QueueSizeV2", queue_op::size},
-    {"QueueIsClosedV2", queue_op::is_closed}};
-  return ops.at(op);
-}
-
-reader_op reader_op_of(const std::string& op) {
-  static const std::unordered_map<std::string, reader_op> ops{
-    {"ReaderReadV2", reader_op::read},
-    {"ReaderReadUpToV2", reader_op::read_up_to},
-    {"ReaderNumRecordsProducedV2", reader_op::num_records_produced},
-    {"ReaderNumWorkUnitsCompletedV2", reader_op::num_work_units_completed},
-    {"ReaderResetV2", reader_op::reset}};
-  return ops.at(op);
-}
-
-accumulator_op accumulator_op_of(const std::string& op) {
-  static const std::unordered_map<std::string, accumulator_op> ops{
-    {"AccumulatorApplyGradient", accumulator_op::apply},
-    {"AccumulatorTakeGradient", accumulator_op::take},
-    {"AccumulatorNumAccumulated", accumulator_op::num_accumulated},
-    {"AccumulatorSetGlobalStep", accumulator_op::set_global_step}};
-  return ops.at(op);
+  return ops;
 }
 
 // A training op, with how many leading inputs are variable refs (the
@@ -138,8 +126,8 @@ void classify_unchecked(const node_def& node, const std::string& session,
                         node_class& out) {
   using k = node_kind;
   auto& op = node.op;
-  auto own = own_kinds().find(op);
-  if (own == own_kinds().end()) {
+  auto own = own_ops().find(op);
+  if (own == own_ops().end()) {
     auto fn = builtin_kernels().find(op);
     if (fn == nullptr) {
       out.kind = k::invalid;
@@ -154,7 +142,8 @@ void classify_unchecked(const node_def& node, const std::string& session,
                 || op.rfind("Conv2D", 0) == 0;
     return;
   }
-  out.kind = own->second;
+  out.kind = own->second.kind;
+  auto operation = own->second.operation;
   switch (out.kind) {
     case k::arg:
     case k::retval:
@@ -190,15 +179,15 @@ void classify_unchecked(const node_def& node, const std::string& session,
       out.detail = resource_of(node, out.kind, session, default_container);
       return;
     case k::queue_op:
-      out.detail = queue_call{queue_op_of(op),
+      out.detail = queue_call{static_cast<queue_op>(operation),
                               node.attr_or<bool>("cancel_pending_enqueues",
                                                  false)};
       break;
     case k::reader_op:
-      out.detail = reader_call{reader_op_of(op)};
+      out.detail = reader_call{static_cast<reader_op>(operation)};
       break;
     case k::accumulator_op:
-      out.detail = accumulator_call{accumulator_op_of(op)};
+      out.detail = accumulator_call{static_cast<accumulator_op>(operation)};
       break;
     case k::apply: {
       auto a = apply_of(node);

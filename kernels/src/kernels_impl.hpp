@@ -435,10 +435,12 @@ status check_contract(const kernel_context& ctx) {
     }
   }
   // The list's length; the count guarantees that input 0 is in it.
-  [[maybe_unused]] auto list_size = ctx.inputs.size() - static_cast<size_t>(C.list_tail);
+  [[maybe_unused]] size_t list_size = 0;
   if constexpr (C.list_tail >= 0) {
+    list_size = ctx.inputs.size() - static_cast<size_t>(C.list_tail);
     for (size_t i = 1; i < list_size; ++i)
-      if (auto st = expect_input_type(ctx, i, ctx.inputs[0].type()); !st.ok())
+      if (auto st = expect_input_type(ctx, i, ctx.inputs[0].type());
+          !st.ok())
         return st;
   }
   for (auto& a : C.attrs) {
