@@ -84,7 +84,17 @@ int64_t byte_size_load_fn(const node_def& node) {
   // one 8-byte pointer each.
   auto elem_size = type == dtype::string ? int64_t{8}
                                          : static_cast<int64_t>(dtype_size(type));
-  return shape.num_elements() * elem_size;
+  int64_t n = 0;
+  if (auto st = checked_num_elements(shape, n); !st.ok())
+    throw op_error(error_code::invalid_argument,
+                   "byte_size_load_fn: node '" + node.name
+                     + "': " + st.message());
+  auto bytes = multiply_without_overflow(n, elem_size);
+  if (bytes < 0)
+    throw op_error(error_code::invalid_argument,
+                   "byte_size_load_fn: node '" + node.name + "' of shape "
+                     + shape.to_string() + " has more than 2**63 - 1 bytes");
+  return bytes;
 }
 
 std::vector<std::string> standard_ps_ops() {

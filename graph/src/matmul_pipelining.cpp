@@ -164,7 +164,9 @@ private:
     auto type = m.attr_or<dtype>("T", dtype::invalid);
     if (n < 0 || type == dtype::invalid || type == dtype::string)
       return -1;
-    return n * static_cast<int64_t>(dtype_size(type));
+    // -1 (unknown) when the bytes overflow: the shape is a client's.
+    return multiply_without_overflow(n,
+                                     static_cast<int64_t>(dtype_size(type)));
   }
 
   const node_def* producer(const std::string& input) const {

@@ -244,7 +244,7 @@ output transpose(const output& x, std::vector<int> perm,
   }
   auto n = make_node(op_name, "Transpose");
   n.attrs["T"] = x.type();
-  n.attrs["Tperm"] = dtype::int32;
+  n.attrs["Tperm"] = perm_t.type();
   return g.add_node(std::move(n), {x, perm_t}, {x.type()}, {out}).out(0);
 }
 
@@ -271,12 +271,15 @@ output slice(const output& x, std::vector<int64_t> begin,
   output s;
   {
     exact_name_scope scope{g, op_name + "/"};
-    b = int_vector_const(g, begin, "begin");
-    s = int_vector_const(g, size, "size");
+    // One index dtype for both, int64 if either needs it.
+    auto index = index_dtype(begin) == dtype::int64 ? dtype::int64
+                                                     : index_dtype(size);
+    b = int_vector_const(g, begin, "begin", index);
+    s = int_vector_const(g, size, "size", index);
   }
   auto n = make_node(op_name, "Slice");
   n.attrs["T"] = x.type();
-  n.attrs["Index"] = dtype::int32;
+  n.attrs["Index"] = b.type();
   return g.add_node(std::move(n), {x, b, s}, {x.type()}, {out}).out(0);
 }
 

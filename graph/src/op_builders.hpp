@@ -28,9 +28,22 @@ tensor_shape broadcast_shape(const std::string& op, const tensor_shape& x,
 output scalar_const(graph& g, dtype type, double value,
                     const std::string& name);
 
-/// An int32 vector Const.
+/// int32, or int64 when one of `values` does not fit in int32 (as
+/// Python's convert_to_tensor picks a list's dtype): a shape of 2^32 + 5
+/// elements stays 2^32 + 5.
+dtype index_dtype(const std::vector<int64_t>& values);
+
+/// A vector Const of `values`, of `type` (int32 or int64; invalid:
+/// index_dtype(values)).
 output int_vector_const(graph& g, const std::vector<int64_t>& values,
-                        const std::string& name);
+                        const std::string& name,
+                        dtype type = dtype::invalid);
+
+/// InvalidArgument (op_error) naming `op` and `name` unless `dims` are a
+/// shape a tensor can have (checked_num_elements): what fill, zeros, ones
+/// and the random ops are given.
+void check_dims(const std::string& op, const std::string& name,
+                const std::vector<int64_t>& dims);
 
 /// An element-wise op of one input with attr T.
 output unary(const std::string& op, const output& x, const std::string& name,

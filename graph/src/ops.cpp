@@ -1,6 +1,8 @@
 #include "actorflow/graph/ops.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <set>
 
 #include "actorflow/graph/device_name.hpp"
@@ -92,10 +94,21 @@ output scalar_const(graph& g, dtype type, double value,
   return g.add_node(std::move(n), {}, {t.type()}, {t.shape()}).out(0);
 }
 
+dtype index_dtype(const std::vector<int64_t>& values) {
+  for (auto v : values)
+    if (v < std::numeric_limits<int32_t>::min()
+        || v > std::numeric_limits<int32_t>::max())
+      return dtype::int64;
+  return dtype::int32;
+}
+
 output int_vector_const(graph& g, const std::vector<int64_t>& values,
-                        const std::string& name) {
-  std::vector<int32_t> xs(values.begin(), values.end());
-  auto t = tensor::vec(xs);
+                        const std::string& name, dtype type) {
+  if (type == dtype::invalid)
+    type = index_dtype(values);
+  auto t = type == dtype::int64
+             ? tensor::vec(values)
+             : tensor::vec(std::vector<int32_t>(values.begin(), values.end()));
   auto n = make_node(g.unique_name(name), "Const");
   n.attrs["value"] = t;
   n.attrs["dtype"] = t.type();
@@ -189,18 +202,26 @@ void set_seeds(const graph& g, node_def& n, int64_t seed) {
   n.attrs["seed2"] = seed2;
 }
 
+void check_dims(const std::string& op, const std::string& name,
+                const std::vector<int64_t>& dims) {
+  int64_t n = 0;
+  if (auto st = checked_num_elements(dims, n); !st.ok())
+    fail(op + " '" + name + "': " + st.message());
+}
+
 output random_op(const std::string& op, std::vector<int64_t> shape,
                  dtype type, int64_t seed, const std::string& scope_name,
                  double scale, double shift) {
   if (!is_float(type))
     fail("random ops need a float type, got " + std::string{to_string(type)});
+  check_dims(op, scope_name, shape);
   auto& g = default_graph();
   auto full = g.unique_name(scope_name);
   exact_name_scope scope{g, full + "/"};
   auto shape_t = int_vector_const(g, shape, "shape");
   auto n = make_node(g.unique_name(op), op);
   n.attrs["dtype"] = type;
-  n.attrs["T"] = dtype::int32;
+  n.attrs["T"] = shape_t.type();
   set_seeds(g, n, seed);
   auto static_shape = tensor_shape{shape};
   auto raw = g.add_node(std::move(n), {shape_t}, {type}, {static_shape}, true)
@@ -221,6 +242,7 @@ output random_op(const std::string& op, std::vector<int64_t> shape,
 // tf.zeros / tf.ones: Fill of a scalar, all under the op's own scope.
 output fill_scalar(std::vector<int64_t> shape, dtype type, double value,
                    const std::string& name) {
+  check_dims("Fill", name, shape);
   auto& g = default_graph();
   auto op_name = g.unique_name(name);
   output v;
@@ -683,10 +705,15 @@ output reshape(const output& x, std::vector<int64_t> shape,
     int64_t product = 1;
     int unknown_at = -1;
     for (size_t i = 0; i < shape.size(); ++i) {
-      if (shape[i] < 0)
+      if (shape[i] < 0) {
         unknown_at = static_cast<int>(i);
-      else
-        product *= shape[i];
+      } else {
+        product = multiply_without_overflow(product, shape[i]);
+        if (product < 0)
+          fail("Cannot reshape a tensor with " + std::to_string(known)
+               + " elements to shape " + out.to_string() + " (node '"
+               + op_name + "'): it has more than 2**63 - 1 elements");
+      }
     }
     if (unknown_at >= 0 && product > 0 && known % product == 0)
       shape[static_cast<size_t>(unknown_at)] = known / product;
@@ -713,6 +740,7 @@ output cast(const output& x, dtype to, const std::string& name) {
 
 output fill(std::vector<int64_t> dims, const output& value,
             const std::string& name) {
+  check_dims("Fill", name, dims);
   auto& g = graph_of(value);
   auto op_name = g.unique_name(name);
   output dims_t;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <sys/mman.h>
 #include <new>
@@ -109,13 +110,119 @@ bool tensor_shape::fully_defined() const noexcept {
   return true;
 }
 
-int64_t tensor_shape::num_elements() const noexcept {
-  if (!fully_defined())
-    return -1;
+namespace {
+
+constexpr int64_t max_int64 = std::numeric_limits<int64_t>::max();
+
+// What count_elements found.
+struct element_count {
   int64_t n = 1;
-  for (auto d : dims_)
-    n *= d;
-  return n;
+  // The first negative dimension, or the two factors that overflowed.
+  int64_t bad = 0;
+  int64_t lhs = 0;
+  enum { ok, negative, overflow } result = ok;
+};
+
+// The product of `dims`, 0 if one is 0, but only if the product of the
+// non-zero ones fits in int64: then every partial product, in any order,
+// fits too.
+element_count count_elements(std::span<const int64_t> dims) noexcept {
+  element_count c;
+  int64_t nonzero = 1;
+  bool zero = false;
+  for (auto d : dims) {
+    if (d < 0) {
+      c.result = element_count::negative;
+      c.bad = d;
+      return c;
+    }
+    if (d == 0) {
+      zero = true;
+      continue;
+    }
+    if (nonzero > max_int64 / d) {
+      c.result = element_count::overflow;
+      c.lhs = nonzero;
+      c.bad = d;
+      return c;
+    }
+    nonzero *= d;
+  }
+  c.n = zero ? 0 : nonzero;
+  return c;
+}
+
+std::string overflow_message(int64_t lhs, int64_t rhs,
+                             const std::string& what) {
+  return "Encountered overflow when multiplying " + std::to_string(lhs)
+         + " with " + std::to_string(rhs) + ", result: -1 (" + what + ")";
+}
+
+} // namespace
+
+int64_t multiply_without_overflow(int64_t a, int64_t b) noexcept {
+  if (a < 0 || b < 0)
+    return -1;
+  if (a != 0 && b > max_int64 / a)
+    return -1;
+  return a * b;
+}
+
+int64_t add_without_overflow(int64_t a, int64_t b) noexcept {
+  if (a < 0 || b < 0 || a > max_int64 - b)
+    return -1;
+  return a + b;
+}
+
+status checked_num_elements(std::span<const int64_t> dims, int64_t& out) {
+  auto c = count_elements(dims);
+  switch (c.result) {
+    case element_count::ok:
+      out = c.n;
+      return {};
+    case element_count::negative:
+      return invalid_argument("Dimension " + std::to_string(c.bad)
+                              + " must be >= 0");
+    case element_count::overflow:
+      break;
+  }
+  return invalid_argument(overflow_message(
+    c.lhs, c.bad,
+    "shape "
+      + tensor_shape{std::vector<int64_t>(dims.begin(), dims.end())}
+          .to_string()
+      + " has too many elements"));
+}
+
+status checked_num_elements(const tensor_shape& shape, int64_t& out) {
+  if (shape.unknown_rank())
+    return invalid_argument("a shape of unknown rank has no element count");
+  return checked_num_elements(std::span<const int64_t>{shape.dims()}, out);
+}
+
+status checked_tensor_size(dtype type, const tensor_shape& shape,
+                           int64_t& elements, size_t& bytes) {
+  int64_t n = 0;
+  if (auto st = checked_num_elements(shape, n); !st.ok())
+    return st;
+  auto width = static_cast<int64_t>(
+    type == dtype::string ? sizeof(std::string) : dtype_size(type));
+  auto total = multiply_without_overflow(n, width);
+  if (total < 0)
+    return invalid_argument(overflow_message(
+      n, width,
+      "the bytes of a " + std::string{actorflow::to_string(type)}
+        + " tensor of shape " + shape.to_string()));
+  elements = n;
+  bytes = static_cast<size_t>(total);
+  return {};
+}
+
+int64_t tensor_shape::num_elements() const noexcept {
+  if (unknown_rank_)
+    return -1;
+  auto c = count_elements(dims_);
+  return c.result == element_count::ok ? c.n : -1;
 }
 
 bool tensor_shape::is_compatible_with(
@@ -261,9 +368,9 @@ block_cache& buffer_blocks() {
 // Element storage: 64-byte aligned so Eigen may vectorize over it; strings
 // are constructed in place.
 struct tensor::buffer {
-  buffer(dtype t, int64_t n, bool zero = true) : type(t), count(n) {
-    auto n_bytes = t == dtype::string ? sizeof(std::string) * n
-                                      : dtype_size(t) * n;
+  // `n_bytes`: n elements' storage, as checked_tensor_size computed it.
+  buffer(dtype t, int64_t n, size_t n_bytes, bool zero = true)
+    : type(t), count(n) {
     rounded = block_cache::round(n_bytes);
     data = buffer_blocks().allocate(rounded);
     if (data == nullptr)
@@ -308,8 +415,9 @@ tensor::tensor(dtype type, tensor_shape shape)
     throw op_error(error_code::invalid_argument,
                    "tensor needs a fully defined shape, got "
                      + shape_.to_string());
-  num_elements_ = shape_.num_elements();
-  buf_ = std::make_shared<buffer>(type, num_elements_);
+  size_t bytes = 0;
+  throw_if_error(checked_tensor_size(type, shape_, num_elements_, bytes));
+  buf_ = std::make_shared<buffer>(type, num_elements_, bytes);
 }
 
 tensor tensor::uninitialized(dtype type, tensor_shape shape) {
@@ -318,8 +426,11 @@ tensor tensor::uninitialized(dtype type, tensor_shape shape) {
   tensor result;
   result.type_ = type;
   result.shape_ = std::move(shape);
-  result.num_elements_ = result.shape_.num_elements();
-  result.buf_ = std::make_shared<buffer>(type, result.num_elements_, false);
+  size_t bytes = 0;
+  throw_if_error(
+    checked_tensor_size(type, result.shape_, result.num_elements_, bytes));
+  result.buf_ = std::make_shared<buffer>(type, result.num_elements_, bytes,
+                                         false);
   return result;
 }
 
@@ -335,7 +446,9 @@ tensor tensor::borrow(dtype type, tensor_shape shape, void* data,
   tensor result;
   result.type_ = type;
   result.shape_ = std::move(shape);
-  result.num_elements_ = result.shape_.num_elements();
+  size_t bytes = 0;
+  throw_if_error(
+    checked_tensor_size(type, result.shape_, result.num_elements_, bytes));
   result.buf_ = std::make_shared<buffer>(type, result.num_elements_, data,
                                          std::move(owner));
   return result;

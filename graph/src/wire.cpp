@@ -39,30 +39,16 @@ void swap_elements(unsigned char* data, size_t n_bytes, size_t width) {
       std::swap(data[lo], data[hi]);
 }
 
-// The element count of a tensor shape read from the wire: the shape must be
-// fully defined, and the product of its non-zero dimensions must fit in
-// int64 (so that tensor_shape::num_elements never overflows, whatever the
-// order of zero dimensions).
-bool checked_num_elements(byte_reader& r, const tensor_shape& shape,
-                          int64_t& n) {
+// The element count of a tensor shape read from the wire, checked as every
+// tensor's shape is (checked_num_elements in tensor.hpp): fully defined,
+// and the product of its non-zero dimensions fits in int64, whatever the
+// order of zero dimensions.
+bool checked_wire_elements(byte_reader& r, const tensor_shape& shape,
+                           int64_t& n) {
   if (shape.unknown_rank())
     return r.fail("tensor shape of unknown rank");
-  int64_t product = 1;
-  bool has_zero = false;
-  for (auto d : shape.dims()) {
-    if (d < 0)
-      return r.fail("tensor shape " + shape.to_string()
-                    + " is not fully defined");
-    if (d == 0) {
-      has_zero = true;
-      continue;
-    }
-    if (product > std::numeric_limits<int64_t>::max() / d)
-      return r.fail("tensor shape " + shape.to_string()
-                    + " has too many elements");
-    product *= d;
-  }
-  n = has_zero ? 0 : product;
+  if (auto st = checked_num_elements(shape, n); !st.ok())
+    return r.fail("tensor shape " + shape.to_string() + ": " + st.message());
   return true;
 }
 
@@ -382,7 +368,7 @@ bool decode(byte_reader& r, tensor& x) {
   if (!decode(r, shape))
     return false;
   int64_t n = 0;
-  if (!checked_num_elements(r, shape, n))
+  if (!checked_wire_elements(r, shape, n))
     return false;
   auto count = static_cast<uint64_t>(n);
   if (type == dtype::string) {
@@ -619,7 +605,7 @@ status tensor_from_header(std::string_view in, tensor& x,
   tensor_shape shape;
   int64_t n = 0;
   uint64_t n_bytes = 0;
-  if (!decode(r, shape) || !checked_num_elements(r, shape, n)
+  if (!decode(r, shape) || !checked_wire_elements(r, shape, n)
       || !r.u64(n_bytes))
     return corrupt(r.error());
   auto width = dtype_size(type);

@@ -189,7 +189,12 @@ status concat_kernel(kernel_context& ctx) {
           "ConcatOp : Dimensions of inputs should match: shape[0] = "
           + first.to_string() + " vs. shape[" + std::to_string(k)
           + "] = " + s.to_string());
-    out_dims[a] += s.dims()[a];
+    out_dims[a] = add_without_overflow(out_dims[a], s.dims()[a]);
+    if (out_dims[a] < 0)
+      return invalid_argument("ConcatOp : the output's dimension "
+                              + std::to_string(a)
+                              + " overflows int64 at shape["
+                              + std::to_string(k) + "] = " + s.to_string());
     blocks.push_back(product(s.dims(), a, s.dims().size()));
   }
   auto outer = product(first.dims(), 0, a);
@@ -239,7 +244,9 @@ status reshape_kernel(kernel_context& ctx) {
   if (auto st = read_ints(ctx, sizes, "shape", dims); !st.ok())
     return st;
   int64_t unknown = -1;
-  int64_t known = 1;
+  // The requested dims with the unknown one as 1: their element count,
+  // checked as every shape's (checked_num_elements).
+  auto known_dims = dims;
   for (size_t i = 0; i < dims.size(); ++i) {
     auto d = dims[i];
     if (d == -1) {
@@ -248,18 +255,17 @@ status reshape_kernel(kernel_context& ctx) {
                                 + std::to_string(unknown) + " and "
                                 + std::to_string(i));
       unknown = static_cast<int64_t>(i);
+      known_dims[i] = 1;
     } else if (d < 0) {
       return invalid_argument("Size " + std::to_string(i)
                               + " must be non-negative, not "
                               + std::to_string(d));
-    } else {
-      if (d > 0 && known > std::numeric_limits<int64_t>::max() / d)
-        return invalid_argument("Requested shape "
-                                + tensor_shape{dims}.to_string()
-                                + " has too many elements");
-      known *= d;
     }
   }
+  int64_t known = 0;
+  if (auto st = checked_num_elements(known_dims, known); !st.ok())
+    return invalid_argument("Requested shape " + tensor_shape{dims}.to_string()
+                            + ": " + st.message());
   auto n = in.num_elements();
   if (unknown >= 0) {
     if (known == 0) {
@@ -300,7 +306,9 @@ status fill_kernel(kernel_context& ctx) {
   if (auto st = make_shape(dims, shape); !st.ok())
     return st;
   return visit_all(ctx, value.type(), [&]<class T>(type_tag<T>) -> status {
-    tensor out{value.type(), std::move(shape)};
+    // Throws InvalidArgument (guarded) when the bytes overflow; every
+    // element is written below: no zero fill first.
+    auto out = tensor::uninitialized(value.type(), std::move(shape));
     auto xs = out.flat<T>();
     std::fill(xs.begin(), xs.end(), value.flat<T>()[0]);
     ctx.outputs.push_back(std::move(out));
@@ -442,7 +450,14 @@ status tile_kernel(kernel_context& ctx) {
       return invalid_argument("Expected multiples[" + std::to_string(i)
                               + "] >= 0, but got "
                               + std::to_string(multiples[i]));
-    out_dims.push_back(dims[i] * multiples[i]);
+    auto d = multiply_without_overflow(dims[i], multiples[i]);
+    if (d < 0)
+      return invalid_argument(
+        "Encountered overflow when multiplying " + std::to_string(dims[i])
+        + " with " + std::to_string(multiples[i])
+        + ", result: -1 (Tile's output dimension " + std::to_string(i)
+        + ")");
+    out_dims.push_back(d);
     walk_dims.push_back(multiples[i]);
     walk_strides.push_back(0);
     walk_dims.push_back(dims[i]);

@@ -28,7 +28,15 @@ status make_broadcast(const tensor_shape& xs, const tensor_shape& ys,
       return invalid_argument("Incompatible shapes: " + xs.to_string()
                               + " vs. " + ys.to_string());
     plan.out_dims[i] = d;
-    plan.count *= d;
+  }
+  // Two empty operands may broadcast to a shape whose non-zero dimensions
+  // multiply past int64 ([2^62,1,0] and [1,2^62,0]): refused, as any
+  // tensor of that shape; then no product below overflows.
+  if (auto st = checked_num_elements(plan.out_dims, plan.count); !st.ok())
+    return invalid_argument("Incompatible shapes: " + xs.to_string() + " vs. "
+                            + ys.to_string() + ": " + st.message());
+  for (size_t i = 0; i < rank; ++i) {
+    auto d = plan.out_dims[i];
     if (d == 1)
       continue;
     bool xh = xe[i] == d;

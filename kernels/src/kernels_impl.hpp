@@ -253,9 +253,14 @@ inline status read_int_scalar(const kernel_context& ctx, const tensor& t,
   return {};
 }
 
-/// The product of dims[first, last).
+/// The product of dims[first, last); 0 as soon as one of them is 0, so it
+/// never overflows where the product of the non-zero dims fits in int64
+/// (every tensor's shape: checked_num_elements in graph/tensor.hpp).
 inline int64_t product(const std::vector<int64_t>& dims, size_t first,
                        size_t last) {
+  for (auto i = first; i < last; ++i)
+    if (dims[i] == 0)
+      return 0;
   int64_t n = 1;
   for (auto i = first; i < last; ++i)
     n *= dims[i];
@@ -274,20 +279,18 @@ status read_index_type(const kernel_context& ctx, const std::string& key,
 /// A 1-D int32 or int64 tensor holding `values`.
 tensor int_vector(dtype type, const std::vector<int64_t>& values);
 
-/// Builds a fully defined shape from requested dimensions: each must be
-/// non-negative and their product must fit in int64.
+/// Builds a fully defined shape from requested dimensions (an input's
+/// values: Fill's dims, a random op's shape, ...), checked as every
+/// tensor's shape (checked_num_elements): InvalidArgument "Dimension -3
+/// must be >= 0", or "Encountered overflow when multiplying ..." when the
+/// element count exceeds int64. An element count that fits but whose
+/// bytes do not is refused when the output is allocated (the tensor
+/// constructor), also InvalidArgument.
 inline status make_shape(const std::vector<int64_t>& dims,
                          tensor_shape& out) {
-  int64_t n = 1;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] < 0)
-      return invalid_argument("Dimension " + std::to_string(dims[i])
-                              + " must be >= 0");
-    if (dims[i] > 0 && n > std::numeric_limits<int64_t>::max() / dims[i])
-      return invalid_argument("Shape " + tensor_shape{dims}.to_string()
-                              + " has too many elements");
-    n *= dims[i];
-  }
+  int64_t n = 0;
+  if (auto st = checked_num_elements(dims, n); !st.ok())
+    return st;
   out = tensor_shape{dims};
   return {};
 }

@@ -653,7 +653,28 @@ queue_core::run_result queue_core::run_dequeue_many(attempt& a,
     result = run_result::progress;
     a.taken.push_back(take_element());
     if (--a.requested == 0) {
-      auto batch = stack(a.taken);
+      // A padded batch's shape comes from the elements' dims: two empty
+      // elements of shapes [2^40,0] and [0,2^40] pad to rows of 2^80
+      // elements. Its tensor cannot be made (InvalidArgument, or
+      // ResourceExhausted for one too large to allocate): the dequeue
+      // fails, and its elements go back to the queue.
+      status failed;
+      tuple batch;
+      try {
+        batch = stack(a.taken);
+      } catch (const op_error& e) {
+        failed = e.get_status();
+      } catch (const std::bad_alloc&) {
+        failed = {error_code::resource_exhausted,
+                  "OOM when allocating the batch of " + std::to_string(
+                    a.taken.size())
+                    + " elements of queue '" + opts_.name + "'"};
+      }
+      if (!failed.ok()) {
+        restore(a.taken);
+        finish(a, std::move(failed));
+        return run_result::complete;
+      }
       a.taken.clear();
       finish(a, {}, std::move(batch));
       return run_result::complete;

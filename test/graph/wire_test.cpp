@@ -480,7 +480,7 @@ TEST_CASE("decoding rejects invalid tensor contents", "[wire]") {
   SECTION("negative dimension") {
     auto body = header(1, {-1});
     body += std::string(8, '\0');
-    expect_corrupt(body, "not fully defined");
+    expect_corrupt(body, "Dimension -1 must be >= 0");
   }
   SECTION("unknown rank") {
     std::string buf;

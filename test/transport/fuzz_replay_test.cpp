@@ -78,3 +78,32 @@ TEST_CASE("fuzz targets: seeds decode, truncations are refused, flips and "
   // An empty input is nothing (for CAF: the empty message).
   CHECK(t.fn(nullptr, 0) == !t.self_delimited);
 }
+
+TEST_CASE("fuzz targets: hand-made hostile inputs are refused", "[fuzz]") {
+  // test/fuzz/regressions/<target>/hostile-*: inputs written to attack a
+  // check rather than found by a fuzzer (tensor sizes that overflow, issue
+  // 30). Each must decode to nothing, not merely not crash.
+  struct target {
+    std::string name;
+    target_fn fn;
+  };
+  size_t seen = 0;
+  for (const auto& t : {target{"wire", fuzz_wire},
+                        target{"tensor_frame", fuzz_tensor_frame},
+                        target{"caf_message", fuzz_caf_message}}) {
+    fs::path dir = fs::path{ACTORFLOW_FUZZ_DIR} / "regressions" / t.name;
+    if (!fs::exists(dir))
+      continue;
+    for (const auto& e : fs::directory_iterator{dir}) {
+      if (e.path().filename().string().rfind("hostile-", 0) != 0)
+        continue;
+      std::ifstream in{e.path(), std::ios::binary};
+      std::string bytes{std::istreambuf_iterator<char>{in},
+                        std::istreambuf_iterator<char>{}};
+      INFO(t.name << ": " << e.path().filename().string());
+      CHECK_FALSE(run(t.fn, bytes));
+      ++seen;
+    }
+  }
+  CHECK(seen >= 5);
+}

@@ -89,7 +89,9 @@ public:
     return dims_;
   }
   bool fully_defined() const noexcept;
-  /// Product of the dimensions (1 for a scalar); -1 unless fully defined.
+  /// Product of the dimensions (1 for a scalar); -1 unless fully defined,
+  /// and -1 if the product of its non-zero dimensions exceeds int64 (no
+  /// tensor has such a shape; checked_num_elements says why).
   int64_t num_elements() const noexcept;
   /// True if some fully defined shape matches both.
   bool is_compatible_with(const tensor_shape& other) const noexcept;
@@ -104,6 +106,43 @@ private:
   std::vector<int64_t> dims_;
   bool unknown_rank_ = false;
 };
+
+// -- checked sizes --------------------------------------------------------------
+//
+// Every tensor's shape keeps one invariant: its dimensions are >= 0 and the
+// product of its non-zero dimensions fits in int64. Then no product of some
+// of its dimensions, in any order (strides, blocks, row sizes), overflows.
+// Dimensions that come from outside (a peer's bytes, a file, an input
+// tensor's values, a client's list) go through checked_num_elements before
+// any arithmetic on them; the tensor constructors check it again, with the
+// byte size, and throw op_error (InvalidArgument) where it fails.
+
+/// The number of elements of a shape with dimensions `dims` (0 if one of
+/// them is 0), checked as TensorFlow's TensorShape checks dimensions built
+/// from untrusted values: InvalidArgument "Dimension -3 must be >= 0" for a
+/// negative dimension, "Encountered overflow when multiplying A with B,
+/// result: -1 (shape [...] has too many elements)" when the product of the
+/// non-zero dimensions exceeds int64. `out` is untouched on failure.
+status checked_num_elements(std::span<const int64_t> dims, int64_t& out);
+
+/// As above for a shape; a shape of unknown rank is InvalidArgument too.
+status checked_num_elements(const tensor_shape& shape, int64_t& out);
+
+/// The elements and the bytes of element storage (sizeof(std::string) per
+/// string) of a tensor of `type` and `shape`, checked: the element count as
+/// checked_num_elements, and the bytes must fit in int64 (InvalidArgument
+/// "Encountered overflow when multiplying N with W, result: -1 (the bytes
+/// of a float32 tensor of shape [...])"). `type` must not be invalid.
+status checked_tensor_size(dtype type, const tensor_shape& shape,
+                           int64_t& elements, size_t& bytes);
+
+/// a * b for a, b >= 0; -1 if the product exceeds int64 or an operand is
+/// negative (TensorFlow's MultiplyWithoutOverflow).
+int64_t multiply_without_overflow(int64_t a, int64_t b) noexcept;
+
+/// a + b for a, b >= 0; -1 if the sum exceeds int64 or an operand is
+/// negative.
+int64_t add_without_overflow(int64_t a, int64_t b) noexcept;
 
 /// A typed n-dimensional array. Copies share the buffer (a tensor is
 /// immutable once handed to another owner); `unique()` tells whether it may
