@@ -45,6 +45,107 @@ std::string c_escape(std::string_view text) {
 
 namespace {
 
+void hex_byte(std::string& out, unsigned char u) {
+  static constexpr char digits[] = "0123456789abcdef";
+  out += "\\x";
+  out += digits[u >> 4];
+  out += digits[u & 0xF];
+}
+
+// The length of the valid UTF-8 sequence at text[i] (2 to 4) and its code
+// point, or 0 if the bytes there are not one (overlong forms, surrogates
+// and code points past U+10FFFF included).
+size_t utf8_sequence(std::string_view text, size_t i, char32_t& cp) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  auto u = byte(i);
+  size_t len = 0;
+  char32_t min = 0;
+  if (u >= 0xC2 && u <= 0xDF) {
+    len = 2;
+    cp = u & 0x1F;
+    min = 0x80;
+  } else if (u >= 0xE0 && u <= 0xEF) {
+    len = 3;
+    cp = u & 0x0F;
+    min = 0x800;
+  } else if (u >= 0xF0 && u <= 0xF4) {
+    len = 4;
+    cp = u & 0x07;
+    min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + len > text.size())
+    return 0;
+  for (size_t k = 1; k < len; ++k) {
+    auto c = byte(i + k);
+    if ((c & 0xC0) != 0x80)
+      return 0;
+    cp = (cp << 6) | (c & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+    return 0;
+  return len;
+}
+
+// Code points a terminal or a log viewer acts on instead of showing.
+bool unsafe_code_point(char32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9F)                   // C1 controls
+         || cp == 0x2028 || cp == 0x2029             // line/para separators
+         || (cp >= 0x202A && cp <= 0x202E)           // bidi embeddings
+         || (cp >= 0x2066 && cp <= 0x2069)           // bidi isolates
+         || cp == 0x200E || cp == 0x200F || cp == 0x061C; // bidi marks
+}
+
+} // namespace
+
+std::string log_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    auto c = text[i];
+    auto u = static_cast<unsigned char>(c);
+    if (u >= 0x80) {
+      char32_t cp = 0;
+      auto len = utf8_sequence(text, i, cp);
+      if (len > 0 && !unsafe_code_point(cp)) {
+        out.append(text.substr(i, len));
+      } else {
+        // One escape per byte: of the unsafe code point, or the one
+        // invalid byte (what follows it is looked at anew).
+        len = len > 0 ? len : 1;
+        for (size_t k = 0; k < len; ++k)
+          hex_byte(out, static_cast<unsigned char>(text[i + k]));
+      }
+      i += len;
+      continue;
+    }
+    switch (c) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (u < 0x20 || u == 0x7F)
+          hex_byte(out, u);
+        else
+          out += c;
+    }
+    ++i;
+  }
+  return out;
+}
+
+namespace {
+
 bool is_py_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'
          || c == '\v';

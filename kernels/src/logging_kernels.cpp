@@ -1,5 +1,7 @@
 // Print, as TensorFlow 1.x's logging_ops: forwards its first input and
-// writes a message with a summary of the others.
+// writes a message with a summary of the others, as one line: the message
+// is log_escape'd and string elements C-escaped (text_util.hpp), so a
+// graph from a peer cannot forge log lines or send terminal escapes.
 
 #include <algorithm>
 #include <cfloat>
@@ -81,7 +83,10 @@ status print_kernel(kernel_context& ctx) {
   int64_t first_n = -1;
   if (auto st = read_attr(ctx, "first_n", first_n); !st.ok())
     return st;
-  auto line = message;
+  // The message comes with the graph, from whoever sent it: escaped
+  // (log_escape), so that it cannot forge log lines or drive the
+  // terminal. String elements are C-escaped as TF's SummarizeValue does.
+  auto line = log_escape(message);
   for (size_t i = 1; i < ctx.inputs.size(); ++i) {
     line += '[';
     if (auto st = summarize(ctx, ctx.inputs[i], summarize_n, line); !st.ok())
