@@ -6,6 +6,11 @@
 //   actorflow-console --ps_hosts h:1 --worker_hosts h:2,h:3
 //   actorflow-console --address 127.0.0.1:2222     (learns the cluster)
 //   actorflow-console --cluster ... --once --json
+//   actorflow-console --cluster ... --http 127.0.0.1:8080   (the web UI)
+//
+// With --tls_cert/--tls_key/--tls_ca (support/command_line.hpp) it connects
+// to a TLS cluster as a client: its certificate must be for one of the
+// nodes' --tls_allowed_peers (default `client`).
 //
 // Exit status (support/guarded_main.hpp): 0 on q, SIGINT or SIGTERM (and
 // after --once), 1 if the cluster cannot be learned from --address or the
@@ -55,6 +60,10 @@ struct options {
   int timeout_s = 5;
   std::optional<std::string> http;
   std::optional<std::string> web_dir;
+  std::optional<std::string> web_allowed_hosts;
+  std::optional<std::string> web_token;
+  /// --web_token's token, read with the flags.
+  std::string token;
 };
 
 /// The options, or std::nullopt after --help.
@@ -89,7 +98,7 @@ std::optional<options> parse_args(int argc, char** argv) {
     ->check(support::integer_in(1, 3600));
   app.add_option("--http", opts.http,
                  "serve the web UI there instead of the terminal UI (port 0: "
-                 "a free one; the console prints its URL)")
+                 "a free one; the console prints its URL, with its token)")
     ->type_name("HOST:PORT")
     ->check(support::host_port_address());
   app.add_option("--web_dir", opts.web_dir,
@@ -97,6 +106,21 @@ std::optional<options> parse_args(int argc, char** argv) {
                  "installed share/actorflow/console)")
     ->type_name("DIR")
     ->check(support::non_empty());
+  app.add_option("--web_allowed_hosts", opts.web_allowed_hosts,
+                 "more names the web UI is served as (a proxy's, a DNS "
+                 "name), comma-separated; requests with another Host get "
+                 "403 (\"*\": any Host)")
+    ->type_name("NAMES")
+    ->check(support::non_empty())
+    ->group("Web UI");
+  app.add_option("--web_token", opts.web_token,
+                 "the web UI's token is the first line of FILE (default: a "
+                 "new one, in the URL the console prints)")
+    ->type_name("FILE")
+    ->check(support::non_empty())
+    ->group("Web UI");
+  app.get_option("--http")->group("Web UI");
+  app.get_option("--web_dir")->group("Web UI");
   if (!cl.parse(argc, argv))
     return std::nullopt;
   cl.apply();
@@ -107,6 +131,12 @@ std::optional<options> parse_args(int argc, char** argv) {
     throw usage_error("--once needs --json (the only snapshot format)");
   if (opts.http && opts.json_out)
     throw usage_error("--http cannot be combined with --json");
+  if (!opts.http && (opts.web_allowed_hosts || opts.web_token))
+    throw usage_error(std::string{opts.web_token ? "--web_token"
+                                                 : "--web_allowed_hosts"}
+                      + " needs --http");
+  if (opts.web_token)
+    opts.token = read_token_file(*opts.web_token);
   return opts;
 }
 
@@ -207,15 +237,29 @@ int run(int argc, char** argv) {
     }
     host_port http;
     host_port::parse(*opts.http, http); // checked with the flags
-    web_ui web{watch, dir, std::chrono::milliseconds(opts.interval_ms)};
-    auto port = web.bind(http.host, http.port);
+    std::vector<std::string> allowed;
+    if (opts.web_allowed_hosts)
+      allowed = split_list("--web_allowed_hosts", *opts.web_allowed_hosts);
+    // Generated unless given: then only the printed URL opens the page.
+    auto token = opts.web_token ? opts.token : random_token();
+    web_ui web{watch, dir, std::chrono::milliseconds(opts.interval_ms),
+               [](const std::string& line) { log::warning(line); }};
+    auto port = web.bind(http.host, http.port, allowed, token);
     if (port <= 0) {
       log::error("cannot listen on " + *opts.http);
       return 1;
     }
-    std::cout << "actorflow-console: web UI at http://"
-              << host_port{http.host, static_cast<uint16_t>(port)}.to_string()
-              << "/" << std::endl;
+    auto url = "http://"
+               + host_port{http.host, static_cast<uint16_t>(port)}.to_string()
+               + "/";
+    if (opts.web_token)
+      std::cout << "actorflow-console: web UI at " << url << " (its token is "
+                << "in " << *opts.web_token << ": open " << url
+                << "?token=TOKEN once, or send Authorization: Bearer TOKEN)"
+                << std::endl;
+    else
+      std::cout << "actorflow-console: web UI at " << url << "?token=" << token
+                << std::endl;
     web.run(stop_requested);
     return 0;
   }

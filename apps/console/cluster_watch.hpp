@@ -5,7 +5,8 @@
 // date through a subscription, measures the round trip, and says when the
 // task is down and why. The UI thread reads copies (cluster_watch::view).
 // Every request has a deadline: a dead or stopped task never blocks the
-// console.
+// console. It connects through transport_actor: with TLS on for its actor
+// system (the console's --tls_* flags) as a client with its certificate.
 
 #include <algorithm>
 #include <chrono>
@@ -21,6 +22,7 @@
 
 #include "actorflow/graph/device_name.hpp"
 #include "actorflow/transport/host_port.hpp"
+#include "actorflow/transport/transport.hpp"
 #include "actorflow/transport/type_ids.hpp"
 #include "actorflow/client/cluster_spec.hpp"
 
@@ -336,7 +338,9 @@ private:
         auto gen = ++self->state.generation;
         if (!parsed.ok())
           return down(parsed.message(), gen);
-        auto mm = self->home_system().middleman().actor_handle();
+        // TLS when the system has it (CAF's own middleman would connect
+        // in plain TCP, which a TLS cluster refuses).
+        auto mm = transport_actor(self->home_system());
         self->request(mm, deadline, caf::connect_atom::value, host, port)
           .then(
             [=](const caf::node_id&, caf::strong_actor_ptr& ptr,
@@ -374,8 +378,15 @@ private:
                   });
             },
             [=](caf::error& err) {
-              down("cannot connect to " + address + ": "
-                     + self->system().render(err),
+              // A TLS refusal's CAF error only says the connection closed.
+              auto& sys = self->home_system();
+              auto why = last_tls_failure(sys, host, port);
+              if (why.empty() && !tls_enabled(sys)
+                  && err == caf::sec::disconnect_during_handshake)
+                why = "a TLS cluster? give the console --tls_cert, --tls_key "
+                      "and --tls_ca";
+              down("cannot connect to " + address + ": " + sys.render(err)
+                     + (why.empty() ? "" : " (" + why + ")"),
                    gen);
             });
       },

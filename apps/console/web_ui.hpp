@@ -5,28 +5,42 @@
 // step timeline: the page asks a master to trace its next step and shows
 // the Chrome trace (also offered for download, for Perfetto). Served with
 // Debian's cpp-httplib; uPlot comes from the npm registry into
-// web/node_modules (scripts/setup.sh), never from this repository.
+// web/node_modules (scripts/setup.sh), never from this repository. Every
+// request passes web_access (web_access.hpp) first: a Host the console is
+// not served as, a cross-site request that would change something and a
+// request without the console's token are refused before any handler
+// runs, and said in the log (a few a minute at most).
 
 #include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <httplib.h>
 
 #include "console/cluster_watch.hpp"
+#include "console/web_access.hpp"
 
 namespace actorflow::apps {
 
 class web_ui {
 public:
   /// Serves `watch` from the files in `web_dir` (index.html and
-  /// node_modules/uplot/dist).
+  /// node_modules/uplot/dist). Refusals are said through `log`.
   web_ui(cluster_watch& watch, std::filesystem::path web_dir,
-         std::chrono::milliseconds interval)
-    : watch_(watch), dir_(std::move(web_dir)), interval_(interval) {
+         std::chrono::milliseconds interval,
+         std::function<void(const std::string&)> log)
+    : watch_(watch), dir_(std::move(web_dir)), interval_(interval),
+      refusals_(std::move(log)) {
+    http_.set_pre_routing_handler(
+      [this](const httplib::Request& req, httplib::Response& res) {
+        return admit(req, res) ? httplib::Server::HandlerResponse::Unhandled
+                               : httplib::Server::HandlerResponse::Handled;
+      });
     file("/", dir_ / "index.html", "text/html; charset=utf-8");
     file("/uPlot.iife.min.js",
          dir_ / "node_modules/uplot/dist/uPlot.iife.min.js",
@@ -78,9 +92,15 @@ public:
   }
 
   /// Binds `host`:`port` (0: a free port); the port, or 0 if it cannot.
-  int bind(const std::string& host, int port) {
-    return port == 0 ? http_.bind_to_any_port(host)
-                     : (http_.bind_to_port(host, port) ? port : 0);
+  /// It then answers requests whose Host is one of served_names(`host`,
+  /// `allowed_hosts`) and that carry `token` (none needed if it is empty).
+  int bind(const std::string& host, int port,
+           const std::vector<std::string>& allowed_hosts,
+           const std::string& token) {
+    int bound = port == 0 ? http_.bind_to_any_port(host)
+                          : (http_.bind_to_port(host, port) ? port : 0);
+    access_ = web_access{served_names(host, allowed_hosts), token, bound};
+    return bound;
   }
 
   /// Serves until `stop` becomes true (a signal).
@@ -94,6 +114,44 @@ public:
   }
 
 private:
+  // web_access's verdict on `req`: true to go on to the handler; else the
+  // answer is in `res` and the refusal in the log.
+  bool admit(const httplib::Request& req, httplib::Response& res) {
+    web_request r;
+    r.method = req.method;
+    r.path = req.path;
+    r.host = req.get_header_value("Host");
+    r.origin = req.get_header_value("Origin");
+    r.sec_fetch_site = req.get_header_value("Sec-Fetch-Site");
+    r.authorization = req.get_header_value("Authorization");
+    r.cookie = req.get_header_value("Cookie");
+    r.has_token_param = req.has_param("token");
+    r.token_param = req.get_param_value("token");
+    auto v = access_.check(r);
+    if (!v.set_cookie.empty())
+      res.set_header("Set-Cookie", v.set_cookie);
+    if (v.status == 0)
+      return true;
+    res.status = v.status;
+    if (v.status == 303) {
+      res.set_header("Location", v.location);
+      return false;
+    }
+    if (v.status == 401)
+      res.set_header("WWW-Authenticate", "Bearer realm=\"actorflow-console\"");
+    // The reason quotes the request's headers: text, never a page.
+    res.set_header("X-Content-Type-Options", "nosniff");
+    refusals_.say("web UI: refused " + printable(req.method) + " "
+                  + printable(req.path) + " from "
+                  + req.remote_addr + ":" + std::to_string(req.remote_port)
+                  + ": " + v.reason);
+    res.set_content(std::string{v.status == 401 ? "401 Unauthorized: "
+                                                : "403 Forbidden: "}
+                      + v.reason + "\n",
+                    "text/plain; charset=utf-8");
+    return false;
+  }
+
   void file(const std::string& path, std::filesystem::path on_disk,
             std::string type) {
     http_.Get(path, [on_disk, type](const httplib::Request&,
@@ -123,6 +181,9 @@ private:
   std::filesystem::path dir_;
   std::chrono::milliseconds interval_;
   std::atomic<bool> stopping_{false};
+  refusal_log refusals_;
+  // Set by bind, before the server's thread starts.
+  web_access access_;
   httplib::Server http_;
 };
 

@@ -2,7 +2,9 @@
 // driven by test/integration/web/console_page.mjs (playwright-core from
 // the npm registry), against a live `actorflow-train --local 2` cluster.
 // The page must list every task, draw its plots with points, keep taking
-// live updates and show a traced step's timeline.
+// live updates and show a traced step's timeline; it opens only with the
+// console's token (the printed URL's), and a form another site posts to
+// the console is refused.
 
 #include <filesystem>
 #include <regex>
@@ -67,6 +69,11 @@ TEST_CASE("console: the web UI in headless Chromium lists the tasks, plots "
   CHECK(page.status.exited);
   CHECK(page.status.code == 0);
   CHECK(page.out.find("ok: no script errors") != std::string::npos);
+  // The page's forged form, refused by the console, which said why.
+  CHECK(page.out.find("ok: a cross-site form POST is refused (403)")
+        != std::string::npos);
+  CHECK(console.err().find("web UI: refused POST /api/trace from 127.0.0.1:")
+        != std::string::npos);
   CHECK(std::filesystem::file_size(shot) > 10000);
   std::filesystem::remove(shot);
   console.send_signal(SIGTERM);

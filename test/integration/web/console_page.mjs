@@ -23,10 +23,21 @@ const browser = await chromium.launch({
          "--disable-sync"],
 });
 try {
-  const page = await browser.newPage({ viewport: { width: 1440, height: 1400 } });
+  // One context (one cookie jar) for the console's page and the attacker's.
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1400 } });
+  const page = await context.newPage();
   const errors = [];
   page.on("pageerror", e => errors.push(String(e)));
+  // The console needs its token: the printed URL carries it, sets a cookie
+  // and leaves it out of the address bar; without it, 401.
+  const bare = new URL(url);
+  if (bare.searchParams.has("token")) {
+    bare.searchParams.delete("token");
+    const refused = await page.goto(bare.toString());
+    check(refused.status() === 401, `without its token the console answers ${refused.status()}`);
+  }
   await page.goto(url);
+  check(!page.url().includes("token="), `the token is not left in the address bar (${page.url()})`);
   // Live updates: three server-sent events at least.
   await page.waitForFunction(() => Number(document.body.dataset.updates) >= 3,
                              null, { timeout: 20000 });
@@ -68,6 +79,20 @@ try {
   await page.waitForFunction(n => Number(document.body.dataset.updates) > n + 1,
                              first, { timeout: 15000 });
   check(true, "updates keep arriving");
+  // A page of another site posting a form to the console (cross-site
+  // request forgery): the browser sends the user's cookie along only to the
+  // console's own pages (SameSite=Strict), and the console refuses the
+  // foreign Origin.
+  const attacker = await context.newPage();
+  await attacker.setContent(`<form method="POST"
+      action="${new URL("/api/trace?task=" + encodeURIComponent(master), url)}">
+    <input name="x" value="1"></form>`);
+  const [forged] = await Promise.all([
+    attacker.waitForNavigation(),
+    attacker.evaluate(() => document.forms[0].submit()),
+  ]);
+  check(forged.status() === 403, `a cross-site form POST is refused (${forged.status()})`);
+  await attacker.close();
   check(errors.length === 0, "no script errors " + errors.join("; "));
   if (screenshot) {
     await page.screenshot({ path: screenshot, fullPage: true });
