@@ -1,5 +1,8 @@
 #include "actorflow/client/runtime.hpp"
 
+#include <chrono>
+#include <cstdint>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -44,6 +47,127 @@ struct checked_config : caf::actor_system_config {
   }
 };
 
+/// A value as the INI spells it (CAF 0.17 prints a negative duration as
+/// "0d").
+std::string value_text(const caf::config_value& value) {
+  if (const auto* t = caf::get_if<caf::timespan>(&value)) {
+    auto ns = t->count();
+    for (auto [unit, per] : {std::pair{"s", int64_t{1'000'000'000}},
+                             std::pair{"ms", int64_t{1'000'000}},
+                             std::pair{"us", int64_t{1'000}}})
+      if (ns != 0 && ns % per == 0)
+        return std::to_string(ns / per) + unit;
+    return std::to_string(ns) + "ns";
+  }
+  return caf::to_string(value);
+}
+
+/// How one setting is named in an error: the argument that gave it
+/// ("--scheduler.max-threads=0", which the apps show as --caf....), or
+/// "<source>: [category] key = value" for the INI.
+std::string setting_name(const std::vector<std::string>& args,
+                         const std::string& source,
+                         const std::string& category, const std::string& key,
+                         const caf::config_value& value) {
+  auto prefix = "--" + category + "." + key + "=";
+  for (auto i = args.rbegin(); i != args.rend(); ++i)
+    if (i->rfind(prefix, 0) == 0)
+      return *i;
+  return (source.empty() ? std::string{} : source + ": ") + "[" + category
+         + "] " + key + " = " + value_text(value);
+}
+
+/// The bounds CAF 0.17 does not check, of the options that matter here: a
+/// value it takes but cannot use is silently replaced by its default (a
+/// negative max-threads) or stalls the process (0 threads). "" if `value`
+/// is fine, else what is wrong with it.
+std::string out_of_range(const std::string& category, const std::string& key,
+                         const caf::config_value& value) {
+  struct count_rule {
+    const char* category;
+    const char* key;
+    int64_t min;
+    int64_t max;
+  };
+  static constexpr count_rule counts[] = {
+    {"scheduler", "max-threads", 1, 1024},
+    {"scheduler", "max-throughput", 1, std::numeric_limits<int64_t>::max()},
+    {"middleman", "workers", 0, 1024},
+    {"middleman", "max-consecutive-reads", 1,
+     std::numeric_limits<int64_t>::max()},
+  };
+  for (const auto& rule : counts) {
+    if (category != rule.category || key != rule.key)
+      continue;
+    const auto* n = caf::get_if<caf::config_value::integer>(&value);
+    if (n == nullptr)
+      return "expected an integer";
+    if (*n < rule.min)
+      return "must be at least " + std::to_string(rule.min);
+    if (*n > rule.max)
+      return "must be at most " + std::to_string(rule.max);
+    return {};
+  }
+  if (category == "scheduler" && key == "policy") {
+    const auto* atom = caf::get_if<caf::atom_value>(&value);
+    if (atom == nullptr
+        || (*atom != caf::atom("stealing") && *atom != caf::atom("sharing")))
+      return "expected 'stealing' or 'sharing' (leave it out for "
+             "actorflow's own scheduler)";
+    return {};
+  }
+  if (category == "actorflow" && key == "tensor-channel") {
+    if (caf::get_if<bool>(&value) == nullptr)
+      return "expected true or false";
+    return {};
+  }
+  if (category == "actorflow" && key == "scheduler-spin") {
+    const auto* t = caf::get_if<caf::timespan>(&value);
+    if (t == nullptr)
+      return "expected a duration (e.g. 50us)";
+    if (t->count() < 0 || *t > std::chrono::seconds{1})
+      return "must be between 0s and 1s";
+    return {};
+  }
+  // No duration of CAF's is meaningful below zero.
+  if (const auto* t = caf::get_if<caf::timespan>(&value); t && t->count() < 0)
+    return "must not be negative";
+  return {};
+}
+
+/// Checks every value of `content` (CAF's sections, and the [actorflow]
+/// keys read from CAF's configuration) against its option's type and
+/// out_of_range; what is wrong, naming the setting, or nullopt.
+std::optional<std::string> check_settings(const checked_config& cfg,
+                                          const caf::settings& content,
+                                          const std::vector<std::string>& args,
+                                          const std::string& source) {
+  for (const auto& [category, value] : content) {
+    if (category == "global")
+      continue;
+    const auto* entries = caf::get_if<caf::settings>(&value);
+    if (entries == nullptr)
+      continue;
+    for (const auto& [key, setting] : *entries) {
+      if (category != "actorflow") {
+        const auto* opt = cfg.declared().qualified_name_lookup(category, key);
+        if (opt == nullptr)
+          return source + ": [" + category + "] " + key
+                 + " is not a CAF option";
+        if (opt->check(setting))
+          return setting_name(args, source, category, key, setting)
+                 + ": expected a "
+                 + std::string{opt->type_name().data(),
+                               opt->type_name().size()};
+      }
+      if (auto why = out_of_range(category, key, setting); !why.empty())
+        return setting_name(args, source, category, key, setting) + ": "
+               + why;
+    }
+  }
+  return std::nullopt;
+}
+
 /// Parses `args` and `ini` into `cfg` (whose types and options are not
 /// added yet); the error says what was wrong.
 std::optional<std::string> parse_into(checked_config& cfg,
@@ -60,19 +184,17 @@ std::optional<std::string> parse_into(checked_config& cfg,
   }
   if (!cfg.remainder.empty())
     return cfg.remainder.front() + ": not a CAF option";
-  // CAF 0.17 keeps keys it does not know; a typo would go unnoticed.
-  for (const auto& [category, value] : cfg.content) {
-    if (category == "actorflow" || category == "global")
-      continue;
-    const auto* entries = caf::get_if<caf::settings>(&value);
-    if (entries == nullptr)
-      continue;
-    for (const auto& [key, ignored] : *entries)
-      if (cfg.declared().qualified_name_lookup(category, key) == nullptr)
-        return source + ": [" + category + "] " + key
-               + " is not a CAF option";
-  }
-  return std::nullopt;
+  // CAF 0.17 keeps keys it does not know (a typo would go unnoticed), and
+  // drops an INI value of the wrong type without a word (then uses its
+  // default: `max-threads = -3` ran with as many threads as cores). So the
+  // INI is read again untyped, and every value checked here.
+  std::istringstream again{ini};
+  auto raw = caf::actor_system_config::parse_config(again);
+  if (!raw)
+    return source + ": " + cfg.render(raw.error());
+  if (auto why = check_settings(cfg, *raw, {}, source))
+    return why;
+  return check_settings(cfg, cfg.content, args, source);
 }
 
 struct default_runtime {

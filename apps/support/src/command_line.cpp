@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -173,6 +174,13 @@ bool command_line::parse(int argc, char** argv) {
 
 void command_line::read_config_file() {
   const auto& file = *common_.config_file;
+  // A directory opens as a stream that reads nothing: an empty
+  // configuration, taken in silence. Only a file will do (a FIFO or
+  // /dev/stdin too).
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec))
+    throw usage_error("--config-file " + file
+                      + ": is a directory, not a file");
   std::ifstream in{file};
   if (!in)
     throw usage_error("--config-file " + file + ": cannot be read");
@@ -198,6 +206,8 @@ void command_line::read_config_file() {
       line = ";" + trimmed.substr(1);
     (in_ours ? ours : caf_ini_) += line + "\n";
   }
+  if (in.bad())
+    throw usage_error("--config-file " + file + ": cannot be read");
   std::istringstream section{ours};
   try {
     app_.parse_from_stream(section);

@@ -30,9 +30,15 @@ void add_options(caf::actor_system_config& cfg);
 /// and `ini` a CAF INI document ([scheduler], [middleman], ... sections).
 /// What they set wins over actorflow's defaults (add_options). Checks
 /// everything first and changes nothing on error: InvalidArgument naming
-/// the argument, or `source` (where `ini` came from) and the INI's error or
-/// the key CAF does not know; FailedPrecondition if the system exists
-/// already. Does not block.
+/// the argument, or `source` (where `ini` came from) and the INI's error,
+/// the key CAF does not know, or a value of the wrong type for its option
+/// or out of its range ("my.ini: [scheduler] max-threads = -3: expected a
+/// uint64", "--scheduler.max-threads=0: must be at least 1": max-threads
+/// 1 to 1024, max-throughput and middleman.max-consecutive-reads at least
+/// 1, middleman.workers 0 to 1024, scheduler.policy 'stealing' or
+/// 'sharing', no negative duration, actorflow.tensor-channel a bool,
+/// actorflow.scheduler-spin 0 to 1 s); FailedPrecondition if the system
+/// exists already. Does not block.
 void configure_default_system(std::vector<std::string> args,
                               std::string ini = {},
                               std::string source = "the CAF configuration");

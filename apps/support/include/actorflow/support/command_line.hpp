@@ -23,8 +23,10 @@
 // - the TLS flags (`--tls_cert FILE`, ...; client/runtime.hpp's
 //   tls_config), over TF_CONFIG's "tls" object.
 // Errors are usage_error naming the flag, key or file: an unknown flag, a
-// flag given twice, a missing value, a value its validator refuses, an
-// unknown key in [actorflow], a file that cannot be read.
+// flag given twice, a missing value, a value its validator refuses (on the
+// command line or in [actorflow]), an unknown key in [actorflow], a CAF
+// value of the wrong type or out of range (configure_default_system), a
+// file that cannot be read or is a directory.
 
 #include <cstdint>
 #include <optional>
