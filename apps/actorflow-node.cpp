@@ -78,7 +78,7 @@ std::optional<options> parse_args(int argc, char** argv) {
   if (!cl.parse(argc, argv))
     return std::nullopt;
   cl.apply();
-  opts.metrics.check();
+  opts.metrics.check(cl);
   return opts;
 }
 

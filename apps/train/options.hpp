@@ -225,7 +225,8 @@ inline std::optional<train_options> parse_args(int argc, char** argv) {
   opts.caf_ini = cl.caf_ini();
   opts.forwarded = cl.common_args();
   for (auto* opt : {app.get_option("--metrics_port"),
-                    app.get_option("--metrics_host")})
+                    app.get_option("--metrics_host"),
+                    app.get_option("--metrics_tls")})
     training.push_back(opt);
   for (auto& arg : cl.as_args(training))
     opts.forwarded.push_back(std::move(arg));
@@ -234,7 +235,7 @@ inline std::optional<train_options> parse_args(int argc, char** argv) {
   if (opts.trace_step.has_value() != opts.trace_file.has_value())
     throw usage_error(opts.trace_step ? "--trace_step needs --trace_file"
                                       : "--trace_file needs --trace_step");
-  opts.metrics.check();
+  opts.metrics.check(cl);
   // The tasks of --local share a host: one port cannot serve them all.
   if (opts.local && opts.metrics.port && *opts.metrics.port != 0)
     throw usage_error("--metrics_port with --local: only 0 (each task picks "

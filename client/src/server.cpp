@@ -15,6 +15,7 @@
 #include "actorflow/graph/device_name.hpp"
 #include "actorflow/client/runtime.hpp"
 #include "address.hpp"
+#include "metrics_https.hpp"
 
 namespace actorflow {
 
@@ -224,6 +225,11 @@ bool server::stopped() const {
 }
 
 uint16_t server::serve_metrics(const std::string& host, uint16_t port) {
+  return serve_metrics(host, port, tls_config{});
+}
+
+uint16_t server::serve_metrics(const std::string& host, uint16_t port,
+                               const tls_config& tls) {
   std::lock_guard<std::mutex> guard{impl_->mtx};
   auto address = host + ":" + std::to_string(port);
   if (impl_->http)
@@ -232,7 +238,9 @@ uint16_t server::serve_metrics(const std::string& host, uint16_t port) {
   if (impl_->stopped)
     throw op_error(error_code::failed_precondition,
                    device() + " is stopped: no metrics on " + address);
-  auto http = std::make_unique<httplib::Server>();
+  auto http = tls.enabled()
+                ? detail::metrics_https(tls, task_name(impl_->opts))
+                : std::make_unique<httplib::Server>();
   http->Get("/metrics", [opts = impl_->opts, sys = impl_->sys](
                           const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_text(*sys, opts), "text/plain; version=0.0.4");

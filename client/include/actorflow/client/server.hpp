@@ -4,6 +4,7 @@
 #include <string>
 
 #include "actorflow/transport/messages.hpp"
+#include "actorflow/transport/tls_config.hpp"
 #include "actorflow/client/cluster_spec.hpp"
 
 namespace caf {
@@ -77,6 +78,18 @@ public:
   /// Blocks only to bind.
   uint16_t serve_metrics(const std::string& host = "127.0.0.1",
                          uint16_t port = 0);
+  /// serve_metrics over TLS when `tls` is enabled (tls_config::enabled):
+  /// https://host:port/metrics with `tls`'s certificate and key (TLS 1.2
+  /// or later), answered only to a reader that presents a certificate
+  /// signed by `tls`'s CA (any name: Prometheus' own, a client's). A
+  /// handshake with a certificate the CA does not sign fails; a request
+  /// without a certificate gets 403; both are said through `tls.log`
+  /// (stderr when empty), five lines a minute at most. The files are read
+  /// once, here (a certificate renewed later is not seen by /metrics).
+  /// Errors as above, and InvalidArgument naming the option and file if
+  /// the files do not load (check_tls_config, transport/transport.hpp).
+  uint16_t serve_metrics(const std::string& host, uint16_t port,
+                         const tls_config& tls);
 
   /// The task actor itself, for an embedding CAF application: it answers
   /// `(get_stats_atom) -> task_stats` like any other message of the
