@@ -41,6 +41,8 @@ struct cluster_flags {
   std::string job_flag = "--job_name";
   std::optional<std::string> task;
   std::string task_flag = "--task_index";
+  /// --bind_host: server_options::bind_host.
+  std::string bind_host;
   /// Other ways to give a cluster, for the "missing --cluster" message.
   std::string other_sources;
 
@@ -83,6 +85,13 @@ struct cluster_flags {
       ->type_name("N")
       ->check(support::task_index())
       ->group("Cluster");
+    app.add_option("--bind_host", bind_host,
+                   "the address this task's port listens on (default: the "
+                   "one its own entry in the cluster names, which must be "
+                   "this host's; 0.0.0.0 listens on every interface, as "
+                   "TensorFlow does)")
+      ->type_name("ADDRESS")
+      ->group("Cluster");
   }
 };
 
@@ -122,6 +131,7 @@ struct task_config {
   cluster_spec cluster;
   std::string job;
   int task = 0;
+  server_options options;
 
   std::string task_name() const {
     return actorflow::task_name(job, task);
@@ -202,6 +212,7 @@ inline task_config resolve(const cluster_flags& flags) {
   auto job_source = flags.job_flag;
   auto task_source = flags.task_flag;
   cfg.cluster = resolve_cluster(flags, job, task, job_source, task_source);
+  cfg.options.bind_host = flags.bind_host;
   if (!job || job->empty())
     throw usage_error("missing " + flags.job_flag + " (which job of the "
                       "cluster this task belongs to)");
@@ -239,7 +250,7 @@ inline task_config resolve(const cluster_flags& flags) {
 /// phrase: a task whose port was taken meanwhile).
 inline server start_server(const task_config& cfg) {
   try {
-    return server{cfg.cluster, cfg.job, cfg.task};
+    return server{cfg.cluster, cfg.job, cfg.task, cfg.options};
   } catch (const op_error& e) {
     throw op_error(e.code(), "could not start " + cfg.task_name() + " at "
                                + cfg.cluster.task_address(cfg.job, cfg.task)

@@ -1,6 +1,13 @@
 #include "actorflow/client/server.hpp"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -18,6 +25,64 @@
 #include "metrics_https.hpp"
 
 namespace actorflow {
+
+namespace {
+
+/// The numeric address to bind for `host`: "" for every interface ("0.0.0.0",
+/// "::"), 127.0.0.1 for "localhost", else the first address `host` resolves
+/// to that this host has (a bind to port 0 there succeeds). InvalidArgument
+/// naming `address` and `who` if it does not resolve or none is local.
+std::string local_address(std::string host, const std::string& address,
+                          const std::string& who) {
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  if (host == "0.0.0.0" || host == "::")
+    return {};
+  if (host == "localhost")
+    return "127.0.0.1";
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int e = ::getaddrinfo(host.c_str(), nullptr, &hints, &res); e != 0)
+    throw op_error(error_code::invalid_argument,
+                   "Could not resolve host \"" + host + "\" of \"" + address
+                     + "\" (" + who + "): " + ::gai_strerror(e));
+  std::string found, seen;
+  for (auto* a = res; a != nullptr && found.empty(); a = a->ai_next) {
+    char name[NI_MAXHOST] = {};
+    if (::getnameinfo(a->ai_addr, a->ai_addrlen, name, sizeof(name), nullptr,
+                      0, NI_NUMERICHOST)
+        != 0)
+      continue;
+    if (seen.find(name) == std::string::npos)
+      seen += (seen.empty() ? "" : ", ") + std::string{name};
+    int fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+      continue;
+    // Port 0 of the address: EADDRNOTAVAIL unless this host has it.
+    sockaddr_storage probe{};
+    std::memcpy(&probe, a->ai_addr, a->ai_addrlen);
+    if (probe.ss_family == AF_INET)
+      reinterpret_cast<sockaddr_in*>(&probe)->sin_port = 0;
+    else
+      reinterpret_cast<sockaddr_in6*>(&probe)->sin6_port = 0;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&probe), a->ai_addrlen) == 0)
+      found = name;
+    ::close(fd);
+  }
+  ::freeaddrinfo(res);
+  if (found.empty())
+    throw op_error(error_code::invalid_argument,
+                   "\"" + address + "\" (" + who + ") is not an address of "
+                     + "this host (\"" + host + "\" resolves to "
+                     + (seen.empty() ? std::string{"nothing"} : seen)
+                     + "); to listen on every interface, bind 0.0.0.0 "
+                       "(--bind_host)");
+  return found;
+}
+
+} // namespace
 
 struct server::impl {
   caf::actor_system* sys = nullptr;
@@ -37,13 +102,14 @@ struct server::impl {
   bool stopped = false;
 };
 
-server::server(const cluster_spec& cluster, const std::string& job, int task)
-  : server(default_system(), cluster, job, task) {
+server::server(const cluster_spec& cluster, const std::string& job, int task,
+               const server_options& options)
+  : server(default_system(), cluster, job, task, options) {
   // nop
 }
 
 server::server(caf::actor_system& sys, const cluster_spec& cluster,
-               const std::string& job, int task)
+               const std::string& job, int task, const server_options& options)
   : impl_(std::make_unique<impl>()) {
   if (!cluster.has_job(job))
     throw op_error(error_code::invalid_argument,
@@ -76,20 +142,23 @@ server::server(caf::actor_system& sys, const cluster_spec& cluster,
                        + " of the cluster)");
     opts.cluster[name] = other;
   }
+  // Only the address the cluster names for this task listens (TF's gRPC
+  // server binds every interface; server_options::bind_host does that on
+  // request). Tasks on 127.0.0.2, 127.0.0.3, ... may share a port, as pods
+  // on their own hosts do.
+  std::string in = options.bind_host.empty()
+                     ? local_address(parsed.host, address,
+                                     "task " + task_name(opts))
+                     : local_address(options.bind_host, options.bind_host,
+                                     "server_options::bind_host");
+  std::string local_host = "localhost";
+  if (in != "127.0.0.1" && !in.empty())
+    local_host = in.find(':') == std::string::npos ? in : "[" + in + "]";
   impl_->sys = &sys;
+  impl_->local_host = local_host;
   impl_->cluster = cluster;
   impl_->opts = opts;
   impl_->actor = spawn_task(sys, opts);
-  // TF binds every interface; a loopback address binds that address only,
-  // so tests never open ports to the network (and tasks on 127.0.0.2,
-  // 127.0.0.3, ... may share a port, as pods on their own hosts do).
-  const char* in = nullptr;
-  if (parsed.host == "localhost")
-    in = "127.0.0.1";
-  else if (parsed.host.rfind("127.", 0) == 0)
-    in = parsed.host.c_str();
-  if (in != nullptr && std::string_view{in} != "127.0.0.1")
-    impl_->local_host = in;
   // SO_REUSEADDR, as gRPC's server: a restarted task binds its port again
   // although connections of its old process linger in TIME_WAIT (a live
   // listener on the port still fails the bind).
@@ -106,7 +175,7 @@ server::server(caf::actor_system& sys, const cluster_spec& cluster,
       ->request(transport_actor(sys), std::chrono::seconds(30),
                 caf::publish_atom::value, parsed.port,
                 caf::actor_cast<caf::strong_actor_ptr>(impl_->actor),
-                std::set<std::string>{}, std::string{in ? in : ""}, true)
+                std::set<std::string>{}, in, true)
       .receive([&](uint16_t actual) { res = actual; },
                [&](caf::error& err) { res = std::move(err); });
   }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "integration_util.hpp"
+#include "net_util.hpp"
 
 using namespace actorflow;
 using namespace actorflow::testing;
@@ -21,82 +22,6 @@ using namespace actorflow::testing;
 namespace {
 
 const std::string train_path = ACTORFLOW_TRAIN_PATH;
-
-std::string ip_path() {
-  for (const char* p : {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"})
-    if (::access(p, X_OK) == 0)
-      return p;
-  return {};
-}
-
-/// A namespace with one veth pair to the host: 10.211.K.1 on the host's
-/// end, 10.211.K.2 in the namespace. Removed with everything in it.
-class veth_namespace {
-public:
-  veth_namespace() {
-    auto id = std::to_string(::getpid() % 100000);
-    ns_ = "afp" + id;
-    host_if_ = "afh" + id;
-    ns_if_ = "afn" + id;
-    auto k = std::to_string(::getpid() % 250 + 1);
-    host_ip_ = "10.211." + k + ".1";
-    ns_ip_ = "10.211." + k + ".2";
-    ip_ = ip_path();
-    if (ip_.empty()) {
-      why_ = "no ip command (iproute2)";
-      return;
-    }
-    ok_ = run({"netns", "add", ns_})
-          && run({"link", "add", host_if_, "type", "veth", "peer", "name",
-                  ns_if_})
-          && run({"link", "set", ns_if_, "netns", ns_})
-          && run({"addr", "add", host_ip_ + "/24", "dev", host_if_})
-          && run({"link", "set", host_if_, "up"})
-          && run({"netns", "exec", ns_, ip_, "addr", "add", ns_ip_ + "/24",
-                  "dev", ns_if_})
-          && run({"netns", "exec", ns_, ip_, "link", "set", ns_if_, "up"})
-          && run({"netns", "exec", ns_, ip_, "link", "set", "lo", "up"});
-  }
-  ~veth_namespace() {
-    run({"netns", "del", ns_});
-    run({"link", "del", host_if_});
-  }
-  bool ok() const {
-    return ok_;
-  }
-  const std::string& why() const {
-    return why_;
-  }
-  /// Cuts the link (true) or restores it (false).
-  bool cut(bool down) {
-    return run({"link", "set", host_if_, down ? "down" : "up"});
-  }
-  /// The command that runs `argv` inside the namespace.
-  std::vector<std::string> inside(std::vector<std::string> argv) const {
-    argv.insert(argv.begin(), {ip_, "netns", "exec", ns_});
-    return argv;
-  }
-  const std::string& host_ip() const {
-    return host_ip_;
-  }
-  const std::string& ns_ip() const {
-    return ns_ip_;
-  }
-
-private:
-  bool run(std::vector<std::string> args) {
-    if (ip_.empty())
-      return false;
-    args.insert(args.begin(), ip_);
-    auto r = run_process(args, 10s);
-    if (!r.status.success() && why_.empty())
-      why_ = args[1] + " " + args[2] + ": " + r.err;
-    return r.status.success();
-  }
-
-  std::string ip_, ns_, host_if_, ns_if_, host_ip_, ns_ip_, why_;
-  bool ok_ = false;
-};
 
 /// The global steps of "worker N: step S (global G)" lines, in order.
 std::vector<int64_t> global_steps(const std::string& out, int worker) {

@@ -21,42 +21,13 @@
 
 #include "actorflow/graph/wire.hpp"
 #include "integration_util.hpp"
+#include "net_util.hpp"
 #include "tensor_frame.hpp"
 
 using namespace actorflow;
 using namespace actorflow::testing;
 
 namespace {
-
-/// The TCP ports process `pid` listens on (its sockets' inodes matched in
-/// /proc/net/tcp, state 0A = LISTEN).
-std::set<uint16_t> listening_ports(pid_t pid) {
-  std::set<std::string> inodes;
-  auto fd_dir = "/proc/" + std::to_string(pid) + "/fd";
-  for (const auto& e : std::filesystem::directory_iterator{fd_dir}) {
-    std::error_code ec;
-    auto target = std::filesystem::read_symlink(e.path(), ec).string();
-    if (!ec && target.rfind("socket:[", 0) == 0)
-      inodes.insert(target.substr(8, target.size() - 9));
-  }
-  std::set<uint16_t> ports;
-  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-    std::ifstream in{table};
-    std::string line;
-    std::getline(in, line); // header
-    while (std::getline(in, line)) {
-      std::istringstream fields{line};
-      std::string sl, local, remote, state, queues, timer, retr, uid,
-        timeout, inode;
-      fields >> sl >> local >> remote >> state >> queues >> timer >> retr
-        >> uid >> timeout >> inode;
-      if (state == "0A" && inodes.count(inode) > 0)
-        ports.insert(static_cast<uint16_t>(
-          std::stoul(local.substr(local.rfind(':') + 1), nullptr, 16)));
-    }
-  }
-  return ports;
-}
 
 /// Connects to 127.0.0.1:port, sends `bytes`, reads what comes back for up
 /// to 200 ms and closes. False if the connection was refused.

@@ -73,9 +73,12 @@ void add_options_impl(caf::actor_system_config& cfg) {
   if (caf::get_if(&cfg.content, "actorflow.tensor-channel") == nullptr)
     caf::put(cfg.content, "actorflow.tensor-channel",
              env_number("ACTORFLOW_TENSOR_CHANNEL", 0, 1, 1) == 1);
-  // Send/Recv go straight between the tasks that hold the partitions,
-  // not through the master that told them about each other.
-  set_default(cfg, "middleman.enable-automatic-connections", true);
+  // Off: CAF 0.17's automatic connections open a second BASP port on every
+  // interface (it takes no address for it), which would let any host reach
+  // a task on a cluster bound to loopback. Send/Recv between workers go over
+  // the tensor channel, directly; a CAF message between two tasks that
+  // never connected goes through the master that introduced them.
+  set_default(cfg, "middleman.enable-automatic-connections", false);
   // A peer cut off by the network is otherwise never noticed. CAF checks
   // the timeout at each heartbeat: 4 s + 0.5 s reports a silent peer
   // within 5 s (a stopped process took 5.5 s with a 5 s timeout).

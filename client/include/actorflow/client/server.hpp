@@ -14,6 +14,16 @@ class actor_system;
 
 namespace actorflow {
 
+/// How a server listens (beyond TF's ServerDef).
+struct server_options {
+  /// The address the task's port is bound to. Empty (the default): the
+  /// address its own entry in the cluster names, resolved, which must be
+  /// an address of this host, so that nothing listens beyond what the
+  /// cluster names. "0.0.0.0" or "::" binds every interface, as TF's gRPC
+  /// server does; any other value must be an address of this host.
+  std::string bind_host;
+};
+
 /// One task of a cluster (TensorFlow's `tf.train.Server`): a task actor
 /// offering the master and worker services, published on the port of its
 /// address in the cluster spec.
@@ -26,13 +36,18 @@ namespace actorflow {
 class server {
 public:
   /// Starts task `task` of job `job` in `sys` (default: the process-wide
-  /// system). Errors (op_error): InvalidArgument if the job or task is not
-  /// in the cluster or the address has no valid port ("Could not parse port
-  /// for local server from \"localhost\""); Unknown (TF's code for "Could
-  /// not start server") if the port is in use, naming the address.
-  server(const cluster_spec& cluster, const std::string& job, int task);
+  /// system), listening on its own address only (server_options).
+  /// Errors (op_error): InvalidArgument if the job or task is not in the
+  /// cluster, the address has no valid port ("Could not parse port for
+  /// local server from \"localhost\""), any task's address is not
+  /// host:port, the task's host does not resolve, or resolves to no
+  /// address of this host (each naming the address and the task); Unknown
+  /// (TF's code for "Could not start server") if the port is in use,
+  /// naming the address. Blocks until the port is bound.
+  server(const cluster_spec& cluster, const std::string& job, int task,
+         const server_options& options = {});
   server(caf::actor_system& sys, const cluster_spec& cluster,
-         const std::string& job, int task);
+         const std::string& job, int task, const server_options& options = {});
   /// Picks the job/task when the cluster has one job / the job one task,
   /// as TF does; InvalidArgument "Must specify an explicit `job_name`" /
   /// "`task_index`" otherwise.
