@@ -22,6 +22,7 @@
 #include "common/recording_proxy.hpp"
 #include "common/temp_dir.hpp"
 #include "integration_util.hpp"
+#include "net_util.hpp"
 
 using namespace actorflow;
 using namespace actorflow::testing;
@@ -222,6 +223,70 @@ TEST_CASE("tls: a cluster runs with mutual TLS and no byte in the clear",
     auto& ps = nodes.process("ps", 0);
     CHECK(ps.err().find("refused") == std::string::npos);
   }
+}
+
+TEST_CASE("tls: a loopback TLS cluster listens on loopback only and no "
+          "port of it answers another host",
+          "[tls][listen][security]") {
+  if (::geteuid() != 0) {
+    WARN("not root: network namespaces cannot be made; not run");
+    return;
+  }
+  veth_namespace net;
+  if (!net.ok()) {
+    WARN("cannot make a network namespace (" << net.why() << "); not run");
+    return;
+  }
+  pki keys;
+  auto opts = captured();
+  opts.args = keys.node_flags();
+  local_cluster nodes{node_path, {{"ps", 1}, {"worker", 1}}, opts};
+  graph g;
+  auto as_default = g.as_default();
+  variable var;
+  output add;
+  {
+    device_scope on_ps{"/job:ps/task:0"};
+    var = variable{0.0f, named("w")};
+  }
+  {
+    device_scope on_worker{"/job:worker/task:0"};
+    add = var.assign_add(constant(1.5f) * constant(2.0f));
+  }
+  client_system client{keys.as("client")};
+  session sess{client.sys, nodes.target("worker", 0), quick(), &g};
+  sess.run(global_variables_initializer());
+  // A step across the two tasks: whatever opens on first use is open.
+  CHECK(train_step(sess, var, add) == 3.0f);
+  check_unreachable_from(net, {nodes.process("ps", 0).pid(),
+                               nodes.process("worker", 0).pid()});
+}
+
+TEST_CASE("tls: a BASP header announcing 4 GiB from a peer with a client "
+          "certificate is refused without allocating it",
+          "[tls][limits][security]") {
+  pki keys;
+  auto opts = captured();
+  opts.args = keys.node_flags();
+  local_cluster nodes{node_path, {{"ps", 1}}, opts};
+  auto& ps = nodes.process("ps", 0);
+  auto before = rss_kib(ps.pid());
+  // openssl's own client, with the client role's certificate: the TLS
+  // handshake passes, then 32 bytes of BASP header announce 4 GiB.
+  std::string header{'\x01', '\0', '\0', '\0', '\xFF', '\xFF', '\xFF',
+                     '\xFF'};
+  header += std::string(24, '\0');
+  auto input = keys.dir / "header.bin";
+  std::ofstream{input, std::ios::binary} << header;
+  auto res = run_process(
+    {"/bin/sh", "-c",
+     "(cat '" + input + "'; sleep 3) | openssl s_client -quiet -nocommands "
+       "-connect " + nodes.address("ps", 0) + " -cert '" + keys.cert("client")
+       + "' -key '" + keys.key("client") + "' -CAfile '" + keys.ca + "'"},
+    30s);
+  check_said(ps, "it announced 4294967295 bytes (at most 65536 before its "
+                 "handshake)");
+  CHECK(rss_kib(ps.pid()) - before < 64 * 1024);
 }
 
 TEST_CASE("tls: strangers cannot connect, and the node says who they were",

@@ -39,6 +39,8 @@ struct channel_in {
   tls_socket* tls = nullptr;
   // Its system's channel (held by the connection's thread).
   channel_registry* reg = nullptr;
+  // Its admission: read_all moves its deadline while a frame comes.
+  connection_guard::entry* entry = nullptr;
 };
 
 std::chrono::nanoseconds channel_spin();
@@ -76,6 +78,10 @@ bool read_all(const channel_in& in, void* data, size_t n) {
       p += r;
       n -= static_cast<size_t>(r);
       spin_until = std::chrono::steady_clock::time_point::min();
+      // A frame may take long on a slow link, but never stall.
+      if (n > 0 && in.entry != nullptr && in.entry->established())
+        in.entry->extend(std::chrono::steady_clock::now(),
+                         in.reg->guard->limits().idle_timeout);
     } else if (r < 0 && errno == EINTR) {
       continue;
     } else {
@@ -284,11 +290,14 @@ std::string peer_of(int fd) {
 }
 
 void serve(int fd, tls_socket::security_ptr sec,
-           std::shared_ptr<channel_registry> reg) {
+           std::shared_ptr<channel_registry> reg,
+           connection_guard::entry_ptr entry) {
+  using clock = std::chrono::steady_clock;
+  auto& guard = *reg->guard;
   std::unique_ptr<tls_socket> tls;
   if (sec)
     tls = tls_socket::accept(sec, fd);
-  channel_in in{fd, tls.get(), reg.get()};
+  channel_in in{fd, tls.get(), reg.get(), entry.get()};
   auto stat = std::make_shared<incoming_stat>();
   stat->peer = peer_of(fd);
   {
@@ -300,7 +309,9 @@ void serve(int fd, tls_socket::security_ptr sec,
   try {
     if ((!sec || tls) && read_all(in, greeting, sizeof(greeting))
         && std::memcmp(greeting, hello, sizeof(hello)) == 0) {
-      using clock = std::chrono::steady_clock;
+      // A peer that speaks the protocol may stay idle between steps.
+      entry->set_established();
+      entry->clear_deadline();
       auto spin = channel_spin();
       // A moving average of the idle gaps before a frame: only while
       // frames have been coming within the spin time does it pay to poll
@@ -323,8 +334,22 @@ void serve(int fd, tls_socket::security_ptr sec,
         gap_ns += (std::clamp<int64_t>(gap, 0, 4 * spin.count()) - gap_ns)
                   / 8;
         frame_prefix parsed;
-        if (!parse_prefix({prefix, prefix_size}, parsed)
-            || !read_frame(in, parsed, ring, stash))
+        if (!parse_prefix({prefix, prefix_size}, parsed))
+          break;
+        // What the frame announces is charged before it is allocated,
+        // and the rest of it must come without stalling.
+        auto now = clock::now();
+        uint64_t announced = parsed.key_len + parsed.head_len;
+        if (check_prefix(parsed) != frame_kind::in_ring)
+          announced += parsed.data_len;
+        if (!guard.charge(announced, "the tensor channel peer " + stat->peer,
+                          now))
+          break;
+        entry->extend(now, guard.limits().idle_timeout);
+        bool ok = read_frame(in, parsed, ring, stash);
+        entry->clear_deadline();
+        guard.refund(announced);
+        if (!ok)
           break;
         constexpr auto relaxed = std::memory_order_relaxed;
         stat->frames.store(stat->frames.load(relaxed) + 1, relaxed);
@@ -339,10 +364,11 @@ void serve(int fd, tls_socket::security_ptr sec,
     // An allocation the frame announced failed: drop the connection.
   }
   tls.reset();
+  // Out of the guard before the number can be reused.
+  guard.release(entry);
   close_fd(fd);
   auto& r = *reg;
-  std::lock_guard<std::mutex> guard{r.mtx};
-  --r.incoming;
+  std::lock_guard<std::mutex> lock{r.mtx};
   std::erase(r.incoming_stats, stat);
 }
 
@@ -359,22 +385,25 @@ void accept_loop(int fd, tls_socket::security_ptr sec,
       }
       return;
     }
-    {
-      auto& r = *reg;
-      std::lock_guard<std::mutex> guard{r.mtx};
-      if (r.incoming >= max_incoming) {
-        close_fd(conn);
-        continue;
-      }
-      ++r.incoming;
+    auto entry = reg->guard->admit(conn, peer_address(conn), "tensor channel",
+                                   std::chrono::steady_clock::now());
+    if (!entry) {
+      close_fd(conn);
+      continue;
     }
     int one = 1;
     ::setsockopt(conn, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    std::thread{serve, conn, sec, reg}.detach();
+    std::thread{serve, conn, sec, reg, std::move(entry)}.detach();
   }
 }
 
 } // namespace
+
+std::shared_ptr<connection_guard> channel_guard(caf::actor_system& sys) {
+  auto limits = guard_limits_of(sys);
+  limits.max_connections = std::min(limits.max_connections, max_incoming);
+  return make_watched_guard(limits);
+}
 
 uint16_t listen_on(const std::string& host,
                    const tls_socket::security_ptr& sec,

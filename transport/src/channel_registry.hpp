@@ -20,6 +20,7 @@
 #include <caf/fwd.hpp>
 #include <caf/weak_intrusive_ptr.hpp>
 
+#include "connection_guard.hpp"
 #include "tls_socket.hpp"
 
 namespace actorflow::tensor_channel {
@@ -31,6 +32,10 @@ class link;
 inline constexpr uint64_t ring_min_data = 16 << 10;
 // Each incoming connection is a thread: a bound on what peers can open.
 inline constexpr size_t max_incoming = 256;
+
+/// The guard of a system's channel listeners: its limits, with at most
+/// max_incoming connections.
+std::shared_ptr<connection_guard> channel_guard(caf::actor_system& sys);
 inline constexpr int connect_timeout_ms = 5000;
 
 // This process's totals (channel_info.hpp), over every actor system.
@@ -75,7 +80,10 @@ struct channel_registry {
   std::unordered_map<uint64_t, caf::weak_actor_ptr> inboxes;
   uint64_t next_inbox = 1;
   std::map<std::string, std::shared_ptr<link>> links;
-  size_t incoming = 0;
+  // Admits incoming connections (at most max_incoming: each is a thread),
+  // bounds their handshake and stalled frames and the bytes announced;
+  // made with the first listener.
+  std::shared_ptr<connection_guard> guard;
 };
 
 // Binds a listener for `reg` on `host`, port 0, and serves it on a thread

@@ -45,16 +45,23 @@ std::shared_ptr<system_entry> entry_of(caf::actor_system& sys) {
       return slot;
     slot = entry = std::make_shared<system_entry>();
   }
+  auto drop = [key = &sys, entry] {
+    auto& t = table();
+    std::lock_guard<std::mutex> guard{t.mtx};
+    auto i = t.by_system.find(key);
+    if (i != t.by_system.end() && i->second == entry)
+      t.by_system.erase(i);
+  };
+  if (!sys.has_middleman())
+    return entry;
   // Outside the lock: the functor runs at once if the middleman's actor
-  // is gone already (a system shutting down).
-  if (sys.has_middleman())
-    sys.middleman().actor_handle()->attach_functor([key = &sys, entry] {
-      auto& t = table();
-      std::lock_guard<std::mutex> guard{t.mtx};
-      auto i = t.by_system.find(key);
-      if (i != t.by_system.end() && i->second == entry)
-        t.by_system.erase(i);
-    });
+  // is gone already (a system shutting down); a middleman that stopped
+  // has no actor left at all (an actor cleaning up after it asked): then
+  // the entry is not kept either.
+  if (auto handle = sys.middleman().actor_handle())
+    handle->attach_functor(std::move(drop));
+  else
+    drop();
   return entry;
 }
 

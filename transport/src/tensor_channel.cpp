@@ -499,8 +499,11 @@ std::string open_inbox(const std::string& host, const caf::actor& exec) {
   auto& r = *reg;
   std::lock_guard<std::mutex> guard{r.mtx};
   auto p = r.ports.find(key);
-  if (p == r.ports.end())
+  if (p == r.ports.end()) {
+    if (!r.guard)
+      r.guard = channel_guard(exec->home_system());
     p = r.ports.emplace(key, listen_on(host, sec, reg)).first;
+  }
   if (p->second == 0)
     return {};
   auto id = r.next_inbox++;

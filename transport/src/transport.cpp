@@ -18,6 +18,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -41,8 +42,11 @@
 #include <caf/io/network/doorman_impl.hpp>
 #include <caf/io/network/stream_impl.hpp>
 #include <caf/io/scribe.hpp>
+#include <caf/policy/tcp.hpp>
 
 #include "actorflow/graph/status.hpp"
+#include "actorflow/transport/system_data.hpp"
+#include "connection_guard.hpp"
 #include "tls_context.hpp"
 
 namespace actorflow {
@@ -215,46 +219,93 @@ private:
   std::string verify_error_;
 };
 
-class tls_policy {
+// -- guarded connections -------------------------------------------------------
+
+// CAF's connections, plain or TLS, under the system's connection_guard:
+// the stream policy reads through TLS when there is a session, and keeps
+// the connection's deadline moving while an established peer talks.
+class guarded_policy {
 public:
-  explicit tls_policy(std::unique_ptr<tls_session> s) : s_(std::move(s)) {
+  guarded_policy(std::unique_ptr<tls_session> s,
+                 std::shared_ptr<connection_guard> guard,
+                 connection_guard::entry_ptr entry)
+    : s_(std::move(s)), guard_(std::move(guard)), entry_(std::move(entry)) {
     // nop
   }
 
+  // Before the socket closes (the policy is a member of the stream, which
+  // closes its descriptor last): the watchdog must not shut it down once
+  // the number may be reused.
+  ~guarded_policy() {
+    if (guard_)
+      guard_->release(entry_);
+  }
+
+  guarded_policy(const guarded_policy&) = delete;
+  guarded_policy& operator=(const guarded_policy&) = delete;
+
   rw_state read_some(size_t& result, native_socket fd, void* buf,
                      size_t len) {
-    return s_->read_some(result, fd, buf, len);
+    auto r = s_ ? s_->read_some(result, fd, buf, len)
+                : caf::policy::tcp::read_some(result, fd, buf, len);
+    if (result > 0 && entry_ && entry_->established())
+      entry_->extend(clock_type::now(), guard_->limits().idle_timeout);
+    return r;
   }
 
   rw_state write_some(size_t& result, native_socket fd, const void* buf,
                       size_t len) {
-    return s_->write_some(result, fd, buf, len);
+    return s_ ? s_->write_some(result, fd, buf, len)
+              : caf::policy::tcp::write_some(result, fd, buf, len);
   }
 
   bool must_read_more(native_socket fd, size_t threshold) {
-    return s_->must_read_more(fd, threshold);
+    return s_ ? s_->must_read_more(fd, threshold)
+              : caf::policy::tcp::must_read_more(fd, threshold);
   }
 
 private:
   std::unique_ptr<tls_session> s_;
+  std::shared_ptr<connection_guard> guard_;
+  connection_guard::entry_ptr entry_;
 };
 
-class tls_scribe : public caf::io::scribe {
+// A CAF connection whose reads are bounded: CAF 0.17 allocates and zeroes
+// whatever payload a BASP header announces, so each read BASP asks for is
+// checked against the guard's limits (and charged to its in-flight
+// budget) before the stream allocates it; a larger one shuts the socket
+// down, and BASP sees the connection end.
+class guarded_scribe : public caf::io::scribe {
 public:
-  tls_scribe(default_mpx& mpx, native_socket fd,
-             std::unique_ptr<tls_session> s)
+  guarded_scribe(default_mpx& mpx, native_socket fd,
+                 std::unique_ptr<tls_session> s,
+                 std::shared_ptr<connection_guard> guard,
+                 connection_guard::entry_ptr entry, std::string peer)
     : scribe(caf::io::network::conn_hdl_from_socket(fd)),
-      stream_(mpx, fd, std::move(s)) {
+      guard_(guard),
+      entry_(entry),
+      peer_(std::move(peer)),
+      stream_(mpx, fd, std::move(s), std::move(guard), std::move(entry)) {
     // nop
   }
 
+  ~guarded_scribe() override {
+    guard_->refund(charged_);
+  }
+
   void configure_read(caf::io::receive_policy::config config) override {
+    if (!admit_read(config.second)) {
+      // The old read size stays (nothing is allocated); the stream reads
+      // the end of the connection next.
+      ::shutdown(stream_.fd(), SHUT_RDWR);
+      return;
+    }
     stream_.configure_read(config);
     if (!launched_) {
       launched_ = true;
       stream_.start(this);
-      // A write event runs the handshake's first steps even when CAF has
-      // nothing to write yet.
+      // A write event runs a TLS handshake's first steps even when CAF
+      // has nothing to write yet.
       stream_.force_empty_write(this);
     }
   }
@@ -299,8 +350,44 @@ public:
   }
 
 private:
+  // Whether BASP may read `n` bytes next. Its reads go header, payload,
+  // header: the third is asked for once BASP accepted the peer's
+  // handshake, and from then on the connection is established.
+  bool admit_read(size_t n) {
+    auto now = clock_type::now();
+    if (++reads_ == 3) {
+      if (entry_) {
+        entry_->set_established();
+        entry_->extend(now, guard_->limits().idle_timeout);
+      }
+    }
+    const auto& limits = guard_->limits();
+    bool established = reads_ >= 3;
+    auto limit = established ? limits.max_message_bytes
+                             : limits.max_handshake_bytes;
+    if (n > limit) {
+      guard_->say("dropped the CAF connection " + peer_ + ": it announced "
+                    + std::to_string(n) + " bytes (at most "
+                    + std::to_string(limit)
+                    + (established ? "" : " before its handshake") + ")",
+                  now);
+      return false;
+    }
+    if (n > charged_) {
+      if (!guard_->charge(n - charged_, "the CAF connection " + peer_, now))
+        return false;
+      charged_ = n;
+    }
+    return true;
+  }
+
+  std::shared_ptr<connection_guard> guard_;
+  connection_guard::entry_ptr entry_;
+  std::string peer_;
   bool launched_ = false;
-  caf::io::network::stream_impl<tls_policy> stream_;
+  size_t reads_ = 0;
+  uint64_t charged_ = 0;
+  caf::io::network::stream_impl<guarded_policy> stream_;
 };
 
 void set_nodelay(native_socket fd) {
@@ -308,11 +395,14 @@ void set_nodelay(native_socket fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-class tls_doorman : public caf::io::network::doorman_impl {
+// Admits each connection through the guard, and with TLS starts its
+// session.
+class guarded_doorman : public caf::io::network::doorman_impl {
 public:
-  tls_doorman(default_mpx& mpx, native_socket fd,
-              std::shared_ptr<tls_state> state)
-    : doorman_impl(mpx, fd), state_(std::move(state)) {
+  guarded_doorman(default_mpx& mpx, native_socket fd,
+                  std::shared_ptr<tls_state> state,
+                  std::shared_ptr<connection_guard> guard)
+    : doorman_impl(mpx, fd), state_(std::move(state)), guard_(std::move(guard)) {
     // nop
   }
 
@@ -321,16 +411,27 @@ public:
       return false;
     auto& mpx = acceptor_.backend();
     auto fd = acceptor_.accepted_socket();
-    caf::io::network::nonblocking(fd, true);
-    set_nodelay(fd);
-    auto s = std::make_unique<tls_session>(state_, fd, true, "");
-    if (!s->valid()) {
-      state_->say("cannot start a TLS session for " + peer_of(fd) + ": "
-                  + ssl_errors());
+    auto entry = guard_->admit(fd, peer_address(fd),
+                               state_ ? "CAF (TLS)" : "CAF", clock_type::now());
+    if (!entry) {
       caf::io::network::close_socket(fd);
       return false;
     }
-    auto scribe = caf::make_counted<tls_scribe>(mpx, fd, std::move(s));
+    caf::io::network::nonblocking(fd, true);
+    set_nodelay(fd);
+    std::unique_ptr<tls_session> s;
+    if (state_) {
+      s = std::make_unique<tls_session>(state_, fd, true, "");
+      if (!s->valid()) {
+        state_->say("cannot start a TLS session for " + peer_of(fd) + ": "
+                    + ssl_errors());
+        guard_->release(entry);
+        caf::io::network::close_socket(fd);
+        return false;
+      }
+    }
+    auto scribe = caf::make_counted<guarded_scribe>(
+      mpx, fd, std::move(s), guard_, std::move(entry), "from " + peer_of(fd));
     auto hdl = scribe->hdl();
     parent()->add_scribe(std::move(scribe));
     return doorman::new_connection(&mpx, hdl);
@@ -338,6 +439,7 @@ public:
 
 private:
   std::shared_ptr<tls_state> state_;
+  std::shared_ptr<connection_guard> guard_;
 };
 
 // A TCP connection to host:port within `timeout` (CAF's own connect
@@ -394,23 +496,31 @@ caf::expected<native_socket> connect_within(const std::string& host,
   return fail(why);
 }
 
-class tls_middleman_actor : public caf::io::middleman_actor_impl {
+// The middleman actor everything in actorflow connects and publishes
+// through (transport_actor): its connect/open make guarded scribes and
+// doormen, over TLS when the system has it.
+class guarded_middleman_actor : public caf::io::middleman_actor_impl {
 public:
-  tls_middleman_actor(caf::actor_config& cfg, caf::actor broker,
-                      std::shared_ptr<tls_state> state)
-    : middleman_actor_impl(cfg, std::move(broker)), state_(std::move(state)) {
+  guarded_middleman_actor(caf::actor_config& cfg, caf::actor broker,
+                          std::shared_ptr<tls_state> state,
+                          std::shared_ptr<connection_guard> guard)
+    : middleman_actor_impl(cfg, std::move(broker)),
+      state_(std::move(state)),
+      guard_(std::move(guard)) {
     // nop
   }
 
   const char* name() const override {
-    return "actorflow_tls_middleman";
+    return "actorflow_middleman";
   }
   void on_exit() override {
     middleman_actor_impl::on_exit();
     // The state's handle would keep this actor (and the system's
     // shutdown, which waits for it) alive.
-    std::lock_guard<std::mutex> guard{state_->mtx};
-    state_->actor = nullptr;
+    if (state_) {
+      std::lock_guard<std::mutex> guard{state_->mtx};
+      state_->actor = nullptr;
+    }
   }
 
 protected:
@@ -418,17 +528,25 @@ protected:
                                              uint16_t port) override {
     auto endpoint = host + ":" + std::to_string(port);
     // A reason from an earlier attempt must not explain this one.
-    state_->clear_failure(endpoint);
-    auto fd = connect_within(host, port, state_->cfg.handshake_timeout);
+    if (state_)
+      state_->clear_failure(endpoint);
+    auto fd = connect_within(host, port,
+                             state_ ? state_->cfg.handshake_timeout
+                                    : guard_->limits().handshake_timeout);
     if (!fd)
       return std::move(fd.error());
-    auto s = std::make_unique<tls_session>(state_, *fd, false, endpoint);
-    if (!s->valid()) {
-      caf::io::network::close_socket(*fd);
-      return caf::make_error(caf::sec::cannot_connect_to_node,
-                             "cannot start a TLS session: " + ssl_errors());
+    std::unique_ptr<tls_session> s;
+    if (state_) {
+      s = std::make_unique<tls_session>(state_, *fd, false, endpoint);
+      if (!s->valid()) {
+        caf::io::network::close_socket(*fd);
+        return caf::make_error(caf::sec::cannot_connect_to_node,
+                               "cannot start a TLS session: " + ssl_errors());
+      }
     }
-    return caf::make_counted<tls_scribe>(mpx(), *fd, std::move(s));
+    // Outgoing: bounded reads, no admission (this process chose the peer).
+    return caf::make_counted<guarded_scribe>(mpx(), *fd, std::move(s), guard_,
+                                             nullptr, "to " + endpoint);
   }
 
   caf::expected<caf::io::doorman_ptr> open(uint16_t port, const char* addr,
@@ -436,7 +554,7 @@ protected:
     auto fd = caf::io::network::new_tcp_acceptor_impl(port, addr, reuse);
     if (!fd)
       return std::move(fd.error());
-    return caf::make_counted<tls_doorman>(mpx(), *fd, state_);
+    return caf::make_counted<guarded_doorman>(mpx(), *fd, state_, guard_);
   }
 
 private:
@@ -445,7 +563,38 @@ private:
   }
 
   std::shared_ptr<tls_state> state_;
+  std::shared_ptr<connection_guard> guard_;
 };
+
+// A system's guarded middleman actor without TLS (system_data.hpp), made
+// by the first transport_actor call.
+struct plain_slot {
+  std::mutex mtx;
+  caf::io::middleman_actor actor;
+};
+
+// Spawns the guarded middleman actor of `sys` and ties its end to CAF's
+// own middleman actor, which the middleman kills when it stops (the
+// system's shutdown then waits for detached actors); `on_end` runs then.
+caf::io::middleman_actor spawn_guarded(caf::actor_system& sys,
+                                       std::shared_ptr<tls_state> state,
+                                       std::function<void()> on_end) {
+  auto broker
+    = sys.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP"));
+  // Detached, as CAF's own middleman actor: connect() blocks for up to the
+  // handshake timeout.
+  auto actor = sys.spawn<guarded_middleman_actor, caf::detached + caf::hidden>(
+    broker, std::move(state), connection_guard_of(sys));
+  auto weak = caf::actor_cast<caf::weak_actor_ptr>(actor);
+  sys.middleman().actor_handle()->attach_functor(
+    [weak, on_end = std::move(on_end)] {
+      // Like CAF's, it traps exit reasons other than kill.
+      if (auto a = caf::actor_cast<caf::actor>(weak))
+        caf::anon_send_exit(a, caf::exit_reason::kill);
+      on_end();
+    });
+  return actor;
+}
 
 } // namespace
 
@@ -475,29 +624,38 @@ void enable_tls(caf::actor_system& sys, const tls_config& cfg) {
   state->loaded = stamps_of(cfg);
   if (!state->ctx)
     throw op_error(error_code::invalid_argument, why);
+  {
+    auto plain = system_data<plain_slot>(sys);
+    std::lock_guard<std::mutex> guard{plain->mtx};
+    if (plain->actor)
+      throw op_error(error_code::failed_precondition,
+                     "TLS must be enabled before the actor system's first "
+                     "connection");
+  }
   auto slot = tls_slot_of(sys);
-  std::lock_guard<std::mutex> guard{slot->mtx};
-  if (slot->state != nullptr)
+  auto taken = [&] {
+    std::lock_guard<std::mutex> guard{slot->mtx};
+    return slot->state != nullptr;
+  };
+  if (taken())
     throw op_error(error_code::failed_precondition,
                    "TLS is enabled for this actor system already");
-  auto broker
-    = sys.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP"));
-  // Detached, as CAF's own middleman actor: connect() blocks for up to the
-  // handshake timeout.
-  state->actor = sys.spawn<tls_middleman_actor, caf::detached + caf::hidden>(
-    broker, state);
-  slot->state = state;
-  // Goes with CAF's own middleman actor, which the middleman kills when it
-  // stops (the system's shutdown then waits for detached actors), and the
-  // system's TLS state with it.
-  auto weak = caf::actor_cast<caf::weak_actor_ptr>(state->actor);
-  sys.middleman().actor_handle()->attach_functor([weak, slot] {
-    // Like CAF's, it traps exit reasons other than kill.
-    if (auto actor = caf::actor_cast<caf::actor>(weak))
-      caf::anon_send_exit(actor, caf::exit_reason::kill);
+  // Spawned without the lock: a middleman that is gone already runs the
+  // end at once, which takes the lock.
+  std::weak_ptr<tls_state> weak_state = state;
+  auto actor = spawn_guarded(sys, state, [slot, weak_state] {
     std::lock_guard<std::mutex> guard{slot->mtx};
-    slot->state = nullptr;
+    if (slot->state == weak_state.lock())
+      slot->state = nullptr;
   });
+  std::lock_guard<std::mutex> guard{slot->mtx};
+  if (slot->state != nullptr) {
+    caf::anon_send_exit(actor, caf::exit_reason::kill);
+    throw op_error(error_code::failed_precondition,
+                   "TLS is enabled for this actor system already");
+  }
+  state->actor = actor;
+  slot->state = state;
 }
 
 bool tls_enabled(caf::actor_system& sys) {
@@ -519,7 +677,24 @@ caf::io::middleman_actor transport_actor(caf::actor_system& sys) {
     std::lock_guard<std::mutex> guard{state->mtx};
     return state->actor;
   }
-  return sys.middleman().actor_handle();
+  auto plain = system_data<plain_slot>(sys);
+  {
+    std::lock_guard<std::mutex> guard{plain->mtx};
+    if (plain->actor)
+      return plain->actor;
+  }
+  // Spawned without the lock: a middleman that is gone already runs the
+  // end at once, which takes the lock.
+  auto actor = spawn_guarded(sys, nullptr, [plain] {
+    std::lock_guard<std::mutex> guard{plain->mtx};
+    plain->actor = nullptr;
+  });
+  std::lock_guard<std::mutex> guard{plain->mtx};
+  if (plain->actor)
+    caf::anon_send_exit(actor, caf::exit_reason::kill);
+  else
+    plain->actor = actor;
+  return plain->actor;
 }
 
 std::string last_tls_failure(caf::actor_system& sys, const std::string& host,

@@ -15,11 +15,11 @@ std::string c_escape(std::string_view text);
 /// Text from outside the process (a peer's node name, a Print message, a
 /// certificate's subject, an address) made safe to write into a log line:
 /// printable ASCII and valid UTF-8 stay as they are; a backslash becomes
-/// "\\"; newline, carriage return and tab "\n", "\r", "\t"; every other
-/// control character (ESC "\x1b", DEL "\x7f", the C1 controls U+0080 to
+/// `\\`; newline, carriage return and tab `\n`, `\r`, `\t`; every other
+/// control character (ESC `\x1b`, DEL `\x7f`, the C1 controls U+0080 to
 /// U+009F), the line and paragraph separators, the bidirectional overrides
 /// and isolates (U+202A to U+202E, U+2066 to U+2069, U+200E, U+200F,
-/// U+061C) and each byte of invalid UTF-8 "\xNN", one per byte. So an
+/// U+061C) and each byte of invalid UTF-8 `\xNN`, one per byte. So an
 /// escaped text is one line that cannot move the cursor, recolour the
 /// terminal, reorder what follows it or end the log line early, and the
 /// original bytes can be read back from it.

@@ -1,0 +1,269 @@
+#include "connection_guard.hpp"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <cstdio>
+#include <thread>
+#include <utility>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/settings.hpp>
+
+#include "actorflow/transport/system_data.hpp"
+
+namespace actorflow {
+
+connection_guard::connection_guard(guard_limits limits,
+                                   std::function<void(int)> shut,
+                                   std::function<void(const std::string&)> log)
+  : limits_(limits), shut_(std::move(shut)), log_(std::move(log)) {
+  // nop
+}
+
+connection_guard::entry_ptr
+connection_guard::admit(int fd, const std::string& peer,
+                        const std::string& what, time_point now) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto& mine = per_peer_[peer];
+  for (;;) {
+    bool peer_full = mine >= limits_.max_per_peer;
+    bool all_full = open_.size() >= limits_.max_connections;
+    if (!peer_full && !all_full)
+      break;
+    // The oldest that has not finished its handshake makes room.
+    entry* victim = nullptr;
+    for (auto& [seq, e] : open_)
+      if (!e->shut_ && !e->established()
+          && (!peer_full || e->peer_ == peer)) {
+        victim = e.get();
+        break;
+      }
+    if (victim == nullptr) {
+      say_locked("refused " + what + " connection from " + peer + ": "
+                   + (peer_full ? std::to_string(mine)
+                                    + " connections from it are open"
+                                : std::to_string(open_.size())
+                                    + " connections are open")
+                   + ", all past their handshake",
+                 now);
+      if (mine == 0)
+        per_peer_.erase(peer);
+      return nullptr;
+    }
+    say_locked("closed a " + what + " connection from " + victim->peer_
+                 + " that had not finished its handshake, to make room for "
+                 + peer,
+               now);
+    shut_locked(*victim);
+    // Counted out now: its owner's release finds it gone.
+    auto keep = open_.at(victim->seq_);
+    open_.erase(victim->seq_);
+    if (auto i = per_peer_.find(victim->peer_); i != per_peer_.end()
+                                                 && --i->second == 0
+                                                 && victim->peer_ != peer)
+      per_peer_.erase(i);
+  }
+  auto e = std::make_shared<entry>();
+  e->peer_ = peer;
+  e->fd_ = fd;
+  e->seq_ = next_seq_++;
+  e->extend(now, limits_.handshake_timeout);
+  open_.emplace(e->seq_, e);
+  ++mine;
+  return e;
+}
+
+void connection_guard::release(const entry_ptr& e) {
+  if (!e)
+    return;
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto i = open_.find(e->seq_);
+  if (i == open_.end() || i->second != e)
+    return;
+  open_.erase(i);
+  if (auto j = per_peer_.find(e->peer_); j != per_peer_.end() && --j->second == 0)
+    per_peer_.erase(j);
+  // Its owner closes the socket next: never shut it down from here again.
+  e->fd_ = -1;
+}
+
+size_t connection_guard::expire(time_point now) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  size_t n = 0;
+  auto now_ns = now.time_since_epoch().count();
+  for (auto& [seq, e] : open_) {
+    auto deadline = e->deadline_ns_.load(std::memory_order_relaxed);
+    if (e->shut_ || deadline == 0 || deadline > now_ns)
+      continue;
+    say_locked("closed the connection from " + e->peer_ + ": "
+                 + (e->established() ? "silent" : "no handshake")
+                 + " for "
+                 + std::to_string(e->established()
+                                    ? limits_.idle_timeout.count()
+                                    : limits_.handshake_timeout.count())
+                 + " ms",
+               now);
+    shut_locked(*e);
+    ++n;
+  }
+  return n;
+}
+
+bool connection_guard::charge(uint64_t n, const std::string& who,
+                              time_point now) {
+  auto cur = inflight_.load(std::memory_order_relaxed);
+  do {
+    if (n > limits_.max_inflight_bytes
+        || cur > limits_.max_inflight_bytes - n) {
+      std::lock_guard<std::mutex> guard{mtx_};
+      say_locked("refused " + std::to_string(n) + " bytes announced by "
+                   + who + ": " + std::to_string(cur)
+                   + " bytes from peers are in flight already (at most "
+                   + std::to_string(limits_.max_inflight_bytes) + ")",
+                 now);
+      return false;
+    }
+  } while (!inflight_.compare_exchange_weak(cur, cur + n,
+                                            std::memory_order_relaxed));
+  return true;
+}
+
+void connection_guard::refund(uint64_t n) noexcept {
+  inflight_.fetch_sub(n, std::memory_order_relaxed);
+}
+
+void connection_guard::say(const std::string& line, time_point now) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  say_locked(line, now);
+}
+
+size_t connection_guard::size() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return open_.size();
+}
+
+size_t connection_guard::size(const std::string& peer) const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto i = per_peer_.find(peer);
+  return i == per_peer_.end() ? 0 : i->second;
+}
+
+void connection_guard::shut_locked(entry& e) {
+  e.shut_ = true;
+  e.clear_deadline();
+  if (e.fd_ >= 0 && shut_)
+    shut_(e.fd_);
+}
+
+void connection_guard::say_locked(const std::string& line, time_point now) {
+  if (now - log_window_ >= limits_.log_interval) {
+    if (held_back_ > 0 && log_)
+      log_(std::to_string(held_back_) + " more such lines in the last "
+           + std::to_string(limits_.log_interval.count()) + " ms");
+    log_window_ = now;
+    logged_ = 0;
+    held_back_ = 0;
+  }
+  if (logged_ >= limits_.log_burst) {
+    ++held_back_;
+    return;
+  }
+  ++logged_;
+  if (log_)
+    log_(line);
+}
+
+std::string peer_address(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  char host[NI_MAXHOST];
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0
+      || ::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host,
+                       sizeof(host), nullptr, 0, NI_NUMERICHOST)
+           != 0)
+    return "?";
+  return host;
+}
+
+namespace {
+
+struct guard_slot {
+  std::mutex mtx;
+  std::shared_ptr<connection_guard> guard;
+};
+
+std::chrono::milliseconds option_ms(caf::actor_system& sys, const char* key,
+                                    std::chrono::milliseconds fallback) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(caf::get_or(
+    sys.config(), key, caf::timespan{fallback}));
+}
+
+uint64_t option_bytes(caf::actor_system& sys, const char* key,
+                      uint64_t fallback) {
+  auto v = caf::get_or(sys.config(), key, static_cast<int64_t>(fallback));
+  return v > 0 ? static_cast<uint64_t>(v) : fallback;
+}
+
+// Shuts down connections past their deadline four times a second, for as
+// long as the guard lives.
+void watch(std::weak_ptr<connection_guard> weak) {
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    auto guard = weak.lock();
+    if (!guard)
+      return;
+    guard->expire(connection_guard::clock_type::now());
+  }
+}
+
+} // namespace
+
+guard_limits guard_limits_of(caf::actor_system& sys) {
+  guard_limits l;
+  auto count = [&](const char* key, size_t fallback) {
+    auto v = caf::get_or(sys.config(), key, static_cast<int64_t>(fallback));
+    return v > 0 ? static_cast<size_t>(v) : fallback;
+  };
+  l.max_connections = count("actorflow.max-connections", l.max_connections);
+  l.max_per_peer = count("actorflow.max-connections-per-peer", l.max_per_peer);
+  l.handshake_timeout = option_ms(sys, "actorflow.handshake-timeout",
+                                  l.handshake_timeout);
+  l.idle_timeout = option_ms(sys, "actorflow.idle-timeout", l.idle_timeout);
+  l.max_message_bytes = option_bytes(sys, "actorflow.max-message-bytes",
+                                     l.max_message_bytes);
+  // A quarter of the machine's memory (at least 256 MiB) unless set.
+  auto pages = ::sysconf(_SC_PHYS_PAGES);
+  auto page = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0)
+    l.max_inflight_bytes = std::max<uint64_t>(
+      uint64_t{256} << 20, static_cast<uint64_t>(pages)
+                             * static_cast<uint64_t>(page) / 4);
+  l.max_inflight_bytes = option_bytes(sys, "actorflow.max-inflight-bytes",
+                                      l.max_inflight_bytes);
+  return l;
+}
+
+std::shared_ptr<connection_guard> make_watched_guard(guard_limits limits) {
+  auto guard = std::make_shared<connection_guard>(
+    limits, [](int fd) { ::shutdown(fd, SHUT_RDWR); },
+    [](const std::string& line) {
+      std::fprintf(stderr, "actorflow: warning: %s\n", line.c_str());
+    });
+  std::thread{watch, std::weak_ptr<connection_guard>{guard}}.detach();
+  return guard;
+}
+
+std::shared_ptr<connection_guard> connection_guard_of(caf::actor_system& sys) {
+  auto slot = system_data<guard_slot>(sys);
+  std::lock_guard<std::mutex> lock{slot->mtx};
+  if (!slot->guard)
+    slot->guard = make_watched_guard(guard_limits_of(sys));
+  return slot->guard;
+}
+
+} // namespace actorflow
