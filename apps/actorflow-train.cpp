@@ -193,12 +193,10 @@ std::unique_ptr<optimizer> make_optimizer(const train_options& opts,
 /// restored checkpoint or fresh variables, the global step.
 class report_hook : public session_run_hook {
 public:
-  report_hook(bool chief, std::string who, variable global_step,
-              std::optional<std::string> checkpoint_dir)
+  report_hook(bool chief, std::string who, variable global_step)
     : chief_(chief),
       who_(std::move(who)),
-      global_step_(std::move(global_step)),
-      checkpoint_dir_(std::move(checkpoint_dir)) {
+      global_step_(std::move(global_step)) {
     // nop
   }
 
@@ -217,11 +215,10 @@ public:
       restoring_.clear();
       return;
     }
-    // The chief restored the latest checkpoint if there was one; it is
-    // the only one writing them.
-    auto restored = chief_ && checkpoint_dir_
-                      ? latest_checkpoint(*checkpoint_dir_)
-                      : std::string{};
+    // The chief restored the newest checkpoint that restores, if there
+    // was one (its session's last "Restoring parameters from" line).
+    auto restored = chief_ ? restoring_ : std::string{};
+    restoring_.clear();
     if (!restored.empty())
       say(who_ + ": restored " + restored + " (global step "
           + std::to_string(global_) + ")");
@@ -245,7 +242,6 @@ private:
   bool chief_;
   std::string who_;
   variable global_step_;
-  std::optional<std::string> checkpoint_dir_;
   int64_t global_ = 0;
   int created_ = 0;
   std::string restoring_;
@@ -406,15 +402,14 @@ int run_worker(const train_options& opts, const task_config& cfg) {
       + ")");
 
   // TF's MonitoredTrainingSession: the chief initializes the variables or
-  // restores the latest checkpoint of --checkpoint_dir (and saves one
-  // every --save_steps global steps and at the end); the others wait for
-  // it. A lost ps task re-creates the session the same way, so training
+  // restores the newest checkpoint of --checkpoint_dir that restores (and
+  // saves one every --save_steps global steps and at the end); the others
+  // wait for it. A lost ps task re-creates the session the same way, so training
   // continues from the last checkpoint.
   session_config config;
   config.operation_timeout_in_ms = static_cast<int64_t>(opts.step_timeout
                                                         * 1000);
-  auto report = std::make_shared<report_hook>(chief, who, global_step,
-                                              opts.checkpoint_dir);
+  auto report = std::make_shared<report_hook>(chief, who, global_step);
   monitored_training_session_options mo;
   mo.master = srv.target();
   mo.is_chief = chief;

@@ -143,6 +143,18 @@ void checkpoint_saver_hook::begin() {
     throw op_error(error_code::permission_denied,
                    "CheckpointSaverHook: cannot create checkpoint_dir "
                      + opts_.checkpoint_dir + ": " + ec.message());
+  // What saves of an earlier run left when they were killed: the chief is
+  // the only one saving here, and it has not started to.
+  auto removed = remove_checkpoint_leftovers(opts_.checkpoint_dir);
+  if (!removed.empty()) {
+    std::string names;
+    for (auto& f : removed)
+      names += (names.empty() ? "" : ", ")
+               + std::filesystem::path{f}.filename().string();
+    write_log(opts_.log, "Removed " + std::to_string(removed.size())
+                           + " leftover file(s) of interrupted saves from "
+                           + opts_.checkpoint_dir + ": " + names);
+  }
   // Take over the checkpoints of an earlier run, so that max_to_keep
   // deletes them in turn.
   if (auto state = get_checkpoint_state(opts_.checkpoint_dir))
@@ -152,9 +164,20 @@ void checkpoint_saver_hook::begin() {
 void checkpoint_saver_hook::after_create_session(session& sess,
                                                  coordinator&) {
   // TF saves right away: a checkpoint of the start (or of the restored
-  // state) exists before the first step.
+  // state) exists before the first step. Not the checkpoint the session
+  // was just restored from, though: it holds these values already.
   auto step = step_of(sess.run(global_step_));
   timer_.update_last_triggered_step(step);
+  auto path = prefix_ + "-" + std::to_string(step);
+  const auto& restored = opts_.saver->last_restored();
+  if (!restored.empty()
+      && std::filesystem::path{restored}.lexically_normal()
+           == std::filesystem::path{path}.lexically_normal()) {
+    write_log(opts_.log, "Not saving checkpoints for " + std::to_string(step)
+                           + ": the session was just restored from "
+                           + restored + ".");
+    return;
+  }
   save(sess, step);
 }
 

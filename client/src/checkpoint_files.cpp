@@ -15,6 +15,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <random>
 #include <system_error>
 
@@ -195,7 +197,7 @@ std::string frame(const frame_info& info, std::string_view payload) {
   w.raw(frame_magic, sizeof frame_magic);
   w.u8(static_cast<uint8_t>(info.kind));
   w.u8(frame_version);
-  w.u8(0);
+  w.u8(info.flags);
   w.u8(0);
   w.u64(info.id);
   w.u32(info.shard);
@@ -267,7 +269,56 @@ std::string_view unframe(const std::string& file, std::string_view bytes,
                       + " vs. calculated on the restored bytes "
                       + crc_text(actual_crc));
   info.kind = static_cast<char>(k);
+  info.flags = reserved[0];
   return payload;
+}
+
+bool peek_frame(const std::string& file, frame_info& info) {
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  char buf[frame_header_size];
+  size_t got = 0;
+  while (got < sizeof buf) {
+    auto n = ::read(fd, buf + got, sizeof buf - got);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (got < sizeof buf)
+    return false;
+  std::string_view bytes{buf, sizeof buf};
+  if (bytes.substr(0, 4) != std::string_view{frame_magic, sizeof frame_magic}
+      || static_cast<uint8_t>(bytes[5]) != frame_version)
+    return false;
+  byte_reader r{bytes};
+  char skip[4];
+  uint8_t k = 0;
+  uint8_t version = 0;
+  uint8_t flags = 0;
+  uint8_t reserved = 0;
+  uint64_t length = 0;
+  uint32_t payload_crc = 0;
+  uint32_t header_crc = 0;
+  r.raw(skip, sizeof skip);
+  r.u8(k);
+  r.u8(version);
+  r.u8(flags);
+  r.u8(reserved);
+  r.u64(info.id);
+  r.u32(info.shard);
+  r.u32(info.count);
+  r.u64(length);
+  r.u32(payload_crc);
+  r.u32(header_crc);
+  if (header_crc != crc32_of(bytes.substr(0, 36)))
+    return false;
+  info.kind = static_cast<char>(k);
+  info.flags = flags;
+  return true;
 }
 
 // -- checkpoint files -------------------------------------------------------------
@@ -284,41 +335,70 @@ std::string data_file(const std::string& prefix, uint32_t shard,
          + five_digits(count);
 }
 
-/// If `name` is "<base>.data-NNNNN-of-MMMMM", sets `count` to MMMMM.
-bool is_data_file_of(std::string_view name, std::string_view base,
-                     uint32_t& count) {
-  auto head = std::string{base} + ".data-";
-  if (name.size() != head.size() + 14 || name.substr(0, head.size()) != head)
-    return false;
-  auto rest = name.substr(head.size());
-  auto digits = [](std::string_view s) {
-    return std::all_of(s.begin(), s.end(),
-                       [](char c) { return c >= '0' && c <= '9'; });
-  };
-  if (!digits(rest.substr(0, 5)) || rest.substr(5, 4) != "-of-"
-      || !digits(rest.substr(9, 5)))
-    return false;
-  count = static_cast<uint32_t>(std::stoul(std::string{rest.substr(9, 5)}));
-  return true;
+std::string data_file(const std::string& prefix, uint32_t shard,
+                      uint32_t count, uint64_t id) {
+  return data_file(prefix, shard, count) + "." + hex16(id);
 }
 
-void remove_data_files(const std::string& prefix,
-                       const std::function<bool(uint32_t)>& pred) {
-  auto dir = dir_of(prefix);
-  auto base = fs::path(prefix).filename().string();
+namespace {
+
+bool all_digits(std::string_view s, bool hex) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [hex](char c) {
+    return (c >= '0' && c <= '9') || (hex && c >= 'a' && c <= 'f');
+  });
+}
+
+/// The directory's regular files' names ("." for "").
+std::vector<std::string> file_names(const std::string& dir) {
+  std::vector<std::string> names;
   std::error_code ec;
-  std::vector<fs::path> doomed;
   for (fs::directory_iterator it{dir.empty() ? fs::path{"."} : fs::path{dir},
                                  ec},
        end;
        !ec && it != end; it.increment(ec)) {
-    uint32_t count = 0;
-    auto name = it->path().filename().string();
-    if (is_data_file_of(name, base, count) && pred(count))
-      doomed.push_back(it->path());
+    std::error_code type_ec;
+    if (it->is_regular_file(type_ec))
+      names.push_back(it->path().filename().string());
   }
-  for (auto& p : doomed)
-    fs::remove(p, ec);
+  return names;
+}
+
+} // namespace
+
+bool parse_data_file(std::string_view name, std::string_view base,
+                     data_file_name& out) {
+  auto head = std::string{base} + ".data-";
+  // NNNNN-of-MMMMM, then nothing or "." and 16 hex digits.
+  if (name.size() < head.size() + 14 || name.substr(0, head.size()) != head)
+    return false;
+  auto rest = name.substr(head.size());
+  if (!all_digits(rest.substr(0, 5), false) || rest.substr(5, 4) != "-of-"
+      || !all_digits(rest.substr(9, 5), false))
+    return false;
+  auto tail = rest.substr(14);
+  data_file_name f;
+  if (!tail.empty()) {
+    if (tail.size() != 17 || tail[0] != '.' || !all_digits(tail.substr(1), true))
+      return false;
+    f.has_id = true;
+    f.id = std::stoull(std::string{tail.substr(1)}, nullptr, 16);
+  }
+  f.shard = static_cast<uint32_t>(std::stoul(std::string{rest.substr(0, 5)}));
+  f.count = static_cast<uint32_t>(std::stoul(std::string{rest.substr(9, 5)}));
+  out = f;
+  return true;
+}
+
+void remove_data_files(const std::string& prefix,
+                       const std::function<bool(const data_file_name&)>& pred) {
+  auto dir = dir_of(prefix);
+  auto base = fs::path(prefix).filename().string();
+  std::error_code ec;
+  for (auto& name : file_names(dir)) {
+    data_file_name f;
+    if (parse_data_file(name, base, f) && pred(f))
+      fs::remove(join(dir, name), ec);
+  }
 }
 
 /// TF's remove_checkpoint: the index first (so the checkpoint stops being
@@ -326,7 +406,79 @@ void remove_data_files(const std::string& prefix,
 void remove_checkpoint(const std::string& prefix) {
   std::error_code ec;
   fs::remove(prefix + ".index", ec);
-  remove_data_files(prefix, [](uint32_t) { return true; });
+  remove_data_files(prefix, [](const data_file_name&) { return true; });
+}
+
+std::vector<std::string> remove_leftovers(const std::string& dir) {
+  auto names = file_names(dir);
+  std::vector<std::string> doomed;
+  // What a data file name's base is: the name up to ".data-".
+  auto data_base = [](const std::string& name, data_file_name& f) {
+    auto at = name.rfind(".data-");
+    if (at == std::string::npos || at == 0
+        || !parse_data_file(name, std::string_view{name}.substr(0, at), f))
+      return std::string{};
+    return name.substr(0, at);
+  };
+  // Temporary files: "<file>.tmp<16 hex digits>" of the state file, an
+  // index or a data file.
+  for (auto& name : names) {
+    auto at = name.rfind(".tmp");
+    if (at == std::string::npos || name.size() != at + 4 + 16
+        || !all_digits(std::string_view{name}.substr(at + 4), true))
+      continue;
+    auto file = name.substr(0, at);
+    data_file_name f;
+    if (file == "checkpoint" || (file.size() > 6 && file.ends_with(".index"))
+        || !data_base(file, f).empty())
+      doomed.push_back(name);
+  }
+  // Data files no index refers to: without an index, of another save than
+  // the index's (its id), or named otherwise than the index says. Shards
+  // of an index that cannot be read, and shards whose own header cannot
+  // be read, stay (restore reports them).
+  std::map<std::string, std::optional<frame_info>> indexes;
+  for (auto& name : names) {
+    data_file_name f;
+    auto base = data_base(name, f);
+    if (base.empty())
+      continue;
+    auto it = indexes.find(base);
+    if (it == indexes.end()) {
+      std::optional<frame_info> index;
+      auto index_file = join(dir, base + ".index");
+      frame_info info;
+      if (!file_exists(index_file))
+        index = frame_info{}; // kind 0: no index
+      else if (peek_frame(index_file, info) && info.kind == kind_index)
+        index = info;
+      it = indexes.emplace(base, index).first;
+    }
+    auto& index = it->second;
+    if (!index)
+      continue;
+    bool orphan = false;
+    if (index->kind == 0) {
+      orphan = true;
+    } else if ((index->flags & flag_named_shards) != 0) {
+      orphan = !f.has_id || f.id != index->id;
+    } else if (f.has_id) {
+      orphan = true;
+    } else {
+      frame_info shard;
+      orphan = peek_frame(join(dir, name), shard) && shard.id != index->id;
+    }
+    if (orphan)
+      doomed.push_back(name);
+  }
+  std::vector<std::string> removed;
+  for (auto& name : doomed) {
+    auto path = join(dir, name);
+    std::error_code ec;
+    if (fs::remove(path, ec))
+      removed.push_back(std::move(path));
+  }
+  return removed;
 }
 
 // -- the CheckpointState text file ---------------------------------------------------
@@ -601,6 +753,11 @@ std::string latest_checkpoint(const std::string& checkpoint_dir) {
 
 bool checkpoint_exists(const std::string& path) {
   return !path.empty() && file_exists(path + ".index");
+}
+
+std::vector<std::string>
+remove_checkpoint_leftovers(const std::string& checkpoint_dir) {
+  return remove_leftovers(checkpoint_dir);
 }
 
 } // namespace actorflow

@@ -51,10 +51,11 @@ void write_atomically(const std::string& path, std::string_view contents);
 
 std::string read_file(const std::string& path);
 
-/// What a file's frame says: index or data, the checkpoint's id, and for
-/// data files the shard and the shard count.
+/// What a file's frame says: index or data, its flags, the checkpoint's
+/// id, and for data files the shard and the shard count.
 struct frame_info {
   char kind = 0;
+  uint8_t flags = 0;
   uint64_t id = 0;
   uint32_t shard = 0;
   uint32_t count = 0;
@@ -62,6 +63,11 @@ struct frame_info {
 
 inline constexpr char kind_index = 'I';
 inline constexpr char kind_data = 'D';
+
+/// An index's flag: its shards are named with the checkpoint's id
+/// (data_file with an id). Without it, TF's names (files written before
+/// the flag existed have it clear).
+inline constexpr uint8_t flag_named_shards = 1;
 
 /// `payload` framed: magic, kind, version, `info`, length and checksums.
 std::string frame(const frame_info& info, std::string_view payload);
@@ -71,18 +77,47 @@ std::string frame(const frame_info& info, std::string_view payload);
 std::string_view unframe(const std::string& file, std::string_view bytes,
                          char kind, frame_info& info);
 
-/// "<prefix>.data-NNNNN-of-MMMMM".
+/// Checks the header of `file` (its first 40 bytes, checksummed) without
+/// reading the payload; false if it cannot be read or does not check out.
+bool peek_frame(const std::string& file, frame_info& info);
+
+/// "<prefix>.data-NNNNN-of-MMMMM", TF's name.
 std::string data_file(const std::string& prefix, uint32_t shard,
                       uint32_t count);
 
-/// Removes the data files of `prefix` for which `pred(count)` holds.
-/// Failures are ignored (TF only logs them).
+/// "<prefix>.data-NNNNN-of-MMMMM.<id as 16 hex digits>": the name of a
+/// shard of checkpoint `id` when it must not replace the files of a
+/// checkpoint that exists under `prefix`.
+std::string data_file(const std::string& prefix, uint32_t shard,
+                      uint32_t count, uint64_t id);
+
+/// What the name of a data file says.
+struct data_file_name {
+  uint32_t shard = 0;
+  uint32_t count = 0;
+  /// Named with a checkpoint id (the second data_file).
+  bool has_id = false;
+  uint64_t id = 0;
+};
+
+/// If `name` (a file name, no directory) is a data file of base name
+/// `base` (the prefix's file name), what its name says.
+bool parse_data_file(std::string_view name, std::string_view base,
+                     data_file_name& out);
+
+/// Removes the data files of `prefix` for which `pred` holds. Failures
+/// are ignored (TF only logs them).
 void remove_data_files(const std::string& prefix,
-                       const std::function<bool(uint32_t)>& pred);
+                       const std::function<bool(const data_file_name&)>& pred);
 
 /// TF's remove_checkpoint: the index first (so the checkpoint stops being
 /// valid at once), then the shards.
 void remove_checkpoint(const std::string& prefix);
+
+/// Removes from `dir` what interrupted saves left there: temporary files
+/// of checkpoint files and of the state file, and data files that no index
+/// refers to. Returns their paths.
+std::vector<std::string> remove_leftovers(const std::string& dir);
 
 /// TF's update_checkpoint_state_internal (plus
 /// generate_checkpoint_state_proto) for `save_dir`.

@@ -80,13 +80,20 @@ public:
                              "restoring or initializing.");
         return std::nullopt;
       }
-      std::string ckpt = opts_.checkpoint_filename_with_path;
-      if (ckpt.empty() && !opts_.checkpoint_dir.empty())
-        ckpt = latest_checkpoint(opts_.checkpoint_dir);
-      if (!ckpt.empty() && sc_.saver) {
+      // A given checkpoint, or the newest of checkpoint_dir that restores
+      // (an older one when the latest is damaged, saying why).
+      bool restored = false;
+      const auto& ckpt = opts_.checkpoint_filename_with_path;
+      if (sc_.saver && !ckpt.empty()) {
         write_log(opts_.log, "Restoring parameters from " + ckpt);
         sc_.saver->restore(s, ckpt);
-      } else {
+        restored = true;
+      } else if (sc_.saver && !opts_.checkpoint_dir.empty()) {
+        restored = !sc_.saver
+                      ->restore_newest(s, opts_.checkpoint_dir, opts_.log)
+                      .empty();
+      }
+      if (!restored) {
         if (!sc_.init_op.valid() && !sc_.init_fn
             && !sc_.local_init_op.valid())
           throw op_error(error_code::failed_precondition,

@@ -13,7 +13,9 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -351,38 +353,67 @@ std::string saver::save_impl(session& sess, const std::string& save_path,
   frame_info info;
   info.id = random_u64();
   info.count = count;
-  index_payload index;
-  uint32_t shard = 0;
-  for (auto& [device, members] : by_device) {
-    index.shards.push_back(shard_desc{device});
-    data_payload data;
-    for (auto i : members) {
-      data.records.push_back(data_record{keys_[i], to_bytes(values[i])});
-      index_entry e;
-      e.key = keys_[i];
-      e.type = static_cast<uint8_t>(values[i].type());
-      e.dims = values[i].shape().dims();
-      e.shard = shard;
-      index.entries.push_back(std::move(e));
+  // A checkpoint under this name exists: its files stay untouched until
+  // the new index replaces its index in one rename, so the new shards get
+  // names of their own (with the new id). Otherwise TF's names.
+  bool named = file_exists(ckpt + ".index");
+  auto shard_name = [&](uint32_t i) {
+    return named ? data_file(ckpt, i, count, info.id)
+                 : data_file(ckpt, i, count);
+  };
+  // The shards, then the index last, in one rename: until it is in place
+  // the new checkpoint does not exist for latest_checkpoint and restore,
+  // and the one it replaces is whole. Shards written before a failure are
+  // removed again.
+  std::vector<std::string> written;
+  auto write_files = [&] {
+    index_payload index;
+    uint32_t shard = 0;
+    for (auto& [device, members] : by_device) {
+      index.shards.push_back(shard_desc{device});
+      data_payload data;
+      for (auto i : members) {
+        data.records.push_back(data_record{keys_[i], to_bytes(values[i])});
+        index_entry e;
+        e.key = keys_[i];
+        e.type = static_cast<uint8_t>(values[i].type());
+        e.dims = values[i].shape().dims();
+        e.shard = shard;
+        index.entries.push_back(std::move(e));
+      }
+      info.kind = kind_data;
+      info.shard = shard;
+      auto file = shard_name(shard);
+      write_atomically(file, frame(info, to_archive(data)));
+      written.push_back(std::move(file));
+      ++shard;
     }
-    info.kind = kind_data;
-    info.shard = shard;
-    write_atomically(data_file(ckpt, shard, count),
-                     frame(info, to_archive(data)));
-    ++shard;
+    std::sort(index.entries.begin(), index.entries.end(),
+              [](const index_entry& x, const index_entry& y) {
+                return x.key < y.key;
+              });
+    info.kind = kind_index;
+    info.flags = named ? flag_named_shards : 0;
+    info.shard = 0;
+    // The shards' renames are durable before the index names them.
+    sync_dir(dir_of(ckpt));
+    write_atomically(ckpt + ".index", frame(info, to_archive(index)));
+  };
+  try {
+    write_files();
+  } catch (...) {
+    std::error_code ignored;
+    for (auto& f : written)
+      fs::remove(f, ignored);
+    throw;
   }
-  std::sort(index.entries.begin(), index.entries.end(),
-            [](const index_entry& x, const index_entry& y) {
-              return x.key < y.key;
-            });
-  info.kind = kind_index;
-  info.shard = 0;
-  // The index last: until it is in place the new checkpoint does not
-  // exist for latest_checkpoint and restore.
-  write_atomically(ckpt + ".index", frame(info, to_archive(index)));
   sync_dir(dir_of(ckpt));
-  // Shards of an earlier save under this prefix with another shard count.
-  remove_data_files(ckpt, [count](uint32_t n) { return n != count; });
+  // The shards of the checkpoint this one replaced, and of earlier
+  // interrupted saves under this name.
+  remove_data_files(ckpt, [&](const data_file_name& f) {
+    return f.count != count || f.has_id != named
+           || (named && f.id != info.id);
+  });
   // TF's _RecordLastCheckpoint, update_checkpoint_state_internal and
   // _MaybeDeleteOldCheckpoints, in that order.
   // The list changes only once the state file names the new checkpoint.
@@ -398,43 +429,75 @@ std::string saver::save_impl(session& sess, const std::string& save_path,
   }
   update_checkpoint_state(save_dir, ckpt, kept, opts_.save_relative_paths);
   last_checkpoints_ = std::move(kept);
+  last_restored_.clear();
   for (auto& p : doomed)
     remove_checkpoint(p);
   return ckpt;
 }
 
-void saver::restore(session& sess, const std::string& save_path) {
+namespace {
+
+/// A checkpoint's files are missing, unreadable or damaged (as opposed to
+/// a checkpoint that does not fit the saver's variables, or a failed
+/// session step): restore_newest tries an older checkpoint then.
+class damaged_checkpoint : public op_error {
+public:
+  using op_error::op_error;
+  explicit damaged_checkpoint(const op_error& e) : op_error(e.get_status()) {
+    // nop
+  }
+};
+
+/// Runs `f`, turning its op_errors into damaged_checkpoint.
+template <class F>
+decltype(auto) reading_files(F&& f) {
+  try {
+    return f();
+  } catch (const damaged_checkpoint&) {
+    throw;
+  } catch (const op_error& e) {
+    throw damaged_checkpoint{e};
+  }
+}
+
+} // namespace
+
+std::vector<tensor> saver::load(const std::string& save_path) const {
   if (save_path.empty())
     invalid("Can't load save_path when it is empty.");
   auto index_file = save_path + ".index";
-  if (!file_exists(index_file))
-    invalid("The passed save_path is not a valid checkpoint: " + save_path);
-  auto index_bytes = read_file(index_file);
   frame_info index_info;
-  auto index_raw = unframe(index_file, index_bytes, kind_index, index_info);
   index_payload index;
-  from_archive(index_file, index_raw, index);
+  reading_files([&] {
+    if (!file_exists(index_file))
+      invalid("The passed save_path is not a valid checkpoint: " + save_path);
+    auto index_bytes = read_file(index_file);
+    auto index_raw = unframe(index_file, index_bytes, kind_index, index_info);
+    from_archive(index_file, index_raw, index);
+  });
   // The index must describe a consistent checkpoint.
   auto count = index_info.count;
-  if (count == 0 || index.shards.size() != count)
-    data_loss(index_file, "lists " + std::to_string(index.shards.size())
-                            + " shards, the header says "
-                            + std::to_string(count));
   std::unordered_map<std::string, const index_entry*> entries;
-  for (auto& e : index.entries) {
-    if (e.shard >= count)
-      data_loss(index_file, "entry " + e.key + " names shard "
-                              + std::to_string(e.shard) + " of "
+  reading_files([&] {
+    if (count == 0 || index.shards.size() != count)
+      data_loss(index_file, "lists " + std::to_string(index.shards.size())
+                              + " shards, the header says "
                               + std::to_string(count));
-    if (!known_dtype(e.type))
-      data_loss(index_file, "entry " + e.key + " has unknown dtype "
-                              + std::to_string(e.type));
-    if (std::any_of(e.dims.begin(), e.dims.end(),
-                    [](int64_t d) { return d < 0; }))
-      data_loss(index_file, "entry " + e.key + " has a negative dimension");
-    if (!entries.emplace(e.key, &e).second)
-      data_loss(index_file, "duplicate entry " + e.key);
-  }
+    for (auto& e : index.entries) {
+      if (e.shard >= count)
+        data_loss(index_file, "entry " + e.key + " names shard "
+                                + std::to_string(e.shard) + " of "
+                                + std::to_string(count));
+      if (!known_dtype(e.type))
+        data_loss(index_file, "entry " + e.key + " has unknown dtype "
+                                + std::to_string(e.type));
+      if (std::any_of(e.dims.begin(), e.dims.end(),
+                      [](int64_t d) { return d < 0; }))
+        data_loss(index_file, "entry " + e.key + " has a negative dimension");
+      if (!entries.emplace(e.key, &e).second)
+        data_loss(index_file, "duplicate entry " + e.key);
+    }
+  });
   // Every variable must be there with its dtype and shape.
   std::vector<const index_entry*> wanted;
   std::map<uint32_t, std::vector<size_t>> by_shard;
@@ -464,52 +527,112 @@ void saver::restore(session& sess, const std::string& save_path) {
     by_shard[e.shard].push_back(i);
   }
   // Read and check the shards holding them.
+  bool named = (index_info.flags & flag_named_shards) != 0;
   std::vector<tensor> restored(vars_.size());
-  for (auto& [shard, members] : by_shard) {
-    auto file = data_file(save_path, shard, count);
-    auto bytes = read_file(file);
-    frame_info info;
-    auto raw = unframe(file, bytes, kind_data, info);
-    if (info.id != index_info.id)
-      data_loss(file, "the shard belongs to another save than "
-                        + index_file + " (checkpoint id "
-                        + hex16(info.id) + " vs. " + hex16(index_info.id)
-                        + ")");
-    if (info.shard != shard || info.count != count)
-      data_loss(file, "the header says shard " + std::to_string(info.shard)
-                        + " of " + std::to_string(info.count));
-    data_payload data;
-    from_archive(file, raw, data);
-    std::unordered_map<std::string, const data_record*> records;
-    for (auto& r : data.records)
-      if (!records.emplace(r.key, &r).second)
-        data_loss(file, "duplicate record " + r.key);
-    for (auto i : members) {
-      auto& key = keys_[i];
-      auto it = records.find(key);
-      if (it == records.end())
-        data_loss(file, "no record for " + key + ", which "
-                          + index_file + " places there");
-      tensor t;
-      auto st = from_bytes(it->second->value, t);
-      if (!st.ok())
-        data_loss(file, key + ": " + st.message());
-      auto& e = *wanted[i];
-      if (t.type() != static_cast<dtype>(e.type)
-          || !(t.shape() == tensor_shape{e.dims}))
-        data_loss(file, key + " holds a " + std::string{to_string(t.type())}
-                          + " " + t.shape().to_string()
-                          + " tensor, the index says "
-                          + std::string{to_string(static_cast<dtype>(e.type))}
-                          + " " + tensor_shape{e.dims}.to_string());
-      restored[i] = std::move(t);
+  reading_files([&] {
+    for (auto& [shard, members] : by_shard) {
+      auto file = named ? data_file(save_path, shard, count, index_info.id)
+                        : data_file(save_path, shard, count);
+      auto bytes = read_file(file);
+      frame_info info;
+      auto raw = unframe(file, bytes, kind_data, info);
+      if (info.id != index_info.id)
+        data_loss(file, "the shard belongs to another save than "
+                          + index_file + " (checkpoint id "
+                          + hex16(info.id) + " vs. " + hex16(index_info.id)
+                          + ")");
+      if (info.shard != shard || info.count != count)
+        data_loss(file, "the header says shard " + std::to_string(info.shard)
+                          + " of " + std::to_string(info.count));
+      data_payload data;
+      from_archive(file, raw, data);
+      std::unordered_map<std::string, const data_record*> records;
+      for (auto& r : data.records)
+        if (!records.emplace(r.key, &r).second)
+          data_loss(file, "duplicate record " + r.key);
+      for (auto i : members) {
+        auto& key = keys_[i];
+        auto it = records.find(key);
+        if (it == records.end())
+          data_loss(file, "no record for " + key + ", which "
+                            + index_file + " places there");
+        tensor t;
+        auto st = from_bytes(it->second->value, t);
+        if (!st.ok())
+          data_loss(file, key + ": " + st.message());
+        auto& e = *wanted[i];
+        if (t.type() != static_cast<dtype>(e.type)
+            || !(t.shape() == tensor_shape{e.dims}))
+          data_loss(file,
+                    key + " holds a " + std::string{to_string(t.type())}
+                      + " " + t.shape().to_string() + " tensor, the index says "
+                      + std::string{to_string(static_cast<dtype>(e.type))}
+                      + " " + tensor_shape{e.dims}.to_string());
+        restored[i] = std::move(t);
+      }
     }
-  }
+  });
+  return restored;
+}
+
+void saver::restore(session& sess, const std::string& save_path) {
+  auto restored = load(save_path);
   feed_dict feeds;
   feeds.reserve(vars_.size());
   for (size_t i = 0; i < vars_.size(); ++i)
     feeds.emplace_back(restore_feeds_[i], std::move(restored[i]));
   sess.run(std::vector<fetch>{restore_all_}, feeds);
+  last_restored_ = save_path;
+}
+
+std::string
+saver::restore_newest(session& sess, const std::string& checkpoint_dir,
+                      const std::function<void(const std::string&)>& log) {
+  auto say = [&](const std::string& line) {
+    if (log)
+      log(line);
+  };
+  auto st = get_checkpoint_state(checkpoint_dir);
+  if (!st)
+    return {};
+  // Newest first: the state file's latest, then the others it lists from
+  // the newest back.
+  std::vector<std::string> candidates{st->model_checkpoint_path};
+  for (auto it = st->all_model_checkpoint_paths.rbegin();
+       it != st->all_model_checkpoint_paths.rend(); ++it)
+    if (std::find(candidates.begin(), candidates.end(), *it)
+        == candidates.end())
+      candidates.push_back(*it);
+  // None of them exists: no checkpoint (TF's latest_checkpoint is None).
+  if (std::none_of(candidates.begin(), candidates.end(), checkpoint_exists))
+    return {};
+  std::optional<op_error> newest_error;
+  std::string others;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    auto& path = candidates[i];
+    try {
+      if (!checkpoint_exists(path))
+        throw damaged_checkpoint{error_code::not_found,
+                                 "no index file " + path + ".index"};
+      say("Restoring parameters from " + path);
+      restore(sess, path);
+      return path;
+    } catch (const damaged_checkpoint& e) {
+      if (!newest_error)
+        newest_error = e;
+      else
+        others += std::string{"; "} + e.what();
+      if (i + 1 < candidates.size())
+        say("Could not restore checkpoint " + path + " (" + e.what()
+            + "): trying the next newest, " + candidates[i + 1]);
+    }
+  }
+  fail(newest_error->code(),
+       "No checkpoint in " + checkpoint_dir + " restores: "
+         + std::string{newest_error->get_status().message()}
+         + (others.empty() ? std::string{}
+                           : " (and the older ones: " + others.substr(2)
+                               + ")"));
 }
 
 void saver::recover_last_checkpoints(const std::vector<std::string>& paths) {

@@ -1,6 +1,7 @@
 // MonitoredTrainingSession and its hooks: preparing the model (init or
 // restore, workers waiting for the chief), hooks around every run,
-// checkpoints, queue runners, and recovery from a restarted ps task.
+// checkpoints (the chief's fallback past a damaged one), queue runners,
+// and recovery from a restarted ps task.
 
 #include <catch2/catch.hpp>
 
@@ -430,6 +431,83 @@ TEST_CASE("monitored_training_session: checkpoints, and the chief restores",
   sess->close();
   // No checkpoint hook (save_checkpoint_secs 0): nothing saved past 5.
   CHECK(latest_checkpoint(dir.path.string()) == dir / "model.ckpt-5");
+}
+
+TEST_CASE("monitored_training_session: the chief removes leftovers, falls "
+          "back past a damaged checkpoint and does not save the one it "
+          "restored again",
+          "[monitored_session]") {
+  temp_dir dir{"actorflow-fallback"};
+  auto run_chief = [&](log_lines& log, int64_t last_step) {
+    graph g;
+    auto as_default = g.as_default();
+    auto m = build_model();
+    monitored_training_session_options o;
+    o.g = &g;
+    o.config = bounded();
+    o.checkpoint_dir = dir.path.string();
+    o.save_checkpoint_steps = 2;
+    o.log_step_count_steps = 0;
+    o.log = log.sink();
+    o.hooks = {std::make_shared<stop_at_step_hook>(std::nullopt, last_step)};
+    auto sess = monitored_training_session(o);
+    auto w = value_of(sess->run(m.w));
+    while (!sess->should_stop())
+      sess->run(m.train);
+    sess->close();
+    return w;
+  };
+  auto slurp = [](const std::string& path) {
+    std::ifstream in{path, std::ios::binary};
+    return std::string{std::istreambuf_iterator<char>{in},
+                       std::istreambuf_iterator<char>{}};
+  };
+  auto spit = [](const std::string& path, const std::string& bytes) {
+    std::ofstream out{path, std::ios::binary | std::ios::trunc};
+    out << bytes;
+  };
+  log_lines first;
+  CHECK(run_chief(first, 5) == 10.0f);
+  // Saved at 0, 2, 4 and 5. The latest is damaged; a save of 6 was
+  // killed, leaving a temporary index and a shard without an index.
+  auto ckpt = [&](int step) {
+    return dir / ("model.ckpt-" + std::to_string(step));
+  };
+  auto shard5 = ckpt(5) + ".data-00000-of-00001";
+  auto bytes = slurp(shard5);
+  bytes.back() = static_cast<char>(bytes.back() ^ 1);
+  spit(shard5, bytes);
+  spit(ckpt(6) + ".index.tmp0123456789abcdef", "AFCK");
+  spit(ckpt(6) + ".data-00000-of-00001", bytes);
+  auto index4 = slurp(ckpt(4) + ".index");
+
+  log_lines second;
+  // w: 10 minus 1 per step, restored at step 4.
+  CHECK(run_chief(second, 6) == 6.0f);
+  INFO(second.all());
+  CHECK(second.count("Removed 2 leftover file(s) of interrupted saves from "
+                     + dir.path.string() + ": ")
+        == 1);
+  CHECK(second.count("model.ckpt-6.index.tmp0123456789abcdef") == 1);
+  CHECK(second.count(", model.ckpt-6.data-00000-of-00001") == 1);
+  CHECK(second.count("Could not restore checkpoint " + ckpt(5)
+                     + " (DataLoss: corrupt checkpoint file " + shard5)
+        == 1);
+  CHECK(second.count("Restoring parameters from " + ckpt(4)) == 1);
+  // Not saved again at the start (a save has another id, so other bytes).
+  CHECK(second.count("Not saving checkpoints for 4: the session was just "
+                     "restored from " + ckpt(4) + ".")
+        == 1);
+  CHECK(second.count("Saving checkpoints for 4") == 0);
+  CHECK(slurp(ckpt(4) + ".index") == index4);
+  // Step 6 saved at its end (and 5 was not reached again: 4 -> 5 -> 6
+  // saves at 6 only).
+  CHECK(second.count("Saving checkpoints for 6 into ") == 1);
+  CHECK(latest_checkpoint(dir.path.string()) == ckpt(6));
+  log_lines third;
+  CHECK(run_chief(third, 6) == 4.0f);
+  CHECK(third.count("Restoring parameters from " + ckpt(6)) == 1);
+  CHECK(third.count("Could not restore") == 0);
 }
 
 TEST_CASE("monitored_training_session: workers wait for the chief",

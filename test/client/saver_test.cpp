@@ -1,7 +1,8 @@
 // Checkpoints: save/restore round trips, the checkpoint state file and
 // max_to_keep, latest_checkpoint, corrupt files (DataLoss, never a crash),
 // missing or mismatched variables, restoring into a cluster with another
-// number of ps tasks, and interrupted saves.
+// number of ps tasks, interrupted saves and what they leave, and
+// restore_newest's fallback past a damaged checkpoint.
 
 #include <catch2/catch.hpp>
 
@@ -27,6 +28,9 @@
 
 using namespace actorflow;
 using namespace actorflow::testing;
+using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
+using Catch::Matchers::StartsWith;
 
 namespace fs = std::filesystem;
 
@@ -620,7 +624,18 @@ TEST_CASE("saver: an interrupted save leaves the previous checkpoint valid",
     auto err = error_of([&] { s.restore(sess, p2); });
     REQUIRE(err);
     CHECK(err->code() == error_code::invalid_argument);
-    // The next save of that step completes over the leftovers.
+    // The chief removes them at start.
+    auto removed = remove_checkpoint_leftovers(dir.path);
+    CHECK(std::set<std::string>(removed.begin(), removed.end())
+          == std::set<std::string>{
+            p2 + ".data-00000-of-00001",
+            p2 + ".data-00000-of-00001.tmp0123456789abcdef",
+            p2 + ".index.tmpfedcba9876543210",
+            dir / "checkpoint.tmp00112233aabbccdd"});
+    CHECK(files_in(dir.path)
+          == std::set<std::string>{"checkpoint", "model.ckpt-1.index",
+                                   "model.ckpt-1.data-00000-of-00001"});
+    // The next save of that step completes.
     set_w(7.0f, 8.0f);
     CHECK(s.save(sess, dir / "model.ckpt", 2) == p2);
     CHECK(latest_checkpoint(dir.path) == p2);
@@ -641,6 +656,8 @@ TEST_CASE("saver: an interrupted save leaves the previous checkpoint valid",
     CHECK(s.last_checkpoints() == std::vector<std::string>{p1});
     for (auto& name : files_in(dir.path))
       CHECK(name.find(".tmp") == std::string::npos);
+    // Nor does the shard it wrote stay.
+    CHECK_FALSE(fs::exists(p2 + ".data-00000-of-00001"));
     s.restore(sess, p1);
     CHECK(floats(sess.run(w)) == std::vector<float>{1.0f, 2.0f});
   }
@@ -654,18 +671,230 @@ TEST_CASE("saver: an interrupted save leaves the previous checkpoint valid",
     // The saver did not take the checkpoint the state file does not name.
     CHECK(s.last_checkpoints() == std::vector<std::string>{p1});
   }
-  SECTION("a shard of another save under the same prefix") {
-    // Saving the same path again replaces shards, then the index; a crash
-    // in between leaves the old index with a new shard (or the reverse).
+  SECTION("the same name saved again: the old checkpoint stays whole until "
+          "the new index replaces its index") {
+    auto old_index = slurp(p1 + ".index");
     auto old_shard = slurp(p1 + ".data-00000-of-00001");
     set_w(3.0f, 4.0f);
     CHECK(s.save(sess, dir / "model.ckpt", 1) == p1);
+    // The new shard has a name of its own (the new checkpoint id); the one
+    // it replaced is gone.
+    auto named_shard = [&] {
+      std::string found;
+      for (auto& name : files_in(dir.path))
+        if (name.starts_with("model.ckpt-1.data-00000-of-00001."))
+          found = name;
+      return found;
+    };
+    auto first = named_shard();
+    CHECK(first.size() == std::string{"model.ckpt-1.data-00000-of-00001."}.size()
+                            + 16);
+    CHECK(files_in(dir.path)
+          == std::set<std::string>{"checkpoint", "model.ckpt-1.index", first});
+    set_w(0.0f, 0.0f);
+    s.restore(sess, p1);
+    CHECK(floats(sess.run(w)) == std::vector<float>{3.0f, 4.0f});
+    // Killed before the new index was in place: the old index and shard,
+    // and the new shard beside them.
     spit(p1 + ".data-00000-of-00001", old_shard);
-    auto err = error_of([&] { s.restore(sess, p1); });
+    spit(p1 + ".index", old_index);
+    s.restore(sess, p1);
+    CHECK(floats(sess.run(w)) == std::vector<float>{1.0f, 2.0f});
+    // What the chief removes at start: the shard no index refers to.
+    CHECK(remove_checkpoint_leftovers(dir.path)
+          == std::vector<std::string>{dir / first});
+    s.restore(sess, p1);
+    CHECK(floats(sess.run(w)) == std::vector<float>{1.0f, 2.0f});
+    // Killed after the new index was in place, before the old shard was
+    // removed: the new checkpoint, and the old shard is a leftover.
+    set_w(3.0f, 4.0f);
+    s.save(sess, dir / "model.ckpt", 1);
+    first = named_shard();
+    spit(p1 + ".data-00000-of-00001", old_shard);
+    set_w(0.0f, 0.0f);
+    s.restore(sess, p1);
+    CHECK(floats(sess.run(w)) == std::vector<float>{3.0f, 4.0f});
+    CHECK(remove_checkpoint_leftovers(dir.path)
+          == std::vector<std::string>{p1 + ".data-00000-of-00001"});
+    // A third save replaces the named shard by another.
+    set_w(5.0f, 6.0f);
+    s.save(sess, dir / "model.ckpt", 1);
+    auto second = named_shard();
+    CHECK(second != first);
+    CHECK(files_in(dir.path)
+          == std::set<std::string>{"checkpoint", "model.ckpt-1.index", second});
+    set_w(0.0f, 0.0f);
+    s.restore(sess, p1);
+    CHECK(floats(sess.run(w)) == std::vector<float>{5.0f, 6.0f});
+  }
+}
+
+TEST_CASE("saver: restore_newest falls back past a damaged checkpoint, "
+          "saying why",
+          "[saver]") {
+  temp_dir dir;
+  graph g;
+  auto as_default = g.as_default();
+  variable w{tensor::vec<float>({0.0f, 0.0f}), named("w")};
+  session sess{bounded(), &g};
+  sess.run(global_variables_initializer());
+  saver s;
+  auto set_w = [&](float x) {
+    sess.run(w.assign(constant(tensor::vec<float>({x, x}))));
+  };
+  std::vector<std::string> log;
+  auto sink = [&](const std::string& line) { log.push_back(line); };
+  CHECK(s.restore_newest(sess, dir.path, sink).empty());
+  CHECK(log.empty());
+  std::vector<std::string> p;
+  for (int step = 1; step <= 3; ++step) {
+    set_w(static_cast<float>(step));
+    p.push_back(s.save(sess, dir / "model", step));
+  }
+  auto shard = [&](int step) {
+    return p[static_cast<size_t>(step - 1)] + ".data-00000-of-00001";
+  };
+  auto flip_last_byte = [&](const std::string& file) {
+    auto bytes = slurp(file);
+    bytes.back() = static_cast<char>(bytes.back() ^ 0x40);
+    spit(file, bytes);
+  };
+  set_w(0.0f);
+
+  SECTION("the latest restores") {
+    CHECK(s.restore_newest(sess, dir.path, sink) == p[2]);
+    CHECK(log == std::vector<std::string>{"Restoring parameters from " + p[2]});
+    CHECK(floats(sess.run(w)) == std::vector<float>{3.0f, 3.0f});
+    CHECK(s.last_restored() == p[2]);
+    s.save(sess, dir / "model", 4);
+    CHECK(s.last_restored().empty());
+  }
+  SECTION("a damaged latest: the next newest, and the log says why") {
+    flip_last_byte(shard(3));
+    CHECK(s.restore_newest(sess, dir.path, sink) == p[1]);
+    CHECK(floats(sess.run(w)) == std::vector<float>{2.0f, 2.0f});
+    CHECK(s.last_restored() == p[1]);
+    REQUIRE(log.size() == 3);
+    CHECK(log[0] == "Restoring parameters from " + p[2]);
+    CHECK_THAT(log[1], StartsWith("Could not restore checkpoint " + p[2]
+                                  + " (DataLoss: corrupt checkpoint file "
+                                  + shard(3) + ": checksum does not match"));
+    CHECK_THAT(log[1], EndsWith("): trying the next newest, " + p[1]));
+    CHECK(log[2] == "Restoring parameters from " + p[1]);
+    // The state file is as it was: a later save replaces the damaged one.
+    CHECK(latest_checkpoint(dir.path) == p[2]);
+  }
+  SECTION("a latest without its index, and one without its shard") {
+    fs::remove(p[2] + ".index");
+    fs::remove(shard(2));
+    CHECK(s.restore_newest(sess, dir.path, sink) == p[0]);
+    CHECK(floats(sess.run(w)) == std::vector<float>{1.0f, 1.0f});
+    REQUIRE(log.size() == 4);
+    CHECK_THAT(log[0], Contains("Could not restore checkpoint " + p[2]
+                                + " (NotFound: no index file " + p[2]
+                                + ".index)"));
+    CHECK(log[1] == "Restoring parameters from " + p[1]);
+    CHECK_THAT(log[2], Contains("Could not restore checkpoint " + p[1]
+                                + " (NotFound: Failed to open " + shard(2)));
+    CHECK(log[3] == "Restoring parameters from " + p[0]);
+  }
+  SECTION("none restores: the newest one's error, naming the others") {
+    for (int step = 1; step <= 3; ++step)
+      flip_last_byte(shard(step));
+    auto err = error_of([&] { s.restore_newest(sess, dir.path, sink); });
     REQUIRE(err);
     CHECK(err->code() == error_code::data_loss);
     CHECK_THAT(err->get_status().message(),
-               Catch::Contains("belongs to another save"));
-    CHECK(floats(sess.run(w)) == std::vector<float>{3.0f, 4.0f});
+               StartsWith("No checkpoint in " + dir.path.string()
+                          + " restores: corrupt checkpoint file " + shard(3)));
+    CHECK_THAT(err->get_status().message(),
+               Contains("(and the older ones: DataLoss: corrupt checkpoint "
+                        "file " + shard(2)));
+    CHECK_THAT(err->get_status().message(), Contains(shard(1)));
+    CHECK(floats(sess.run(w)) == std::vector<float>{0.0f, 0.0f});
+    CHECK(s.last_restored().empty());
   }
+  SECTION("no checkpoint the state file names exists: nothing to restore") {
+    for (auto& path : p)
+      fs::remove(path + ".index");
+    CHECK(s.restore_newest(sess, dir.path, sink).empty());
+    CHECK(log.empty());
+  }
+  SECTION("a checkpoint that does not fit the variables is an error, not "
+          "skipped") {
+    graph g3;
+    auto as_default3 = g3.as_default();
+    variable w3{tensor::vec<float>({1.0f, 2.0f, 3.0f}), named("w")};
+    saver s3;
+    session third{bounded(), &g3};
+    auto err = error_of([&] { s3.restore_newest(third, dir.path, sink); });
+    REQUIRE(err);
+    CHECK(err->code() == error_code::invalid_argument);
+    CHECK_THAT(err->get_status().message(),
+               Contains("lhs shape= [3] rhs shape= [2]"));
+    CHECK(log == std::vector<std::string>{"Restoring parameters from " + p[2]});
+  }
+}
+
+TEST_CASE("saver: remove_checkpoint_leftovers removes temporary files and "
+          "shards no index refers to, and nothing else",
+          "[saver]") {
+  temp_dir dir;
+  graph g;
+  auto as_default = g.as_default();
+  variable w{tensor::vec<float>({1.0f, 2.0f}), named("w")};
+  session sess{bounded(), &g};
+  sess.run(global_variables_initializer());
+  saver s;
+  auto p1 = s.save(sess, dir / "model", 1);
+  auto p2 = s.save(sess, dir / "model", 2);
+  s.save(sess, dir / "model", 2); // its shard is named with its id
+  auto p3 = s.save(sess, dir / "model", 3);
+  CHECK(remove_checkpoint_leftovers(dir.path).empty());
+  auto live = files_in(dir.path);
+  auto p1_shard = slurp(p1 + ".data-00000-of-00001");
+  std::set<std::string> leftovers{
+    "checkpoint.tmp0123456789abcdef",
+    "model-1.index.tmp0123456789abcdef",
+    "model-1.data-00000-of-00001.tmpfedcba9876543210",
+    "model-2.data-00000-of-00001.0123456789abcdef.tmp0123456789abcdef",
+    // No index.
+    "model-7.data-00000-of-00002",
+    "model-7.data-00001-of-00002.0123456789abcdef",
+    // model-2's index names its shards with its id: another id, or TF's
+    // name.
+    "model-2.data-00000-of-00001.0000000000000001",
+    "model-2.data-00000-of-00001",
+    // model-1's index names TF's names: a named shard, or one of another
+    // save (its header's id).
+    "model-1.data-00000-of-00001.0123456789abcdef",
+    "model-1.data-00000-of-00002"};
+  for (auto& name : leftovers)
+    spit(dir / name, p1_shard);
+  spit(dir / "model-1.data-00000-of-00002",
+       slurp(p3 + ".data-00000-of-00001"));
+  // Not ours, or not the leftovers of a save.
+  std::set<std::string> kept{"notes.txt", "notes.tmp0123456789abcdef",
+                             "model-1.data-00000-of-00001.tmp0123",
+                             "model-1.data-00000-of-00001.old",
+                             // A shard whose header does not check out.
+                             "model-1.data-00000-of-00003"};
+  for (auto& name : kept)
+    spit(dir / name, "x");
+  // An index that cannot be read: its shards stay (restore reports them).
+  spit(p3 + ".index", "damaged");
+  spit(p3 + ".data-00000-of-00004", p1_shard);
+  kept.insert("model-3.data-00000-of-00004");
+  auto removed = remove_checkpoint_leftovers(dir.path);
+  std::set<std::string> removed_names;
+  for (auto& path : removed) {
+    CHECK(fs::path{path}.parent_path() == dir.path);
+    removed_names.insert(fs::path{path}.filename().string());
+  }
+  CHECK(removed_names == leftovers);
+  auto expected = live;
+  expected.insert(kept.begin(), kept.end());
+  CHECK(files_in(dir.path) == expected);
+  s.restore(sess, p1);
+  s.restore(sess, p2);
 }

@@ -81,7 +81,12 @@ private:
 /// in begin()) when a session is created, then every `save_secs` seconds
 /// or `save_steps` global steps, and at end() unless the last save was at
 /// the final step. Logs "Saving checkpoints for <step> into <prefix>.".
-/// Creates `checkpoint_dir` if needed (a failure is the saver's error).
+/// Creates `checkpoint_dir` if needed (a failure is the saver's error) and
+/// removes what interrupted saves left there
+/// (remove_checkpoint_leftovers) in begin(). Departure from TF: a session
+/// just restored from the checkpoint it would save when created (the
+/// saver's last_restored()) is not saved again ("Not saving checkpoints
+/// for <step>: the session was just restored from <path>.").
 class checkpoint_saver_hook : public session_run_hook {
 public:
   struct options {

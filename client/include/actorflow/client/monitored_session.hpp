@@ -29,9 +29,11 @@
 /// sess->close();
 /// ~~~
 ///
-/// Preparing (TF's SessionManager): the chief restores the latest
-/// checkpoint of `checkpoint_dir` or, if there is none, runs the scaffold's
-/// init_op, init_feed_dict and init_fn; then (once the global variables
+/// Preparing (TF's SessionManager): the chief restores the newest
+/// checkpoint of `checkpoint_dir` that restores (saver::restore_newest: an
+/// older one, logged, when the latest's files are damaged; an error when
+/// none restores) or, if there is none, runs the scaffold's init_op,
+/// init_feed_dict and init_fn; then (once the global variables
 /// are initialized) its local_init_op; then checks that every variable is
 /// initialized. Other workers create a session, run the local_init_op as
 /// soon as the global variables are initialized, and wait (re-trying every
@@ -107,7 +109,8 @@ struct session_creation_options {
   graph* g = nullptr;
   /// Finalized by the monitored session, in `g`.
   std::shared_ptr<actorflow::scaffold> scaffold;
-  /// Chief only: restore from the latest checkpoint here, if any.
+  /// Chief only: restore from the newest checkpoint here that restores,
+  /// if any (saver::restore_newest).
   std::string checkpoint_dir;
   /// Chief only: restore this checkpoint (wins over checkpoint_dir).
   std::string checkpoint_filename_with_path;

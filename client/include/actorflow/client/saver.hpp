@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,10 @@
 ///   per task (job, replica and task of the variable's device, e.g. one per
 ///   ps task), in the order of the sorted device names; variables without
 ///   a device share the shard of "". `sharded = false` writes one shard.
+///   A save under a name whose checkpoint exists (`<p>.index` is there)
+///   names its shards `<p>.data-0000i-of-0000N.<id>`, the checkpoint id
+///   below in 16 hex digits, so that the files of the checkpoint it
+///   replaces stay whole until its index replaces theirs.
 /// - `<p>.index`: the shards (their devices) and, for every
 ///   variable, its key (the variable's node name: "w", "layer1/w",
 ///   "w/Momentum"), dtype, shape and shard.
@@ -36,7 +41,9 @@
 ///      0      4   magic "AFCK"
 ///      4      1   kind: 'I' (index) or 'D' (data shard)
 ///      5      1   format version (1)
-///      6      2   reserved, 0
+///      6      1   flags: bit 0 in an index: its shards' names carry the
+///                 checkpoint id (above); 0 otherwise
+///      7      1   reserved, 0
 ///      8      8   checkpoint id: random, equal in the index and every
 ///                 shard of one save (a shard left by another save of the
 ///                 same prefix is detected)
@@ -70,13 +77,19 @@
 ///     all_model_checkpoint_paths: "/ckpt/model.ckpt-200"
 ///     all_model_checkpoint_paths: "/ckpt/model.ckpt-300"
 ///
-/// Crash safety: every file (shards, then the index, then the state file)
-/// is written under a temporary name ("<file>.tmp<16 hex digits>"),
-/// flushed to disk (fsync) and renamed over its final name; old
-/// checkpoints are deleted only after the state file names the new one.
-/// An interrupted save leaves at worst temporary files and shards without
-/// an index, which latest_checkpoint and restore ignore: the previous
-/// checkpoint stays valid.
+/// Crash safety: a save never changes a file that a checkpoint in place
+/// reads. Every file (shards, then the index, then the state file) is
+/// written under a temporary name ("<file>.tmp<16 hex digits>"), flushed
+/// to disk (fsync) and renamed to its final name; the shards' names are
+/// new (TF's names for a new checkpoint, names with the new id when one
+/// exists under that name), so one rename of the index publishes the
+/// checkpoint whole, and one rename of the state file makes it the
+/// latest. Only then are the files it replaced removed, and the
+/// checkpoints beyond max_to_keep (index first). A save killed at any
+/// point leaves every checkpoint the state file names as it was or
+/// replaced whole, plus leftovers (temporary files, shards no index
+/// refers to) that restore ignores and remove_checkpoint_leftovers
+/// removes (the chief's checkpoint_saver_hook does at start).
 ///
 /// Deviation from TensorFlow's sharded saver: TF writes each shard on the
 /// machine of its device (SaveV2 runs on the ps task) and merges the
@@ -157,7 +170,9 @@ public:
   /// "<dir of path>/checkpoint" atomically, then deletes the files of the
   /// checkpoints beyond `max_to_keep`, oldest first (a failed deletion is
   /// ignored). A checkpoint saved again under the same path replaces it
-  /// (shards of the old one with another shard count are removed).
+  /// whole: its shards are named with the new checkpoint id, the new index
+  /// replaces the old one in one rename, and the old shards are removed
+  /// after.
   ///
   /// Errors (op_error): InvalidArgument for an empty path, "Parent
   /// directory of <path> doesn't exist, can't save.", a path equal to the
@@ -167,9 +182,9 @@ public:
   /// PermissionDenied (EACCES, EPERM, EROFS), ResourceExhausted (ENOSPC,
   /// EDQUOT), NotFound (ENOENT), Unknown otherwise (e.g. EISDIR). After
   /// an error, the state file, `last_checkpoints()` and the previous
-  /// checkpoints are as before (but for one saved under the same path,
-  /// which may have lost shards to the new save: restore then reports
-  /// DataLoss, never mixed values).
+  /// checkpoints are as before (one saved under the same path included),
+  /// unless the error came after the new index was in place: then that
+  /// checkpoint is the new one, whole.
   std::string save(session& sess, const std::string& save_path,
                    int64_t global_step = -1);
 
@@ -199,6 +214,34 @@ public:
   /// read (e.g. a missing shard); whatever the session throws.
   void restore(session& sess, const std::string& save_path);
 
+  /// Restores the newest checkpoint of `checkpoint_dir` that restores:
+  /// the state file's model_checkpoint_path, else those of
+  /// all_model_checkpoint_paths from the newest back. A checkpoint whose
+  /// files are missing, unreadable or damaged (the DataLoss, NotFound, ...
+  /// of `restore` naming one of its files) is skipped, and `log` says so
+  /// ("Could not restore checkpoint <p> (<error>): trying the next
+  /// newest, <q>"); each attempt is logged first, "Restoring parameters
+  /// from <p>" (TF's line). Returns the path restored, or "" if there is
+  /// no state file or it names no checkpoint whose index exists (TF's
+  /// latest_checkpoint None: initialize instead).
+  ///
+  /// Throws without trying older checkpoints what `restore` throws for a
+  /// checkpoint that does not fit the variables (NotFound "Key w not
+  /// found", InvalidArgument for a dtype or shape) and what the session
+  /// throws; when no checkpoint restores, the newest one's error (its
+  /// code) as "No checkpoint in <dir> restores: ...", listing the others'.
+  std::string restore_newest(
+    session& sess, const std::string& checkpoint_dir,
+    const std::function<void(const std::string&)>& log = {});
+
+  /// The checkpoint the last successful `restore` (or `restore_newest`)
+  /// assigned, until the next successful `save`; "" otherwise. The
+  /// checkpoint_saver_hook does not save a checkpoint of the step it was
+  /// just restored from again.
+  const std::string& last_restored() const noexcept {
+    return last_restored_;
+  }
+
   /// The checkpoints this saver keeps, oldest first (at most max_to_keep).
   const std::vector<std::string>& last_checkpoints() const noexcept {
     return last_checkpoints_;
@@ -226,6 +269,8 @@ public:
 private:
   std::string save_impl(session& sess, const std::string& save_path,
                         const variable* step_var, int64_t global_step);
+  /// The checked values of the variables in checkpoint `save_path`.
+  std::vector<tensor> load(const std::string& save_path) const;
 
   saver_options opts_;
   graph* graph_ = nullptr;
@@ -234,6 +279,7 @@ private:
   std::vector<output> restore_feeds_;
   operation restore_all_;
   std::vector<std::string> last_checkpoints_;
+  std::string last_restored_;
 };
 
 /// TF's `get_checkpoint_state`: parses "<checkpoint_dir>/checkpoint".
@@ -251,5 +297,16 @@ std::string latest_checkpoint(const std::string& checkpoint_dir);
 
 /// TF's `checkpoint_exists`: true if "<path>.index" exists.
 bool checkpoint_exists(const std::string& path);
+
+/// Removes what interrupted saves left in `checkpoint_dir`: temporary
+/// files ("<file>.tmp<16 hex digits>" of the state file, an index or a
+/// data file) and data files no index refers to (a save killed before its
+/// index was in place, or after it but before the shards it replaced were
+/// removed). Data files of an index that cannot be read stay. Returns the
+/// paths removed. Call it only while nothing saves into the directory
+/// (the chief's checkpoint_saver_hook does in begin()). Never throws
+/// op_error; files that cannot be removed are left.
+std::vector<std::string>
+remove_checkpoint_leftovers(const std::string& checkpoint_dir);
 
 } // namespace actorflow
