@@ -12,6 +12,7 @@
 #include "actorflow/graph/partition.hpp"
 #include "actorflow/graph/placer.hpp"
 #include "actorflow/graph/subgraph.hpp"
+#include "actorflow/graph/text_util.hpp"
 #include "master.hpp"
 
 namespace actorflow {
@@ -52,7 +53,9 @@ status build_partitions(master_state& st, const master_session& sess,
   if (sess.config.log_device_placement) {
     std::ostringstream out;
     for (auto& r : log)
-      out << r.node << ": (" << r.op << "): " << r.device << "\n";
+      // Names from the client, one line each whatever they hold.
+      out << log_escape(r.node) << ": (" << log_escape(r.op)
+          << "): " << log_escape(r.device) << "\n";
     std::cout << out.str() << std::flush;
   }
   if (sess.config.matmul_pipelining)

@@ -41,6 +41,8 @@
 #include <string_view>
 #include <vector>
 
+#include "actorflow/transport/refusal_log.hpp"
+
 #include "actorflow/support/guarded_main.hpp"
 
 namespace actorflow::apps {
@@ -159,51 +161,7 @@ served_names(const std::string& bind_host,
   return names;
 }
 
-/// Says refusals through `sink`: at most `burst` lines per `window`; the
-/// first line of a later window says how many were not shown before it.
-/// Thread-safe.
-class refusal_log {
-public:
-  using clock = std::chrono::steady_clock;
-
-  explicit refusal_log(std::function<void(const std::string&)> sink,
-                       size_t burst = 5,
-                       std::chrono::seconds window = std::chrono::seconds{60})
-    : sink_(std::move(sink)), burst_(burst), window_(window) {
-  }
-
-  void say(const std::string& line, clock::time_point now = clock::now()) {
-    std::string text;
-    {
-      std::lock_guard<std::mutex> guard{mtx_};
-      if (now - start_ >= window_) {
-        start_ = now;
-        said_ = 0;
-      }
-      if (said_ >= burst_) {
-        ++hidden_;
-        return;
-      }
-      ++said_;
-      text = line;
-      if (hidden_ > 0)
-        text += " (and " + std::to_string(hidden_)
-                + " more refusals before, not shown)";
-      hidden_ = 0;
-    }
-    if (sink_)
-      sink_(text);
-  }
-
-private:
-  std::function<void(const std::string&)> sink_;
-  size_t burst_;
-  clock::duration window_;
-  std::mutex mtx_;
-  clock::time_point start_{};
-  size_t said_ = 0;
-  size_t hidden_ = 0;
-};
+using actorflow::refusal_log;
 
 /// A fresh secret: 48 hex digits from getrandom(2).
 inline std::string random_token() {

@@ -15,54 +15,37 @@
 #include <openssl/x509.h>
 
 #include "actorflow/graph/status.hpp"
+#include "actorflow/transport/refusal_log.hpp"
 #include "actorflow/transport/transport.hpp"
 
 namespace actorflow::detail {
 
 namespace {
 
-/// Says refusals: at most `burst` lines a minute, the next one after that
-/// says how many were not shown. Thread-safe (httplib's workers).
-class refusal_log {
+/// Says the refusals of one server's readers, a few a minute at most
+/// (refusal_log); to stderr when the TLS config has no log of its own.
+/// Thread-safe (httplib's workers).
+class metrics_refusals {
 public:
-  refusal_log(std::function<void(const std::string&)> sink, std::string who)
-    : sink_(std::move(sink)), who_(std::move(who)) {
+  metrics_refusals(std::function<void(const std::string&)> sink,
+                   std::string who)
+    : log_([sink = std::move(sink)](const std::string& line) {
+        if (sink)
+          sink(line);
+        else
+          std::fprintf(stderr, "%s\n", line.c_str());
+      }),
+      who_(std::move(who)) {
+    // nop
   }
 
   void say(const std::string& peer, const std::string& why) {
-    std::string line;
-    {
-      std::lock_guard<std::mutex> guard{mtx_};
-      auto now = std::chrono::steady_clock::now();
-      if (now - start_ >= std::chrono::minutes{1}) {
-        start_ = now;
-        said_ = 0;
-      }
-      if (said_ >= burst) {
-        ++hidden_;
-        return;
-      }
-      ++said_;
-      line = "refused metrics reader " + peer + " of " + who_ + ": " + why;
-      if (hidden_ > 0)
-        line += " (and " + std::to_string(hidden_)
-                + " more refusals before, not shown)";
-      hidden_ = 0;
-    }
-    if (sink_)
-      sink_(line);
-    else
-      std::fprintf(stderr, "%s\n", line.c_str());
+    log_.say("refused metrics reader " + peer + " of " + who_ + ": " + why);
   }
 
 private:
-  static constexpr int burst = 5;
-  std::function<void(const std::string&)> sink_;
+  refusal_log log_;
   std::string who_;
-  std::mutex mtx_;
-  std::chrono::steady_clock::time_point start_{};
-  int said_ = 0;
-  size_t hidden_ = 0;
 };
 
 // The refusal log of the context a handshake runs in (its ex_data).
@@ -106,7 +89,7 @@ int verify(int ok, X509_STORE_CTX* store) {
     return ok;
   auto* ssl = static_cast<SSL*>(
     X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()));
-  auto* log = static_cast<refusal_log*>(
+  auto* log = static_cast<metrics_refusals*>(
     SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), log_index()));
   if (log)
     log->say(peer_of(ssl),
@@ -132,7 +115,7 @@ std::unique_ptr<httplib::Server> metrics_https(const tls_config& tls,
   check_tls_config(tls);
   // Kept by the server's handler below, so as long as the server: its
   // context (whose ex_data points to it) goes with it.
-  auto log = std::make_shared<refusal_log>(tls.log, who);
+  auto log = std::make_shared<metrics_refusals>(tls.log, who);
   auto http = std::make_unique<httplib::SSLServer>([&](SSL_CTX& ctx) {
     auto* c = &ctx;
     SSL_CTX_set_min_proto_version(c, TLS1_2_VERSION);

@@ -223,7 +223,7 @@ TEST_CASE("console web access: Host names, cross-site requests, tokens and "
   }
   SECTION("the refusal log: five lines a window, then how many were hidden") {
     std::vector<std::string> said;
-    apps::refusal_log log{[&](const std::string& l) { said.push_back(l); }, 5,
+    actorflow::refusal_log log{[&](const std::string& l) { said.push_back(l); }, 5,
                           std::chrono::seconds{60}};
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < 40; ++i)

@@ -149,7 +149,8 @@ TEST_CASE("connection_guard: refusals are logged at a bounded rate, and "
     g.say("line " + std::to_string(i), f.t0 + std::chrono::milliseconds(i));
   CHECK(f.said == std::vector<std::string>{"line 0", "line 1"});
   g.say("later", f.t0 + 10'000ms);
-  CHECK(f.said == std::vector<std::string>{
-                    "line 0", "line 1",
-                    "298 more such lines in the last 10000 ms", "later"});
+  CHECK(f.said
+        == std::vector<std::string>{
+          "line 0", "line 1",
+          "later (and 298 more refusals before, not shown)"});
 }

@@ -21,7 +21,9 @@ namespace actorflow {
 connection_guard::connection_guard(guard_limits limits,
                                    std::function<void(int)> shut,
                                    std::function<void(const std::string&)> log)
-  : limits_(limits), shut_(std::move(shut)), log_(std::move(log)) {
+  : limits_(limits),
+    shut_(std::move(shut)),
+    log_(std::move(log), limits.log_burst, limits.log_interval) {
   // nop
 }
 
@@ -44,7 +46,7 @@ connection_guard::admit(int fd, const std::string& peer,
         break;
       }
     if (victim == nullptr) {
-      say_locked("refused " + what + " connection from " + peer + ": "
+      say("refused " + what + " connection from " + peer + ": "
                    + (peer_full ? std::to_string(mine)
                                     + " connections from it are open"
                                 : std::to_string(open_.size())
@@ -55,7 +57,7 @@ connection_guard::admit(int fd, const std::string& peer,
         per_peer_.erase(peer);
       return nullptr;
     }
-    say_locked("closed a " + what + " connection from " + victim->peer_
+    say("closed a " + what + " connection from " + victim->peer_
                  + " that had not finished its handshake, to make room for "
                  + peer,
                now);
@@ -100,7 +102,7 @@ size_t connection_guard::expire(time_point now) {
     auto deadline = e->deadline_ns_.load(std::memory_order_relaxed);
     if (e->shut_ || deadline == 0 || deadline > now_ns)
       continue;
-    say_locked("closed the connection from " + e->peer_ + ": "
+    say("closed the connection from " + e->peer_ + ": "
                  + (e->established() ? "silent" : "no handshake")
                  + " for "
                  + std::to_string(e->established()
@@ -120,8 +122,7 @@ bool connection_guard::charge(uint64_t n, const std::string& who,
   do {
     if (n > limits_.max_inflight_bytes
         || cur > limits_.max_inflight_bytes - n) {
-      std::lock_guard<std::mutex> guard{mtx_};
-      say_locked("refused " + std::to_string(n) + " bytes announced by "
+      say("refused " + std::to_string(n) + " bytes announced by "
                    + who + ": " + std::to_string(cur)
                    + " bytes from peers are in flight already (at most "
                    + std::to_string(limits_.max_inflight_bytes) + ")",
@@ -135,11 +136,6 @@ bool connection_guard::charge(uint64_t n, const std::string& who,
 
 void connection_guard::refund(uint64_t n) noexcept {
   inflight_.fetch_sub(n, std::memory_order_relaxed);
-}
-
-void connection_guard::say(const std::string& line, time_point now) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  say_locked(line, now);
 }
 
 size_t connection_guard::size() const {
@@ -158,24 +154,6 @@ void connection_guard::shut_locked(entry& e) {
   e.clear_deadline();
   if (e.fd_ >= 0 && shut_)
     shut_(e.fd_);
-}
-
-void connection_guard::say_locked(const std::string& line, time_point now) {
-  if (now - log_window_ >= limits_.log_interval) {
-    if (held_back_ > 0 && log_)
-      log_(std::to_string(held_back_) + " more such lines in the last "
-           + std::to_string(limits_.log_interval.count()) + " ms");
-    log_window_ = now;
-    logged_ = 0;
-    held_back_ = 0;
-  }
-  if (logged_ >= limits_.log_burst) {
-    ++held_back_;
-    return;
-  }
-  ++logged_;
-  if (log_)
-    log_(line);
 }
 
 std::string peer_address(int fd) {

@@ -26,6 +26,8 @@
 
 #include <caf/fwd.hpp>
 
+#include "actorflow/transport/refusal_log.hpp"
+
 namespace actorflow {
 
 /// The bounds (actor system options `actorflow.*`, docs/DESIGN.md).
@@ -47,7 +49,7 @@ struct guard_limits {
   /// Bytes announced by peers and not yet delivered, over all connections
   /// (guard_limits_of: a quarter of the machine's memory).
   uint64_t max_inflight_bytes = uint64_t{4} << 30;
-  /// Refusal lines per `log_interval`; the rest are counted and said once.
+  /// Refusal lines per `log_interval` (refusal_log.hpp).
   size_t log_burst = 5;
   std::chrono::milliseconds log_interval{10'000};
 };
@@ -126,9 +128,11 @@ public:
   bool charge(uint64_t n, const std::string& who, time_point now);
   void refund(uint64_t n) noexcept;
 
-  /// Says `line` unless log_burst lines were said in this log_interval;
-  /// lines held back are counted and reported with the next one said.
-  void say(const std::string& line, time_point now);
+  /// Says `line` unless log_burst lines were said in this log_interval
+  /// (refusal_log).
+  void say(const std::string& line, time_point now) {
+    log_.say(line, now);
+  }
 
   /// Open connections (all, and from `peer`).
   size_t size() const;
@@ -139,20 +143,16 @@ public:
 
 private:
   void shut_locked(entry& e);
-  void say_locked(const std::string& line, time_point now);
 
   guard_limits limits_;
   std::function<void(int)> shut_;
-  std::function<void(const std::string&)> log_;
+  refusal_log log_;
   mutable std::mutex mtx_;
   uint64_t next_seq_ = 1;
   // By admission order (seq), so the oldest comes first.
   std::map<uint64_t, entry_ptr> open_;
   std::map<std::string, size_t> per_peer_;
   std::atomic<uint64_t> inflight_{0};
-  time_point log_window_{};
-  size_t logged_ = 0;
-  size_t held_back_ = 0;
 };
 
 /// `sys`'s limits: the defaults above, or the options actorflow.max-connections,

@@ -18,6 +18,7 @@
 // that breaks this gets its connection closed; nothing else changes.
 
 #include "actorflow/transport/tensor_channel.hpp"
+#include "actorflow/graph/text_util.hpp"
 
 #include <cerrno>
 #include <condition_variable>
@@ -433,7 +434,7 @@ private:
       std::fprintf(stderr,
                    "actorflow: tensor channel: cannot connect to %s:%s; "
                    "tensors to it go over CAF\n",
-                   host_.c_str(), port_.c_str());
+                   log_escape(host_).c_str(), log_escape(port_).c_str());
       fail(guard, nullptr);
       return;
     }

@@ -20,6 +20,7 @@
 #include <caf/io/network/native_socket.hpp>
 
 #include "actorflow/transport/system_data.hpp"
+#include "actorflow/graph/text_util.hpp"
 
 namespace actorflow::tls_detail {
 
@@ -168,7 +169,9 @@ std::string describe(X509* cert) {
     list += (list.empty() ? "" : ", ") + item;
   }
   GENERAL_NAMES_free(names);
-  return list.empty() ? out : out + " (" + list + ")";
+  // A peer's names may hold anything (newlines, terminal escapes): the
+  // line is logged.
+  return list.empty() ? out : out + " (" + log_escape(list) + ")";
 }
 
 // Whether `cert` is for `name`: an IP address against its IP names, a
