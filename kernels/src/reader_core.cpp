@@ -5,6 +5,8 @@
 
 #include "actorflow/kernels/reader_core.hpp"
 
+#include "actorflow/kernels/file_policy.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -128,14 +130,29 @@ public:
       ::close(fd_);
   }
 
-  status open(const std::string& path) {
+  /// Opens `path` for `who` (the reader, named in refusals) if the
+  /// process's file policy lets it (file_policy.hpp): PermissionDenied
+  /// for a path outside the file roots or a denied file, before anything
+  /// is opened.
+  status open(const std::string& who, const std::string& path) {
     path_ = path;
+    std::string resolved;
+    if (auto st = check_file_access(who, path, file_access::read, &resolved);
+        !st.ok())
+      return st;
+    // The resolved path is the one checked (links followed).
+    const auto& target = resolved.empty() ? path : resolved;
     int fd;
     do {
-      fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      fd = ::open(target.c_str(), O_RDONLY | O_CLOEXEC);
     } while (fd < 0 && errno == EINTR);
     if (fd < 0)
       return io_error(path, errno);
+    // A link swapped in between the check and the open.
+    if (auto st = check_opened_file(who, path, fd); !st.ok()) {
+      ::close(fd);
+      return st;
+    }
     fd_ = fd;
     return {};
   }
@@ -177,8 +194,8 @@ public:
 
 class file_source final : public byte_source {
 public:
-  status open(const std::string& path) {
-    return file_.open(path);
+  status open(const std::string& who, const std::string& path) {
+    return file_.open(who, path);
   }
   status read(char* dst, size_t n, size_t& got) override {
     return file_.read(dst, n, got);
@@ -203,8 +220,8 @@ public:
       ::inflateEnd(&zs_);
   }
 
-  status open(const std::string& path) {
-    if (auto st = file_.open(path); !st.ok())
+  status open(const std::string& who, const std::string& path) {
+    if (auto st = file_.open(who, path); !st.ok())
       return st;
     std::memset(&zs_, 0, sizeof(zs_));
     auto rc = ::inflateInit2(&zs_, gzip_ ? 16 + MAX_WBITS : MAX_WBITS);
@@ -367,7 +384,7 @@ protected:
   status on_work_started() override {
     line_number_ = 0;
     auto file = std::make_unique<file_source>();
-    if (auto st = file->open(current_work()); !st.ok())
+    if (auto st = file->open(name(), current_work()); !st.ok())
       return st;
     input_ = std::make_unique<input_buffer>(std::move(file));
     std::string line;
@@ -438,12 +455,12 @@ protected:
     std::unique_ptr<byte_source> src;
     if (encoding_.empty()) {
       auto file = std::make_unique<file_source>();
-      if (auto st = file->open(current_work()); !st.ok())
+      if (auto st = file->open(name(), current_work()); !st.ok())
         return st;
       src = std::move(file);
     } else {
       auto z = std::make_unique<zlib_source>(encoding_ == "GZIP");
-      if (auto st = z->open(current_work()); !st.ok())
+      if (auto st = z->open(name(), current_work()); !st.ok())
         return st;
       src = std::move(z);
     }
@@ -523,9 +540,10 @@ private:
 };
 
 // TF's ReadEntireFile.
-status read_entire_file(const std::string& path, std::string& out) {
+status read_entire_file(const std::string& who, const std::string& path,
+                        std::string& out) {
   posix_file file;
-  if (auto st = file.open(path); !st.ok())
+  if (auto st = file.open(who, path); !st.ok())
     return st;
   out.clear();
   out.reserve(file.size_hint());
@@ -562,7 +580,7 @@ protected:
                            std::vector<std::string>& values,
                            int64_t& produced, bool& at_end) override {
     std::string contents;
-    if (auto st = read_entire_file(current_work(), contents); !st.ok())
+    if (auto st = read_entire_file(name(), current_work(), contents); !st.ok())
       return st;
     keys.push_back(current_work());
     values.push_back(std::move(contents));

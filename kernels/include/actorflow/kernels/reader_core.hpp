@@ -68,7 +68,9 @@ public:
 
   /// Starts a work unit (opens the file, skips headers). NotFound naming
   /// the file ("<file>; No such file or directory") when it cannot be
-  /// opened; the owner fails the request with this status and the next
+  /// opened; PermissionDenied, before anything is opened, for a file the
+  /// process's file policy refuses (outside --file_roots, or the node's
+  /// own TLS or configuration files: file_policy.hpp); the owner fails the request with this status and the next
   /// read takes the next work unit. The WholeFileReader opens its file
   /// only when reading it, as TF's.
   status start_work(const std::string& work);
