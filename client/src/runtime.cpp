@@ -12,6 +12,7 @@
 #include "actorflow/transport/transport.hpp"
 #include "actorflow/transport/type_ids.hpp"
 #include "actorflow/graph/status.hpp"
+#include "actorflow/kernels/file_policy.hpp"
 
 namespace actorflow {
 
@@ -248,6 +249,10 @@ void configure_default_tls(const tls_config& cfg) {
     throw op_error(error_code::failed_precondition,
                    "configure_default_tls: the actor system exists already");
   stored.tls = cfg;
+  // No op of this process opens them (kernels/file_policy.hpp).
+  deny_file_access(cfg.key_file, "the node's TLS key");
+  deny_file_access(cfg.cert_file, "the node's TLS certificate");
+  deny_file_access(cfg.ca_file, "the node's TLS CA file");
 }
 
 caf::actor_system& default_system() {

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actorflow/kernels/file_policy.hpp"
 #include "actorflow/support/log.hpp"
 
 namespace actorflow::support {
@@ -67,6 +68,12 @@ void common_flags::add_to(CLI::App& app) {
     ->type_name("MS")
     ->check(integer_in(1, 3'600'000))
     ->group("TLS");
+  app.add_option("--file_roots", file_roots,
+                 "comma-separated directories the ops of this process "
+                 "(readers, ...) may open files in (default: anywhere the "
+                 "process may; its TLS files and --config-file never)")
+    ->type_name("DIRS")
+    ->group("Files");
 }
 
 const char* common_flags::footer() {
@@ -238,6 +245,7 @@ void command_line::apply(const std::string& program) const {
         message = "--caf." + message.substr(2);
     throw usage_error(message);
   }
+  apply_file_policy();
   auto tls = read_tls_config(common_);
   if (!tls.enabled())
     return;
@@ -249,6 +257,24 @@ void command_line::apply(const std::string& program) const {
     auto message = e.get_status().message();
     throw usage_error(message.starts_with("tls_") ? "--" + message
                                                   : message);
+  }
+}
+
+void command_line::apply_file_policy() const {
+  // The TLS files are denied by configure_default_tls.
+  if (common_.config_file)
+    deny_file_access(*common_.config_file,
+                     "the node's configuration file (--config-file)");
+  if (!common_.file_roots)
+    return;
+  auto roots = split_list(*common_.file_roots);
+  if (roots.empty())
+    throw usage_error("--file_roots: expected directories, got ''");
+  try {
+    set_file_roots(roots);
+  } catch (const op_error& e) {
+    // "file_roots: DIR: ..." names the flag.
+    throw usage_error("--" + e.get_status().message());
   }
 }
 

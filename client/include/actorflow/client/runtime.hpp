@@ -51,8 +51,10 @@ void configure_default_system(std::vector<std::string> args,
 /// already. The system is then created with CAF's automatic connections
 /// off (they would bypass TLS), and tensors travel over CAF's encrypted
 /// connections (the tensor channel speaks plain TCP). An embedding
-/// application with its own system calls enable_tls on it instead.
-/// Blocks for the file reads.
+/// application with its own system calls enable_tls on it instead (and
+/// deny_file_access for its files). The key, certificate and CA file are
+/// denied to every op of the process (kernels/file_policy.hpp). Blocks
+/// for the file reads.
 void configure_default_tls(const tls_config& cfg);
 
 /// The process-wide actor system used when a server or session is created

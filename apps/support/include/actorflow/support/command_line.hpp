@@ -22,6 +22,9 @@
 // - `--log_level LEVEL` (log.hpp).
 // - the TLS flags (`--tls_cert FILE`, ...; client/runtime.hpp's
 //   tls_config), over TF_CONFIG's "tls" object.
+// - `--file_roots DIR,...`: the directories the ops of the process may
+//   open files in (kernels/file_policy.hpp; default: anywhere). The TLS
+//   files and --config-file are denied to every op whatever the roots.
 // Errors are usage_error naming the flag, key or file: an unknown flag, a
 // flag given twice, a missing value, a value its validator refuses (on the
 // command line or in [actorflow]), an unknown key in [actorflow], a CAF
@@ -50,8 +53,10 @@ struct common_flags {
   std::optional<std::string> tls_ca;
   std::optional<std::string> tls_allowed_peers;
   std::optional<int64_t> tls_handshake_timeout_ms;
+  std::optional<std::string> file_roots;
 
-  /// Declares them on `app` (the groups "Configuration" and "TLS").
+  /// Declares them on `app` (the groups "Configuration", "TLS" and
+  /// "Files").
   void add_to(CLI::App& app);
 
   /// What --help says about them besides their own lines: CAF's
@@ -90,8 +95,9 @@ public:
 
   /// Applies what every program takes: sets up the log (log.hpp) at
   /// --log_level, configures the process-wide actor system with CAF's
-  /// options and TLS. usage_error naming the flag, file or CAF option at
-  /// fault. Call before anything uses the actor system.
+  /// options and TLS, sets the file policy (--file_roots; the TLS files
+  /// and --config-file denied to every op). usage_error naming the flag,
+  /// file or CAF option at fault. Call before anything uses the actor system.
   void apply() const {
     apply(program_);
   }
@@ -120,6 +126,7 @@ public:
 
 private:
   void read_config_file();
+  void apply_file_policy() const;
 
   std::string program_;
   CLI::App app_;
