@@ -23,6 +23,10 @@
 #                               ACTORFLOW_WORKER_ADDRESS_TEMPLATE override it
 #                               for one job
 #   ACTORFLOW_COMMAND           what to run (default actorflow-train)
+#   ACTORFLOW_BIND_HOST         the address the task listens on (--bind_host;
+#                               the manifests give the pod's IP, so that a
+#                               task starts although its DNS name may not
+#                               resolve yet); default: its address's host
 #   TF_CONFIG                   if set, used as it is (nothing is derived)
 #
 # entrypoint.sh --print-tf-config prints the TF_CONFIG it would use and
@@ -92,4 +96,7 @@ if [[ ${1:-} == --print-tf-config ]]; then
   exit 0
 fi
 echo "entrypoint: TF_CONFIG=$TF_CONFIG" >&2
+if [[ -n ${ACTORFLOW_BIND_HOST:-} ]]; then
+  set -- --bind_host "$ACTORFLOW_BIND_HOST" "$@"
+fi
 exec "${ACTORFLOW_COMMAND:-actorflow-train}" "$@"

@@ -49,7 +49,16 @@ check(len(sets) >= 2, "StatefulSets: " + ", ".join(sorted(sets)))
 
 
 def env_of(container):
-    return {e["name"]: str(e["value"]) for e in container.get("env", [])}
+    """The container's env with a value; those from the pod (fieldRef)
+    are checked on their own below."""
+    return {e["name"]: str(e["value"]) for e in container.get("env", [])
+            if "value" in e}
+
+
+def field_refs(container):
+    return {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"]
+            for e in container.get("env", [])
+            if "fieldRef" in e.get("valueFrom", {})}
 
 
 def port_named(ports, name, key):
@@ -86,6 +95,10 @@ for name, sts in sets.items():
           and port_named(svc["spec"]["ports"], "task", "port") == port,
           name + ": the container and the Service expose ACTORFLOW_PORT "
           + str(port))
+    check(field_refs(container).get("ACTORFLOW_BIND_HOST")
+          == "status.podIP",
+          name + ": the task listens on the pod's IP only "
+          "(ACTORFLOW_BIND_HOST from status.podIP)")
     pods[name] = (job, int(spec["replicas"]), env)
 
 # Every pod agrees on the cluster's shape.

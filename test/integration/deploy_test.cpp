@@ -33,6 +33,9 @@ std::vector<std::string> pod_env(const std::string& job, int ordinal,
           "ACTORFLOW_PS_ADDRESS_TEMPLATE=127.1.0.1{index}:{port}",
           "ACTORFLOW_WORKER_ADDRESS_TEMPLATE=127.2.0.1{index}:{port}",
           "ACTORFLOW_COMMAND=" ACTORFLOW_TRAIN_PATH,
+          // The manifests give the pod's IP (status.podIP).
+          "ACTORFLOW_BIND_HOST=127." + std::string{job == "ps" ? "1" : "2"}
+            + ".0.1" + std::to_string(ordinal),
           "TF_CONFIG"};
 }
 
