@@ -18,6 +18,7 @@
 #include "actorflow/graph/status.hpp"
 #include "actorflow/graph/tensor.hpp"
 #include "actorflow/graph/training.hpp"
+#include "actorflow/kernels/file_policy.hpp"
 #include "actorflow/client/basic_session_run_hooks.hpp"
 #include "actorflow/client/cluster_spec.hpp"
 #include "actorflow/client/coordinator.hpp"

@@ -92,9 +92,9 @@ private:
   std::vector<denied_file> denied_;
 };
 
-/// The process's policy: set once at start (the apps do it from
-/// --file_roots, --tls_* and --config-file; an application embedding
-/// actorflow calls these before it serves sessions).
+// The process's policy: set once at start (the apps do it from
+// --file_roots, --tls_* and --config-file; an application embedding
+// actorflow calls these before it serves sessions).
 
 /// Confines the ops of this process to `roots` (see file_policy). Throws
 /// op_error: InvalidArgument "file_roots: DIR: ..." for a bad root,
