@@ -8,6 +8,8 @@
 // - the console watches a TLS cluster with its own client certificate, and
 //   is refused without one.
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -282,7 +284,8 @@ TEST_CASE("console: a cross-site POST to /api/trace is refused and traces "
   auto port = free_port();
   auto address = "127.0.0.1:" + std::to_string(port);
   auto spec = R"({"worker": [")" + address + R"("]})";
-  child_process node{{node_path, "--cluster", spec, "--job", "worker"}};
+  child_process node{{node_path, "--cluster", spec, "--job", "worker",
+                      "--parent-pid", std::to_string(::getpid())}};
   REQUIRE(node.wait_for_line("serving", 15s));
   web_console web{{"--cluster", spec}};
   auto http = web.client();

@@ -74,7 +74,7 @@ TEST_CASE("listen: a node whose own address is not of this host, or does "
   // Every interface when asked for, as TF's gRPC server binds it.
   child_process node{{node_path, "--ps_hosts", "203.0.113.7:" + port,
                       "--job_name", "ps", "--task_index", "0", "--bind_host",
-                      "0.0.0.0"}};
+                      "0.0.0.0", "--parent-pid", std::to_string(::getpid())}};
   REQUIRE(node.wait_for_line(support::serving_marker("ps", 0), 15s));
   auto sockets = listening_sockets(node.pid());
   auto p = static_cast<uint16_t>(std::stoi(port));

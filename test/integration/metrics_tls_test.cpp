@@ -3,6 +3,8 @@
 // scripts/make_certs.sh serves it only to readers with a certificate of the
 // cluster's CA, and says whom it refused.
 
+#include <unistd.h>
+
 #include <csignal>
 #include <map>
 #include <regex>
@@ -82,6 +84,9 @@ TEST_CASE("metrics: --metrics_tls serves /metrics over TLS, only to readers "
                                 "0",          "--metrics_tls"};
   for (auto& f : keys.flags("node"))
     argv.push_back(f);
+  // Gone with this process, however it ends.
+  argv.push_back("--parent-pid");
+  argv.push_back(std::to_string(::getpid()));
   child_process node{argv};
   auto line = node.wait_for_line("metrics of ", 15s);
   INFO(node.out() << node.err());
