@@ -247,14 +247,21 @@ inline task_config resolve(const cluster_flags& flags) {
 /// Starts the server of `cfg`'s task; blocks while it binds. Errors:
 /// op_error with the server's code, its message saying "could not start
 /// TASK at ADDRESS: " first (actorflow-train --local looks for that
-/// phrase: a task whose port was taken meanwhile).
+/// phrase: a task whose port was taken meanwhile); a --tls_cert that is not
+/// for the task's host is InvalidArgument "--tls_cert: FILE (certificate
+/// ...) is not for HOST, the host of task ..." (exit status 2, no retry).
 inline server start_server(const task_config& cfg) {
   try {
     return server{cfg.cluster, cfg.job, cfg.task, cfg.options};
   } catch (const op_error& e) {
+    const auto& message = e.get_status().message();
+    // The TLS files are the flags' ("tls_cert: ..." names --tls_cert).
+    if (e.code() == error_code::invalid_argument
+        && message.starts_with("tls_"))
+      throw op_error(e.code(), "--" + message);
     throw op_error(e.code(), "could not start " + cfg.task_name() + " at "
                                + cfg.cluster.task_address(cfg.job, cfg.task)
-                               + ": " + e.get_status().message());
+                               + ": " + message);
   }
 }
 

@@ -91,7 +91,8 @@ struct server::impl {
   task_options opts;
   uint16_t port = 0;
   /// Where a session on this process reaches the task: "localhost", or
-  /// the loopback address (127.0.0.2, ...) it alone is bound to.
+  /// the loopback address (127.0.0.2, ...) it alone is bound to; with TLS,
+  /// the host its entry in the cluster names (its certificate's).
   std::string local_host = "localhost";
   caf::actor actor;
   // serve_metrics: the HTTP server and its thread.
@@ -154,6 +155,18 @@ server::server(caf::actor_system& sys, const cluster_spec& cluster,
   std::string local_host = "localhost";
   if (in != "127.0.0.1" && !in.empty())
     local_host = in.find(':') == std::string::npos ? in : "[" + in + "]";
+  if (tls_enabled(sys)) {
+    // Peers dial the host the cluster names for this task and check that
+    // its certificate is for that name: a certificate for another host
+    // would be refused by all of them, so it fails the start instead.
+    check_tls_identity(sys, parsed.host,
+                       "task " + task_name(opts) + " (" + address + ")");
+    // A session on this process dials that name too (the certificate is
+    // for it; it may name neither "localhost" nor the bound address).
+    local_host = parsed.host.find(':') == std::string::npos
+                   ? parsed.host
+                   : "[" + parsed.host + "]";
+  }
   impl_->sys = &sys;
   impl_->local_host = local_host;
   impl_->cluster = cluster;

@@ -337,11 +337,21 @@ TEST_CASE("tls: strangers cannot connect, and the node says who they were",
   }
   SECTION("a node whose certificate is not for the host dialed") {
     // The client dials 127.0.0.1 but the node shows the stranger's
-    // certificate: the client refuses it.
+    // certificate: the client refuses it. (A node does not start with a
+    // certificate that is not for its own host: it gets the stranger's
+    // files once it serves, as a certificate manager's rename would.)
+    auto cert = keys.dir / "impostor.pem";
+    auto key = keys.dir / "impostor.key";
+    std::filesystem::copy_file(keys.cert("node"), cert);
+    std::filesystem::copy_file(keys.key("node"), key);
     auto stranger_opts = captured();
-    stranger_opts.args = {"--tls_cert", keys.cert("stranger"), "--tls_key",
-                          keys.key("stranger"), "--tls_ca", keys.ca};
+    stranger_opts.args = {"--tls_cert", cert, "--tls_key", key, "--tls_ca",
+                          keys.ca};
     local_cluster impostor{node_path, {{"local", 1}}, stranger_opts};
+    std::filesystem::copy_file(keys.cert("stranger"), keys.dir / "next.pem");
+    std::filesystem::copy_file(keys.key("stranger"), keys.dir / "next.key");
+    std::filesystem::rename(keys.dir / "next.key", key);
+    std::filesystem::rename(keys.dir / "next.pem", cert);
     client_system client{keys.as("client")};
     auto err = error_of([&] {
       session sess{client.sys, impostor.target("local", 0), quick(), &g};
@@ -417,6 +427,66 @@ TEST_CASE("tls: bad certificate files fail at start, naming the flag",
   CHECK(good.wait_for_line("serving /job:ps", 15s));
 }
 
+TEST_CASE("tls: a certificate that is not for the task's own host fails "
+          "the start, naming the flag, the file, its names and the host",
+          "[tls]") {
+  pki keys;
+  certs(keys.dir / "", {"other:other-host", "ip:127.0.0.1", "lo:localhost"});
+  auto port = std::to_string(support::free_port());
+  auto start = [&](const std::string& program, const std::string& host,
+                   const std::string& name) {
+    std::vector<std::string> argv{program, "--ps_hosts", host + ":" + port,
+                                  "--job_name", "ps", "--task_index", "0",
+                                  "--tls_cert", keys.cert(name), "--tls_key",
+                                  keys.key(name), "--tls_ca", keys.ca};
+    support::spawn_options opts;
+    opts.capture_stderr = true;
+    opts.echo_stdout = false;
+    return run_process(argv, 20s, opts);
+  };
+  struct bad_case {
+    std::string program;
+    std::string host;
+    std::string cert;
+    std::string names;
+  };
+  // "localhost" and 127.0.0.1 are different names: each must be named.
+  std::vector<bad_case> cases{
+    {node_path, "127.0.0.1", "other", "'/CN=other-host' (DNS:other-host)"},
+    {node_path, "127.0.0.1", "lo", "'/CN=localhost' (DNS:localhost)"},
+    {node_path, "localhost", "ip", "'/CN=127.0.0.1' (IP:127.0.0.1)"},
+    {ACTORFLOW_TRAIN_PATH, "127.0.0.1", "other",
+     "'/CN=other-host' (DNS:other-host)"},
+  };
+  for (const auto& bad : cases) {
+    auto res = start(bad.program, bad.host, bad.cert);
+    INFO(bad.program << " on " << bad.host << " with " << bad.cert << ": "
+                     << res.err);
+    CHECK_FALSE(res.timed_out);
+    CHECK(res.status.exited);
+    CHECK(res.status.code == 2);
+    CHECK_THAT(res.err,
+               Catch::Contains("--tls_cert: " + keys.cert(bad.cert)
+                               + " (certificate " + bad.names
+                               + ") is not for " + bad.host
+                               + ", the host of task "
+                                 "/job:ps/replica:0/task:0 ("
+                               + bad.host + ":" + port + ")"));
+    CHECK(res.out.find("serving") == std::string::npos);
+  }
+  // A certificate for the host as the cluster spells it serves.
+  for (auto [host, name] : {std::pair{"localhost", "lo"},
+                            std::pair{"127.0.0.1", "ip"}}) {
+    child_process good{{node_path, "--ps_hosts", host + (":" + port),
+                        "--job_name", "ps", "--task_index", "0",
+                        "--tls_cert", keys.cert(name), "--tls_key",
+                        keys.key(name), "--tls_ca", keys.ca},
+                       {}};
+    CHECK(good.wait_for_line("serving /job:ps", 15s));
+    CHECK(good.stop().success());
+  }
+}
+
 TEST_CASE("tls: a handshake that does not finish in time is dropped",
           "[tls]") {
   pki keys;
@@ -482,10 +552,14 @@ TEST_CASE("tls: actorflow-train --local trains with its tasks on TLS",
     return;
   }
   pki keys;
+  // A certificate for 127.0.0.1 only, the host of --local's tasks (the
+  // README's): the workers' sessions dial their tasks by that name too
+  // (they dialed "localhost" once, and refused it).
+  certs(keys.dir / "", {"ip:127.0.0.1"});
   std::vector<std::string> argv{ACTORFLOW_TRAIN_PATH, "--local", "2",
-                                "--model", "softmax", "--train_steps", "300"};
-  for (const auto& flag : keys.node_flags())
-    argv.push_back(flag);
+                                "--model", "softmax", "--train_steps", "300",
+                                "--tls_cert", keys.cert("ip"), "--tls_key",
+                                keys.key("ip"), "--tls_ca", keys.ca};
   support::spawn_options opts;
   opts.capture_stderr = true;
   opts.echo_stdout = false;
@@ -498,7 +572,7 @@ TEST_CASE("tls: actorflow-train --local trains with its tasks on TLS",
   std::ifstream in{"/proc/" + std::to_string(pid) + "/cmdline"};
   std::string cmdline((std::istreambuf_iterator<char>(in)),
                       std::istreambuf_iterator<char>());
-  CHECK_THAT(cmdline, Catch::Contains("--tls_cert=" + keys.cert("node")));
+  CHECK_THAT(cmdline, Catch::Contains("--tls_cert=" + keys.cert("ip")));
   CHECK_THAT(cmdline, Catch::Contains("--tls_ca=" + keys.ca));
   auto st = trainer.wait(120s);
   REQUIRE(st);

@@ -41,9 +41,13 @@ public:
   /// cluster, the address has no valid port ("Could not parse port for
   /// local server from \"localhost\""), any task's address is not
   /// host:port, the task's host does not resolve, or resolves to no
-  /// address of this host (each naming the address and the task); Unknown
-  /// (TF's code for "Could not start server") if the port is in use,
-  /// naming the address. Blocks until the port is bound.
+  /// address of this host (each naming the address and the task), or,
+  /// with TLS on in `sys`, its certificate is not for the task's host as
+  /// the cluster spells it ("tls_cert: FILE (certificate ...) is not for
+  /// HOST, the host of task ...": check_tls_identity,
+  /// transport/transport.hpp); Unknown (TF's code for "Could not start
+  /// server") if the port is in use, naming the address. Blocks until the
+  /// port is bound.
   server(const cluster_spec& cluster, const std::string& job, int task,
          const server_options& options = {});
   server(caf::actor_system& sys, const cluster_spec& cluster,
@@ -62,7 +66,9 @@ public:
 
   /// "caf://localhost:<port>", or "caf://127.0.0.2:<port>" for a task on a
   /// loopback address other than 127.0.0.1, which binds that address only
-  /// (sessions also accept "grpc://" targets).
+  /// (sessions also accept "grpc://" targets). With TLS, the host the
+  /// task's entry in the cluster names ("caf://127.0.0.1:<port>",
+  /// "caf://ps0.example.com:<port>"): the name its certificate is for.
   std::string target() const;
   /// The port actually bound (differs from the spec when it said 0).
   uint16_t port() const;

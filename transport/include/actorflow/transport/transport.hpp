@@ -33,6 +33,20 @@ void enable_tls(caf::actor_system& sys, const tls_config& cfg);
 /// True once enable_tls succeeded for `sys`. Never blocks.
 bool tls_enabled(caf::actor_system& sys);
 
+/// Checks that the certificate `sys` presents (its tls_cert) is for
+/// `host`, the host of a task it serves as the cluster spells it: peers
+/// dial that name and refuse a certificate that does not name it. The
+/// rules are those of every connection: an IP address against the
+/// certificate's IP names, a host name against its DNS names (its common
+/// name when it has none); "localhost" and 127.0.0.1 are different names.
+/// `who` names the task in the message ("task /job:ps/replica:0/task:0
+/// (ps0:2222)"). Throws op_error InvalidArgument "tls_cert: FILE
+/// (certificate '/CN=...' (DNS:...)) is not for HOST, the host of WHO...".
+/// No effect without TLS. Blocks for the file reads when the files
+/// changed.
+void check_tls_identity(caf::actor_system& sys, const std::string& host,
+                        const std::string& who);
+
 /// Adds hosts ("host" or "host:port") whose certificates `sys` accepts on
 /// incoming connections: the hosts of a cluster it serves. No effect
 /// without TLS. Never blocks.
