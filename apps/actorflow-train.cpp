@@ -469,13 +469,40 @@ int run_worker(const train_options& opts, const task_config& cfg) {
   // What the console shows (monitoring::report_training), every step.
   monitoring::training_progress progress;
   progress.task = cfg.task_name();
+  // --sync: a step that times out waits for an update, which waits for
+  // gradients. The accumulators on the ps know who sent theirs: the error
+  // names the workers that did not (a stopped or dead one), not only the
+  // device the step waited on.
+  auto sync_timeout = [&](const op_error& e) {
+    std::vector<std::string> workers;
+    for (auto i : cfg.cluster.task_indices("worker"))
+      workers.push_back(task_name("worker", i));
+    std::string why;
+    try {
+      session probe{srv.target(), config, &g};
+      why = sync_replicas_waiting_for(probe, *sync, workers, 5000);
+      probe.close();
+    } catch (const std::exception&) {
+      // The ps is not answering either: the step's own error says so.
+    }
+    if (why.empty())
+      return e;
+    return op_error(e.code(), who + ": " + why + " ("
+                                + e.get_status().message() + ")");
+  };
   // A run restored past --train_steps only evaluates.
   while (global < train_steps && !sess->should_stop()) {
     auto [x, y] = batches.next();
     if (tracer && local_step + 1 == *opts.trace_step)
       tracer->arm(local_step + 1);
-    auto out = sess->run({train_op, m.loss, global_step},
-                         {{m.x, x}, {m.y, y}});
+    std::vector<tensor> out;
+    try {
+      out = sess->run({train_op, m.loss, global_step}, {{m.x, x}, {m.y, y}});
+    } catch (const op_error& e) {
+      if (!sync || e.code() != error_code::deadline_exceeded)
+        throw;
+      throw sync_timeout(e);
+    }
     ++local_step;
     ++window_steps;
     window_loss += static_cast<double>(out[1].scalar_value<float>());

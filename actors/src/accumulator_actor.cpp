@@ -34,8 +34,10 @@ accumulator_actor::behavior_type accumulator(accumulator_self self,
     self->quit(em.reason);
   });
   return {
-    [self](apply_gradient_atom, const tensor& grad, int64_t local_step) {
-      return std::make_tuple(self->state.core->apply(grad, local_step),
+    [self](apply_gradient_atom, const tensor& grad, int64_t local_step,
+           const std::string& replica) {
+      return std::make_tuple(self->state.core->apply(grad, local_step,
+                                                     replica),
                              std::vector<tensor>{});
     },
     [self](take_gradient_atom, int64_t n,
@@ -60,6 +62,28 @@ accumulator_actor::behavior_type accumulator(accumulator_self self,
       auto n = self->state.core->num_accumulated();
       return std::make_tuple(status{},
                              std::vector<tensor>{tensor::scalar(n)});
+    },
+    [self](accumulator_replicas_atom) {
+      // AccumulatorReplicas' outputs: who sent, their last local steps,
+      // seconds since, the global step, the number accumulated.
+      auto& core = *self->state.core;
+      auto now = accumulator_core::clock::now();
+      std::vector<std::string> names;
+      std::vector<int64_t> steps;
+      std::vector<double> idle;
+      for (auto& r : core.replicas()) {
+        names.push_back(r.name);
+        steps.push_back(r.last_step);
+        idle.push_back(std::chrono::duration<double>(now - r.last_time)
+                         .count());
+      }
+      std::vector<tensor> out;
+      out.push_back(tensor::vec(std::move(names)));
+      out.push_back(tensor::vec(std::move(steps)));
+      out.push_back(tensor::vec(std::move(idle)));
+      out.push_back(tensor::scalar(core.global_step()));
+      out.push_back(tensor::scalar(core.num_accumulated()));
+      return std::make_tuple(status{}, std::move(out));
     },
     [self](set_global_step_atom, int64_t global_step) {
       self->state.core->set_global_step(global_step);

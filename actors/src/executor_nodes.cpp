@@ -378,6 +378,30 @@ void run_queue_op(executor_self self, step_state& step, int i,
   }
 }
 
+// The task that sent an AccumulatorApplyGradient's gradient (or its local
+// step) to this partition, "/job:worker/replica:0/task:1": the _Recv that
+// feeds it names the sending device. "" when both come from this
+// partition. The accumulator remembers who sent (AccumulatorReplicas).
+static std::string sender_of(const executor_state& st,
+                             const node_plan& plan) {
+  for (size_t input : {size_t{2}, size_t{1}}) {
+    if (input >= plan.inputs.size())
+      continue;
+    auto producer = plan.inputs[input].first;
+    if (producer < 0 || static_cast<size_t>(producer) >= st.nodes.size())
+      continue;
+    const auto& def = st.nodes[static_cast<size_t>(producer)].def;
+    if (def.op != "_Recv")
+      continue;
+    auto device = def.attr_or<std::string>("send_device", "");
+    if (auto at = device.find("/device:"); at != std::string::npos)
+      device.resize(at);
+    if (!device.empty())
+      return device;
+  }
+  return {};
+}
+
 // An accumulator operation on the accumulator whose handle is input 0.
 void run_accumulator_op(executor_self self, step_state& step, int i,
                         std::vector<tensor>& inputs) {
@@ -397,7 +421,8 @@ void run_accumulator_op(executor_self self, step_state& step, int i,
   switch (aop) {
     case accumulator_op::apply:
       return request_outputs(self, acc, id, i, what, apply_gradient_atom_v,
-                             inputs.at(2), count_of(inputs.at(1)));
+                             inputs.at(2), count_of(inputs.at(1)),
+                             sender_of(st, plan));
     case accumulator_op::take:
       return request_outputs(self, acc, id, i, what, take_gradient_atom_v,
                              count_of(inputs.at(1)), id);
@@ -406,6 +431,9 @@ void run_accumulator_op(executor_self self, step_state& step, int i,
     case accumulator_op::set_global_step:
       return request_outputs(self, acc, id, i, what, set_global_step_atom_v,
                              count_of(inputs.at(1)));
+    case accumulator_op::replicas:
+      return request_outputs(self, acc, id, i, what,
+                             accumulator_replicas_atom_v);
   }
 }
 

@@ -64,6 +64,7 @@ const std::unordered_map<std::string, own_op>& own_ops() {
      op_of(k::accumulator_op, a::num_accumulated)},
     {"AccumulatorSetGlobalStep",
      op_of(k::accumulator_op, a::set_global_step)},
+    {"AccumulatorReplicas", op_of(k::accumulator_op, a::replicas)},
     {"ApplyGradientDescent", {k::apply}},
     {"ApplyMomentum", {k::apply}},
     {"ApplyAdagrad", {k::apply}},

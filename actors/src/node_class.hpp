@@ -99,6 +99,7 @@ enum class accumulator_op : uint8_t {
   take,
   num_accumulated,
   set_global_step,
+  replicas,
 };
 
 struct queue_call {

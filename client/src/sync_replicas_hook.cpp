@@ -1,5 +1,8 @@
 #include "actorflow/client/sync_replicas_hook.hpp"
 
+#include <algorithm>
+#include <cstdio>
+#include <map>
 #include <optional>
 
 #include "actorflow/client/queue_runner.hpp"
@@ -61,7 +64,96 @@ private:
   std::optional<queue_runner> runner_;
 };
 
+std::string seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f s", s);
+  return buf;
+}
+
 } // namespace
+
+std::string sync_replicas_waiting_for(session& sess,
+                                      const sync_replicas_optimizer& opt,
+                                      const std::vector<std::string>& replicas,
+                                      int64_t timeout_ms) {
+  const auto& ops = opt.accumulator_replicas();
+  std::vector<fetch> fetches;
+  for (const auto& op : ops)
+    for (int k = 0; k < 5; ++k)
+      fetches.emplace_back(op.out(k));
+  run_options options;
+  options.timeout_in_ms = timeout_ms;
+  auto out = sess.run(fetches, {}, options);
+  // Per replica: whether it has sent for the step of every accumulator,
+  // its last local step and the seconds since (its latest gradient
+  // anywhere).
+  struct seen {
+    bool missing = false;
+    bool known = false;
+    int64_t last_step = 0;
+    double idle = 0;
+  };
+  std::map<std::string, seen> by_name;
+  for (const auto& name : replicas)
+    by_name[name];
+  // The update waited for: the accumulator furthest behind in gradients.
+  int64_t step = 0;
+  int32_t have = -1;
+  for (size_t a = 0; a < ops.size(); ++a) {
+    const auto* t = &out[a * 5];
+    auto names = t[0].flat<std::string>();
+    auto steps = t[1].flat<int64_t>();
+    auto idle = t[2].flat<double>();
+    auto global = t[3].scalar_value<int64_t>();
+    auto count = t[4].scalar_value<int32_t>();
+    if (have < 0 || count < have) {
+      have = count;
+      step = global;
+    }
+    std::map<std::string, size_t> index;
+    for (size_t i = 0; i < names.size(); ++i)
+      index[names[i]] = i;
+    for (auto& [name, s] : by_name) {
+      auto i = index.find(name);
+      if (i == index.end()) {
+        s.missing = true;
+        continue;
+      }
+      auto j = i->second;
+      if (!s.known || idle[j] < s.idle) {
+        s.idle = idle[j];
+        s.last_step = steps[j];
+      }
+      s.known = true;
+      if (steps[j] < global)
+        s.missing = true;
+    }
+  }
+  std::vector<std::string> missing;
+  for (const auto& [name, s] : by_name) {
+    if (!s.missing)
+      continue;
+    if (!s.known)
+      missing.push_back(name + ": none received");
+    else
+      missing.push_back(name + ": none for " + seconds(s.idle)
+                        + " (its last for global step "
+                        + std::to_string(s.last_step) + ")");
+  }
+  if (missing.empty())
+    return {};
+  std::string text = "waiting for gradients from ";
+  if (missing.size() == 1) {
+    text += missing.front();
+  } else {
+    for (size_t i = 0; i < missing.size(); ++i)
+      text += (i == 0 ? "" : i + 1 == missing.size() ? " and " : ", ")
+              + std::string{"("} + missing[i] + ")";
+  }
+  return text + "; the update at global step " + std::to_string(step)
+         + " has " + std::to_string(std::max(have, 0)) + " of "
+         + std::to_string(opt.replicas_to_aggregate()) + " gradients";
+}
 
 std::shared_ptr<session_run_hook>
 make_sync_replicas_hook(sync_replicas_optimizer& opt, bool is_chief,

@@ -99,6 +99,14 @@ output conditional_accumulator::num_accumulated(const std::string& name) {
     .out(0);
 }
 
+operation conditional_accumulator::replicas(const std::string& name) {
+  return add_op("AccumulatorReplicas", name, {},
+                {dtype::string, dtype::int64, dtype::float64, dtype::int64,
+                 dtype::int32},
+                {tensor_shape{{-1}}, tensor_shape{{-1}}, tensor_shape{{-1}},
+                 tensor_shape{}, tensor_shape{}});
+}
+
 operation conditional_accumulator::set_global_step(const output& step,
                                                    const std::string& name) {
   auto guard = graph::default_guard{*graph_};

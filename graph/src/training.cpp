@@ -357,6 +357,7 @@ operation sync_replicas_optimizer::apply_gradients(const grads_and_vars& gv,
                                   var.op().name() + "/grad_accum"};
       pushes.push_back(acc.apply_grad(grad, local_step_.value()));
       aggregated.emplace_back(acc.take_grad(replicas_), var);
+      replicas_ops_.push_back(acc.replicas());
       accumulators_.push_back(acc);
     }
   }
@@ -435,6 +436,12 @@ operation sync_replicas_optimizer::get_init_tokens_op(int num_tokens) {
 const queue_runner_def& sync_replicas_optimizer::chief_queue_runner() const {
   check_built("chief_queue_runner");
   return chief_runner_;
+}
+
+const std::vector<operation>&
+sync_replicas_optimizer::accumulator_replicas() const {
+  check_built("accumulator_replicas");
+  return replicas_ops_;
 }
 
 } // namespace actorflow

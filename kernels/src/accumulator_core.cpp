@@ -46,7 +46,8 @@ accumulator_core::~accumulator_core() {
   cancel_all();
 }
 
-status accumulator_core::apply(const tensor& grad, int64_t local_step) {
+status accumulator_core::apply(const tensor& grad, int64_t local_step,
+                               const std::string& replica) {
   if (grad.type() != opts_.type)
     return invalid_argument("Gradient for " + opts_.name + " has dtype "
                             + std::string{to_string(grad.type())}
@@ -57,6 +58,8 @@ status accumulator_core::apply(const tensor& grad, int64_t local_step) {
     return invalid_argument("Shape mismatch: expected " + expected.to_string()
                             + ", got " + grad.shape().to_string() + " ("
                             + opts_.name + ")");
+  if (!replica.empty())
+    replicas_[replica] = {replica, local_step, clock::now()};
   if (local_step < global_step_)
     return {}; // stale: dropped, as TF does
   if (count_ == 0) {
@@ -118,6 +121,15 @@ void accumulator_core::cancel_all() {
   takes_.clear();
   for (auto& a : pending)
     a.done({error_code::cancelled, "TakeGrad operation was cancelled"}, {});
+}
+
+std::vector<accumulator_core::replica_info>
+accumulator_core::replicas() const {
+  std::vector<replica_info> out;
+  out.reserve(replicas_.size());
+  for (const auto& [name, info] : replicas_)
+    out.push_back(info);
+  return out;
 }
 
 void accumulator_core::set_global_step(int64_t step) {

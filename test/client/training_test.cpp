@@ -9,6 +9,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "actorflow/graph/nn_ops.hpp"
@@ -19,6 +20,7 @@
 #include "actorflow/client/device_setter.hpp"
 #include "actorflow/client/server.hpp"
 #include "actorflow/client/session.hpp"
+#include "actorflow/client/sync_replicas_hook.hpp"
 #include "common/session_util.hpp"
 #include "common/test_util.hpp"
 
@@ -536,6 +538,123 @@ TEST_CASE("training: synchronous replicas average both workers' gradients "
   CHECK(std::abs(w.flat<float>()[1] - 1.0f * 0.875f) < 1e-5f);
   CHECK(chief_sess.run(chief.step).scalar_value<int64_t>() == steps);
   // The chief's thread waits in take_grad; closing its session ends it.
+  coord.request_stop();
+  chief_sess.close();
+  CHECK_NOTHROW(coord.join(std::chrono::seconds(10)));
+}
+
+TEST_CASE("training: the accumulators name the replica a synchronous update "
+          "waits for",
+          "[training][sync]") {
+  cluster_spec cluster{std::map<std::string, std::vector<std::string>>{
+    {"ps", {loopback(free_port())}},
+    {"worker", {loopback(free_port()), loopback(free_port())}}}};
+  server ps{cluster, "ps", 0};
+  server w0{cluster, "worker", 0};
+  server w1{cluster, "worker", 1};
+  struct replica {
+    graph g;
+    output target;
+    variable w;
+    variable step;
+    operation train_op;
+    std::unique_ptr<gradient_descent_optimizer> opt;
+    std::unique_ptr<sync_replicas_optimizer> sync;
+  };
+  std::vector<std::unique_ptr<replica>> replicas;
+  for (int task = 0; task < 2; ++task) {
+    auto r = std::make_unique<replica>();
+    auto as_default = r->g.as_default();
+    replica_device_setter_options o;
+    o.worker_device = "/job:worker/task:" + std::to_string(task);
+    device_scope setter{replica_device_setter(cluster, o)};
+    r->w = variable{tensor::vec<float>({0.0f, 0.0f}), named("w")};
+    r->step = create_global_step();
+    r->target = placeholder(dtype::float32, tensor_shape{2}, "target");
+    auto loss = reduce_sum(square(sub(r->w.value(), r->target)));
+    r->opt = std::make_unique<gradient_descent_optimizer>(0.25);
+    r->sync = std::make_unique<sync_replicas_optimizer>(*r->opt, 2);
+    r->train_op = r->sync->minimize(loss, r->step);
+    replicas.push_back(std::move(r));
+  }
+  auto& chief = *replicas[0];
+  auto& other = *replicas[1];
+  REQUIRE(chief.sync->accumulator_replicas().size() == 1);
+  session chief_sess{w0.target(), bounded(), &chief.g};
+  session other_sess{w1.target(), bounded(), &other.g};
+  {
+    auto d = chief.g.as_default();
+    chief_sess.run(global_variables_initializer());
+    chief_sess.run(local_variables_initializer());
+  }
+  {
+    auto d = other.g.as_default();
+    other_sess.run(local_variables_initializer());
+  }
+  chief_sess.run(chief.sync->local_step_init_op());
+  other_sess.run(other.sync->local_step_init_op());
+  chief_sess.run(chief.sync->chief_init_op());
+  auto init_tokens = chief.sync->get_init_tokens_op(0);
+  chief_sess.run(init_tokens);
+  coordinator coord;
+  queue_runner chief_runner{chief.g, chief.sync->chief_queue_runner()};
+  chief_runner.create_threads(chief_sess, &coord);
+  const std::string t0 = "/job:worker/replica:0/task:0";
+  const std::string t1 = "/job:worker/replica:0/task:1";
+  auto step = [&](replica& r, session& sess) {
+    return std::async(std::launch::async, [&] {
+      sess.run(r.train_op, {{r.target, tensor::vec<float>({1, 1})}});
+    });
+  };
+  // Before any gradient: nobody has sent.
+  CHECK(sync_replicas_waiting_for(chief_sess, *chief.sync, {t0, t1})
+        == "waiting for gradients from (" + t0 + ": none received) and ("
+             + t1 + ": none received); the update at global step 0 has 0 "
+             "of 2 gradients");
+  // One round with both: the update of step 0.
+  {
+    auto a = step(chief, chief_sess);
+    auto b = step(other, other_sess);
+    REQUIRE(a.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+    REQUIRE(b.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+    a.get();
+    b.get();
+  }
+  // Only the chief sends for step 1; its step waits for the update, the
+  // update for worker 1.
+  auto pending = step(chief, chief_sess);
+  std::string why;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  const std::string prefix = "waiting for gradients from " + t1 + ": none for ";
+  do {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    why = sync_replicas_waiting_for(chief_sess, *chief.sync, {t0, t1});
+  } while (why.rfind(prefix, 0) != 0
+           && std::chrono::steady_clock::now() < deadline);
+  INFO(why);
+  CHECK(why.rfind(prefix, 0) == 0);
+  CHECK_THAT(why, Catch::EndsWith(" s (its last for global step 0); the "
+                                  "update at global step 1 has 1 of 2 "
+                                  "gradients"));
+  // A replica the accumulators never heard of.
+  const std::string t2 = "/job:worker/replica:0/task:2";
+  CHECK_THAT(sync_replicas_waiting_for(chief_sess, *chief.sync, {t0, t1, t2}),
+             Catch::Contains("(" + t2 + ": none received)"));
+  CHECK(pending.wait_for(std::chrono::milliseconds(0))
+        == std::future_status::timeout);
+  // Worker 1 sends: the update comes, and nothing is missing but the next
+  // round's gradients.
+  auto late = step(other, other_sess);
+  REQUIRE(pending.wait_for(std::chrono::seconds(30))
+          == std::future_status::ready);
+  REQUIRE(late.wait_for(std::chrono::seconds(30))
+          == std::future_status::ready);
+  pending.get();
+  late.get();
+  CHECK(chief_sess.run(chief.step).scalar_value<int64_t>() == 2);
+  // Only the replicas asked about count: with none of the waiting ones
+  // named, the wait is not theirs.
+  CHECK(sync_replicas_waiting_for(chief_sess, *chief.sync, {}).empty());
   coord.request_stop();
   chief_sess.close();
   CHECK_NOTHROW(coord.join(std::chrono::seconds(10)));

@@ -173,6 +173,76 @@ TEST_CASE("train: --sync averages both workers' gradients per update",
   CHECK(test_accuracy(result.out) > 0.6);
 }
 
+TEST_CASE("train: --sync, a stopped or killed worker is named in the "
+          "chief's error",
+          "[train][sync]") {
+  // The chief's step times out waiting for an update that waits for the
+  // gradients of the worker that stopped: its error names that worker
+  // (the accumulators on the ps know who sent), not only the device the
+  // step waited on.
+  const int sig = GENERATE(SIGSTOP, SIGKILL);
+  INFO("signal " << sig);
+  if (!have_fashion_mnist()) {
+    WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
+    return;
+  }
+  auto ports = support::free_ports(3);
+  auto ps = "127.0.0.1:" + std::to_string(ports[0]);
+  auto w0 = "127.0.0.1:" + std::to_string(ports[1]);
+  auto w1 = "127.0.0.1:" + std::to_string(ports[2]);
+  child_process ps_node{{node_path, "--ps_hosts", ps, "--worker_hosts",
+                         w0 + "," + w1, "--job_name", "ps", "--task_index",
+                         "0", "--parent-pid", parent_pid()}};
+  REQUIRE(ps_node.wait_for_line("serving", 15s));
+  auto argv_of = [&](const std::string& task) {
+    return std::vector<std::string>{
+      train_path, "--ps_hosts", ps, "--worker_hosts", w0 + "," + w1,
+      "--job_name", "worker", "--task_index", task, "--model", "softmax",
+      "--sync", "--train_steps", "100000000", "--log_every", "50",
+      "--step_timeout", "5", "--parent-pid", parent_pid()};
+  };
+  support::spawn_options quiet;
+  quiet.capture_stderr = true;
+  quiet.echo_stdout = false;
+  child_process worker0{argv_of("0"), quiet};
+  child_process worker1{argv_of("1"), quiet};
+  auto going = worker1.wait_for_line("worker 1: step 100 (global ", 90s);
+  if (!going) {
+    INFO("worker 0:\n" << worker0.out() << worker0.err());
+    INFO("worker 1:\n" << worker1.out() << worker1.err());
+    REQUIRE(going);
+  }
+  worker1.send_signal(sig);
+  auto st0 = worker0.wait(60s);
+  worker1.send_signal(SIGCONT);
+  INFO("worker 0:\n" << worker0.out() << worker0.err());
+  REQUIRE(st0);
+  CHECK(st0->exited);
+  CHECK(st0->code == 1);
+  auto err = worker0.err();
+  using Catch::Contains;
+  const std::string named = "actorflow-train: error: DeadlineExceeded: "
+                            "worker 0: waiting for gradients from "
+                            "/job:worker/replica:0/task:1: none for ";
+  CHECK_THAT(err, Contains(named));
+  // Then what the update waits for, and the step's own timeout.
+  CHECK_THAT(err, Contains(" has 1 of 2 gradients (Timed out after 5000 ms "
+                           "waiting for the step on /job:"));
+  // Silent for about the step's deadline (it stopped before the chief's
+  // last step began).
+  static const std::regex silent{
+    R"(task:1: none for (\d+\.\d) s \(its last for global step \d+\))"};
+  std::smatch m;
+  REQUIRE(std::regex_search(err, m, silent));
+  CHECK(std::stod(m[1].str()) >= 4.5);
+  CHECK(std::stod(m[1].str()) < 30);
+  // The chief itself is not named as missing.
+  CHECK(err.find("gradients from /job:worker/replica:0/task:0")
+        == std::string::npos);
+  worker1.stop();
+  CHECK(ps_node.stop().success());
+}
+
 TEST_CASE("train: --local stops every task when it is stopped", "[train]") {
   if (!have_fashion_mnist()) {
     WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");

@@ -120,3 +120,41 @@ TEST_CASE("accumulator: bad input changes nothing, SUM, set_global_step",
   wrong.type = dtype::int32;
   CHECK(validate(wrong).code() == error_code::invalid_argument);
 }
+
+TEST_CASE("accumulator: it remembers each named sender's last local step "
+          "and when, stale or not",
+          "[accumulator]") {
+  accumulator_core acc{opts()};
+  const std::string w0 = "/job:worker/replica:0/task:0";
+  const std::string w1 = "/job:worker/replica:0/task:1";
+  CHECK(acc.replicas().empty());
+  auto before = accumulator_core::clock::now();
+  acc.apply(tensor::vec<float>({1, 1}), 0, w0);
+  acc.apply(tensor::vec<float>({1, 1}), 0, w1);
+  // Unnamed (the gradient came from the accumulator's own task): not kept.
+  acc.apply(tensor::vec<float>({1, 1}), 0, "");
+  outcome out;
+  acc.take(2, track(out));
+  REQUIRE(out.st.ok());
+  // Step 1: only w0 sends; w1's last is for step 0, below the global step.
+  acc.apply(tensor::vec<float>({1, 1}), 1, w0);
+  // A bad gradient is not a sign of life of its sender.
+  CHECK_FALSE(acc.apply(tensor::vec<float>({1, 2, 3}), 7, w1).ok());
+  auto rs = acc.replicas();
+  REQUIRE(rs.size() == 2);
+  CHECK(rs[0].name == w0);
+  CHECK(rs[0].last_step == 1);
+  CHECK(rs[1].name == w1);
+  CHECK(rs[1].last_step == 0);
+  CHECK(rs[1].last_time >= before);
+  CHECK(rs[0].last_time >= rs[1].last_time);
+  CHECK(acc.global_step() == 1);
+  // A stale gradient still says its sender is alive, with its step.
+  acc.apply(tensor::vec<float>({5, 5}), 0, w1);
+  CHECK(acc.num_accumulated() == 1);
+  CHECK(acc.replicas()[1].last_step == 0);
+  CHECK(acc.replicas()[1].last_time >= rs[0].last_time);
+  // set_global_step keeps them.
+  acc.set_global_step(5);
+  CHECK(acc.replicas().size() == 2);
+}

@@ -1,8 +1,12 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "actorflow/graph/training.hpp"
+#include "actorflow/client/session.hpp"
 #include "actorflow/client/session_run_hook.hpp"
 
 namespace actorflow {
@@ -25,5 +29,22 @@ std::shared_ptr<session_run_hook>
 make_sync_replicas_hook(sync_replicas_optimizer& opt, bool is_chief,
                         int num_tokens = -1,
                         bool release_tokens_at_end = false);
+
+/// Which replicas a synchronous update waits for: those of `replicas`
+/// (task names, "/job:worker/replica:0/task:1") that have sent no gradient
+/// for the step `opt`'s accumulators are at, as the accumulators tell
+/// (sync_replicas_optimizer::accumulator_replicas, run with `sess`).
+/// "waiting for gradients from /job:worker/replica:0/task:1: none for
+/// 8.0 s (its last for global step 41); the update at global step 42 has
+/// 1 of 2 gradients"; with several, each in parentheses; a replica that
+/// never sent says "none received". "" if every one of `replicas` has sent: the wait is
+/// not theirs. A step that timed out in synchronous training says with it
+/// whom it waited for (actorflow-train does). Throws the run's op_error
+/// (the accumulators' task unreachable, say): the caller's own error then
+/// says more. Blocks for one run of at most `timeout_ms`.
+std::string sync_replicas_waiting_for(session& sess,
+                                      const sync_replicas_optimizer& opt,
+                                      const std::vector<std::string>& replicas,
+                                      int64_t timeout_ms = 5000);
 
 } // namespace actorflow

@@ -51,6 +51,15 @@ public:
   /// AccumulatorSetGlobalStep (an integer scalar, cast to int64).
   operation set_global_step(const output& new_global_step,
                             const std::string& name = "");
+  /// AccumulatorReplicas (actorflow's own; TF has none): who has sent
+  /// gradients, for telling which replicas a take waits for. Outputs: 0,
+  /// the senders (string [k], "/job:worker/replica:0/task:1": the task
+  /// whose gradient reached the accumulator's task, known when it came
+  /// from another task); 1, each one's last local step (int64 [k]: below
+  /// output 3, none for the update the takes wait for); 2, the seconds
+  /// since its last gradient (float64 [k]); 3, the accumulator's global
+  /// step (int64); 4, the number accumulated (int32).
+  operation replicas(const std::string& name = "");
 
 private:
   operation add_op(const std::string& op_type, const std::string& name,

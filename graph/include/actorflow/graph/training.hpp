@@ -217,6 +217,12 @@ public:
   /// The chief's queue runner: one thread running the sync op; build it
   /// with `queue_runner{graph, def}` (client/queue_runner.hpp).
   const queue_runner_def& chief_queue_runner() const;
+  /// One AccumulatorReplicas op per accumulator
+  /// (conditional_accumulator::replicas): which replicas have sent
+  /// gradients, and when. sync_replicas_waiting_for
+  /// (client/sync_replicas_hook.hpp) reads them to name the replicas an
+  /// update waits for.
+  const std::vector<operation>& accumulator_replicas() const;
 
   int replicas_to_aggregate() const noexcept {
     return replicas_;
@@ -235,6 +241,7 @@ private:
   variable local_step_;
   queue_base token_queue_;
   std::vector<conditional_accumulator> accumulators_;
+  std::vector<operation> replicas_ops_;
   operation local_step_init_;
   operation chief_init_;
   queue_runner_def chief_runner_;

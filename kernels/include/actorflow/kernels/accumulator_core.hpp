@@ -1,9 +1,12 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "actorflow/graph/status.hpp"
 #include "actorflow/graph/tensor.hpp"
@@ -46,8 +49,11 @@ public:
   /// Adds `grad` if `local_step` >= the global step, else drops it (a
   /// stale gradient; still OK, as TF). InvalidArgument, leaving the sum
   /// unchanged, for a dtype or shape that does not match ("Shape mismatch:
-  /// expected [2,3], got [3,2]"). May complete waiting takes.
-  status apply(const tensor& grad, int64_t local_step);
+  /// expected [2,3], got [3,2]"). May complete waiting takes. `replica`
+  /// names the sender ("/job:worker/replica:0/task:1"; "" if unknown):
+  /// its local step and the time are remembered (replicas()), stale or not.
+  status apply(const tensor& grad, int64_t local_step,
+               const std::string& replica = "");
 
   /// Waits until `num_required` gradients have accumulated, then gives
   /// their mean (or sum), resets the count and increments the global
@@ -71,6 +77,20 @@ public:
     return global_step_;
   }
 
+  using clock = std::chrono::steady_clock;
+
+  /// A named sender's last gradient: its local step (below the global
+  /// step: none for the update the takes wait for) and when it came.
+  struct replica_info {
+    std::string name;
+    int64_t last_step = 0;
+    clock::time_point last_time;
+  };
+  /// Every named sender so far, by name. Survives takes and
+  /// set_global_step (they say which replicas have not sent for the
+  /// current step).
+  std::vector<replica_info> replicas() const;
+
 private:
   struct attempt {
     attempt_id id;
@@ -86,6 +106,7 @@ private:
   int64_t global_step_ = 0;
   std::deque<attempt> takes_;
   attempt_id next_id_ = 1;
+  std::map<std::string, replica_info> replicas_;
 };
 
 } // namespace actorflow

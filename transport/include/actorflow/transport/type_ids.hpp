@@ -387,6 +387,8 @@ using num_accumulated_atom = caf::atom_constant<caf::atom("acc_num")>;
 inline constexpr num_accumulated_atom num_accumulated_atom_v = num_accumulated_atom{};
 using set_global_step_atom = caf::atom_constant<caf::atom("acc_gstep")>;
 inline constexpr set_global_step_atom set_global_step_atom_v = set_global_step_atom{};
+using accumulator_replicas_atom = caf::atom_constant<caf::atom("acc_who")>;
+inline constexpr accumulator_replicas_atom accumulator_replicas_atom_v = accumulator_replicas_atom{};
 
 // The monitor actor (monitor_actor below, actors/src/monitor_actor.cpp).
 using get_worker_atom = caf::atom_constant<caf::atom("get_worker")>;
@@ -493,14 +495,18 @@ using reader_actor = caf::typed_actor<
 
 /// A conditional accumulator on its task (kernels/accumulator_core.hpp),
 /// one message per operation: apply_gradient (the gradient, its local
-/// step), take_gradient (the number required, the step; waits as a
-/// pending request), num_accumulated, set_global_step (the new global
-/// step). `cancel_stp` fails the step's waiting takes with Cancelled.
+/// step, the replica that sent it or ""), take_gradient (the number
+/// required, the step; waits as a pending request), num_accumulated,
+/// set_global_step (the new global step), accumulator_replicas (the named
+/// senders' last local steps and seconds since, the global step, the
+/// number accumulated). `cancel_stp` fails the step's waiting takes with
+/// Cancelled.
 using accumulator_actor = caf::typed_actor<
-  replies_outputs<apply_gradient_atom, tensor, int64_t>,
+  replies_outputs<apply_gradient_atom, tensor, int64_t, std::string>,
   replies_outputs<take_gradient_atom, int64_t, int64_t>,
   replies_outputs<num_accumulated_atom>,
   replies_outputs<set_global_step_atom, int64_t>,
+  replies_outputs<accumulator_replicas_atom>,
   caf::reacts_to<cancel_step_atom, int64_t>>;
 
 /// The executor of one registered partition. `run_graph` carries the
