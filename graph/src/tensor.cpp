@@ -1,6 +1,9 @@
 #include "actorflow/graph/tensor.hpp"
 
+#include "actorflow/graph/tensor_memory.hpp"
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -254,6 +257,68 @@ std::string tensor_shape::to_string() const {
 
 namespace {
 
+constexpr auto relaxed = std::memory_order_relaxed;
+
+// The budget (tensor_memory.hpp). The counters are relaxed: they order
+// nothing, and an allocation costs one add, its free one subtract.
+// live_bytes changes with every tensor, on every thread: a cache line of
+// its own, so that reading the limit does not wait for it.
+constexpr size_t limit_unset = std::numeric_limits<size_t>::max();
+alignas(64) std::atomic<size_t> live_bytes{0};
+alignas(64) std::atomic<size_t> cached_bytes{0};
+alignas(64) std::atomic<size_t> limit_setting{limit_unset};
+thread_local const tensor_memory_check* innermost_check = nullptr;
+
+size_t current_limit() noexcept {
+  auto limit = limit_setting.load(relaxed);
+  if (limit != limit_unset)
+    return limit;
+  static const size_t fallback = []() noexcept {
+    try {
+      return default_tensor_memory_limit();
+    } catch (...) {
+      return size_t{0};
+    }
+  }();
+  return fallback;
+}
+
+[[noreturn, gnu::cold]] void refuse(const tensor_memory_check& check,
+                                    size_t bytes, size_t in_use,
+                                    size_t limit, dtype type,
+                                    const tensor_shape& shape) {
+  std::string msg = "OOM when allocating tensor with shape"
+                    + shape.to_string() + " and type "
+                    + std::string{tf_type_name(type)};
+  if (!check.device().empty())
+    msg += " on " + std::string{check.device()};
+  msg += " by allocator cpu: ";
+  msg += check.op().empty() ? std::string{"the tensor"}
+                            : std::string{check.op()};
+  msg += " needs " + std::to_string(bytes)
+         + " bytes, the tensor memory limit is " + std::to_string(limit)
+         + " bytes and " + std::to_string(in_use) + " are in use";
+  throw op_error(error_code::resource_exhausted, std::move(msg));
+}
+
+// Counts `bytes` of a new buffer as in use; under a tensor_memory_check,
+// throws instead (counting nothing) if they would pass the limit.
+void charge(size_t bytes, dtype type, const tensor_shape& shape) {
+  auto before = live_bytes.fetch_add(bytes, relaxed);
+  const auto* check = innermost_check;
+  if (check == nullptr)
+    return;
+  auto limit = current_limit();
+  if (limit == 0 || (before <= limit && bytes <= limit - before))
+    return;
+  live_bytes.fetch_sub(bytes, relaxed);
+  refuse(*check, bytes, before, limit, type, shape);
+}
+
+void refund(size_t bytes) noexcept {
+  live_bytes.fetch_sub(bytes, relaxed);
+}
+
 // Element storage of 256 KiB and more comes straight from mmap, and freed
 // blocks are kept for reuse, in two bounded tiers; smaller buffers come
 // from malloc. Why not malloc for all:
@@ -265,13 +330,18 @@ namespace {
 // - A fresh mmap'd block is zeroed by the kernel page by page on first
 //   touch; with munmap on every free, each large transfer paid that
 //   again (a 64 MiB fetch was 4x slower per byte than a 16 MiB one).
-// The cache takes exact sizes only: steps repeat their shapes.
+// The cache takes exact sizes only: steps repeat their shapes. Its blocks
+// are not counted as in use (a step gets them back at once), but it keeps
+// none that would take the live tensors and the cache past the limit, and
+// drops the oldest ones when a fresh block would: under a tight limit the
+// memory belongs to the steps, not to the cache.
 class block_cache {
 public:
   static constexpr size_t mmap_min = size_t{256} << 10;
   static constexpr size_t large_min = size_t{8} << 20;
 
-  /// `n` bytes, 64-byte aligned; `n` as rounded by round().
+  /// `n` bytes, 64-byte aligned; `n` as rounded by round(). The caller
+  /// has charged them.
   void* allocate(size_t n) {
     if (n < mmap_min)
       return std::aligned_alloc(64, n);
@@ -279,16 +349,34 @@ public:
       return p;
     auto* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? nullptr : p;
+    if (p == MAP_FAILED)
+      return nullptr;
+    trim();
+    return p;
   }
 
+  /// The caller has refunded `n`.
   void release(void* p, size_t n) {
     if (n < mmap_min) {
       std::free(p);
       return;
     }
-    if (!tier_of(n).put(p, n))
+    if (!fits(n) || !tier_of(n).put(p, n))
       ::munmap(p, n);
+  }
+
+  /// Unmaps the oldest kept blocks, the large ones first, until the live
+  /// tensors and the cache fit in the limit.
+  void trim() noexcept {
+    auto limit = current_limit();
+    if (limit == 0)
+      return;
+    auto live = live_bytes.load(relaxed);
+    auto room = live >= limit ? 0 : limit - live;
+    if (cached_bytes.load(relaxed) <= room)
+      return;
+    large_.evict_to(room);
+    medium_.evict_to(room);
   }
 
   /// The size to allocate for `n` bytes: a multiple of 64, and of the
@@ -301,6 +389,15 @@ public:
   }
 
 private:
+  /// True if keeping a freed block of `n` bytes stays within the limit.
+  static bool fits(size_t n) {
+    auto limit = current_limit();
+    if (limit == 0)
+      return true;
+    auto used = live_bytes.load(relaxed) + cached_bytes.load(relaxed);
+    return used <= limit && n <= limit - used;
+  }
+
   struct tier {
     tier(size_t bytes, size_t count) : max_bytes(bytes), max_blocks(count) {
       // nop
@@ -317,6 +414,7 @@ private:
         if (i->first == n) {
           auto* p = i->second;
           total -= n;
+          cached_bytes.fetch_sub(n, relaxed);
           blocks.erase(i);
           return p;
         }
@@ -335,14 +433,35 @@ private:
                && (total + n > max_bytes || blocks.size() >= max_blocks)) {
           evicted.push_back(blocks.front());
           total -= blocks.front().first;
+          cached_bytes.fetch_sub(blocks.front().first, relaxed);
           blocks.erase(blocks.begin());
         }
         blocks.emplace_back(n, p);
         total += n;
+        cached_bytes.fetch_add(n, relaxed);
       }
       for (auto& [size, block] : evicted)
         ::munmap(block, size);
       return true;
+    }
+
+    /// Unmaps the oldest blocks until the whole cache holds at most
+    /// `room` bytes, or this tier is empty.
+    /// One block at a time, unmapped outside the lock; allocates nothing.
+    void evict_to(size_t room) noexcept {
+      for (;;) {
+        std::pair<size_t, void*> oldest;
+        {
+          std::lock_guard<std::mutex> guard{mtx};
+          if (blocks.empty() || cached_bytes.load(relaxed) <= room)
+            return;
+          oldest = blocks.front();
+          total -= oldest.first;
+          cached_bytes.fetch_sub(oldest.first, relaxed);
+          blocks.erase(blocks.begin());
+        }
+        ::munmap(oldest.second, oldest.first);
+      }
     }
   };
 
@@ -365,16 +484,48 @@ block_cache& buffer_blocks() {
 
 } // namespace
 
+void set_tensor_memory_limit(size_t bytes) noexcept {
+  limit_setting.store(bytes, relaxed);
+  buffer_blocks().trim();
+}
+
+size_t tensor_memory_limit() noexcept {
+  return current_limit();
+}
+
+size_t tensor_memory_in_use() noexcept {
+  return live_bytes.load(relaxed);
+}
+
+size_t tensor_memory_cached() noexcept {
+  return cached_bytes.load(relaxed);
+}
+
+tensor_memory_check::tensor_memory_check(std::string_view op,
+                                         std::string_view device) noexcept
+  : op_(op), device_(device), outer_(innermost_check) {
+  innermost_check = this;
+}
+
+tensor_memory_check::~tensor_memory_check() {
+  innermost_check = outer_;
+}
+
 // Element storage: 64-byte aligned so Eigen may vectorize over it; strings
 // are constructed in place.
 struct tensor::buffer {
-  // `n_bytes`: n elements' storage, as checked_tensor_size computed it.
-  buffer(dtype t, int64_t n, size_t n_bytes, bool zero = true)
+  // `n_bytes`: n elements' storage, as checked_tensor_size computed it
+  // for `shape`. Charged to the budget (tensor_memory.hpp) while it lives.
+  buffer(dtype t, int64_t n, size_t n_bytes, const tensor_shape& shape,
+         bool zero = true)
     : type(t), count(n) {
     rounded = block_cache::round(n_bytes);
+    charge(rounded, t, shape);
     data = buffer_blocks().allocate(rounded);
-    if (data == nullptr)
+    if (data == nullptr) {
+      refund(rounded);
       throw std::bad_alloc{};
+    }
     if (t == dtype::string) {
       auto strs = static_cast<std::string*>(data);
       for (int64_t i = 0; i < n; ++i)
@@ -396,6 +547,7 @@ struct tensor::buffer {
       for (int64_t i = 0; i < count; ++i)
         strs[i].~basic_string();
     }
+    refund(rounded);
     buffer_blocks().release(data, rounded);
   }
   buffer(const buffer&) = delete;
@@ -417,7 +569,7 @@ tensor::tensor(dtype type, tensor_shape shape)
                      + shape_.to_string());
   size_t bytes = 0;
   throw_if_error(checked_tensor_size(type, shape_, num_elements_, bytes));
-  buf_ = std::make_shared<buffer>(type, num_elements_, bytes);
+  buf_ = std::make_shared<buffer>(type, num_elements_, bytes, shape_);
 }
 
 tensor tensor::uninitialized(dtype type, tensor_shape shape) {
@@ -430,7 +582,7 @@ tensor tensor::uninitialized(dtype type, tensor_shape shape) {
   throw_if_error(
     checked_tensor_size(type, result.shape_, result.num_elements_, bytes));
   result.buf_ = std::make_shared<buffer>(type, result.num_elements_, bytes,
-                                         false);
+                                         result.shape_, false);
   return result;
 }
 

@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "actorflow/graph/tensor_memory.hpp"
 #include "actorflow/kernels/kernel.hpp"
 
 namespace actorflow::detail {
@@ -474,10 +475,14 @@ inline status name_node(status st, const kernel_context& ctx) {
 /// Runs kernel F under contract C so that it never throws: C's check runs
 /// first, kernels report bad input as statuses themselves, and this
 /// catches the rest (an attribute of the wrong kind, an allocation too
-/// large to satisfy). On failure no partial outputs are left behind.
+/// large to satisfy). The tensors F allocates are checked against the
+/// process's tensor memory limit (tensor_memory.hpp): one past it is
+/// ResourceExhausted naming the op, its shape and dtype and the device.
+/// On failure no partial outputs are left behind.
 template <status (*F)(kernel_context&), kernel_contract C>
 status guarded(kernel_context& ctx) noexcept {
   status st;
+  tensor_memory_check budget{ctx.node.op, ctx.node.device};
   try {
     ctx.outputs.clear();
     st = check_contract<C>(ctx);

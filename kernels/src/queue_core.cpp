@@ -1,5 +1,7 @@
 #include "actorflow/kernels/queue_core.hpp"
 
+#include "actorflow/graph/tensor_memory.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -661,6 +663,8 @@ queue_core::run_result queue_core::run_dequeue_many(attempt& a,
       status failed;
       tuple batch;
       try {
+        auto what = "the batch of queue '" + opts_.name + "'";
+        tensor_memory_check budget{what};
         batch = stack(a.taken);
       } catch (const op_error& e) {
         failed = e.get_status();

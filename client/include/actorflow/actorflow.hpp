@@ -17,6 +17,7 @@
 #include "actorflow/graph/queue_ops.hpp"
 #include "actorflow/graph/status.hpp"
 #include "actorflow/graph/tensor.hpp"
+#include "actorflow/graph/tensor_memory.hpp"
 #include "actorflow/graph/training.hpp"
 #include "actorflow/kernels/file_policy.hpp"
 #include "actorflow/client/basic_session_run_hooks.hpp"
