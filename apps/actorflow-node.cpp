@@ -32,6 +32,7 @@
 #include "actorflow/actorflow.hpp"
 
 #include "cluster_flags.hpp"
+#include "memory_flags.hpp"
 #include "metrics_flags.hpp"
 #include "peer_log.hpp"
 
@@ -62,6 +63,7 @@ address is in use), 2 for a bad command line or configuration.)";
 struct options {
   cluster_flags cluster;
   metrics_flags metrics;
+  memory_flag memory;
   parent_flag parent;
 };
 
@@ -75,10 +77,12 @@ std::optional<options> parse_args(int argc, char** argv) {
   opts.cluster.add_task_to(app, "--job,--job_name", "--task,--task_index");
   opts.parent.add_to(app);
   opts.metrics.add_to(app);
+  opts.memory.add_to(app);
   if (!cl.parse(argc, argv))
     return std::nullopt;
   cl.apply();
   opts.metrics.check(cl);
+  opts.memory.apply();
   return opts;
 }
 

@@ -12,6 +12,7 @@
 
 #include "actorflow/train/fashion_mnist.hpp"
 #include "cluster_flags.hpp"
+#include "memory_flags.hpp"
 #include "metrics_flags.hpp"
 
 namespace actorflow::apps {
@@ -34,7 +35,7 @@ the end.
 )";
 
 inline constexpr const char* footer = R"(Without --cluster, --*_hosts and --local, the cluster comes from TF_CONFIG.
-With --local, the tasks get the training, metrics and common flags.
+With --local, the tasks get the training, metrics, memory and common flags.
 
 Exit status: 0 on success (ps: after SIGINT/SIGTERM), 1 for a run-time
 failure (missing data, a server that cannot start, a lost task), 2 for a
@@ -44,6 +45,7 @@ signal N.)";
 struct train_options {
   cluster_flags cluster;
   metrics_flags metrics;
+  memory_flag memory;
   parent_flag parent;
   std::optional<int> local;
   int local_ps = 1;
@@ -109,6 +111,7 @@ inline std::optional<train_options> parse_args(int argc, char** argv) {
     ->check(integer_in(1, 16))
     ->group("Cluster");
   opts.metrics.add_to(app);
+  auto* memory_limit = opts.memory.add_to(app);
   // The training flags, which the tasks of --local get as given.
   std::vector<CLI::Option*> training;
   auto train = [&](CLI::Option* opt) {
@@ -226,7 +229,7 @@ inline std::optional<train_options> parse_args(int argc, char** argv) {
   opts.forwarded = cl.common_args();
   for (auto* opt : {app.get_option("--metrics_port"),
                     app.get_option("--metrics_host"),
-                    app.get_option("--metrics_tls")})
+                    app.get_option("--metrics_tls"), memory_limit})
     training.push_back(opt);
   for (auto& arg : cl.as_args(training))
     opts.forwarded.push_back(std::move(arg));
@@ -236,6 +239,7 @@ inline std::optional<train_options> parse_args(int argc, char** argv) {
     throw usage_error(opts.trace_step ? "--trace_step needs --trace_file"
                                       : "--trace_file needs --trace_step");
   opts.metrics.check(cl);
+  opts.memory.apply();
   // The tasks of --local share a host: one port cannot serve them all.
   if (opts.local && opts.metrics.port && *opts.metrics.port != 0)
     throw usage_error("--metrics_port with --local: only 0 (each task picks "

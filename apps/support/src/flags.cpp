@@ -154,6 +154,58 @@ CLI::Validator non_empty() {
   });
 }
 
+std::optional<uint64_t> parse_byte_size(const std::string& text) {
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(),
+                                   value);
+  if (end == text.data() || ec != std::errc{})
+    return std::nullopt;
+  std::string suffix{end, text.data() + text.size()};
+  int shift = 0;
+  if (!suffix.empty()) {
+    switch (suffix.front()) {
+      case 'k':
+      case 'K':
+        shift = 10;
+        break;
+      case 'm':
+      case 'M':
+        shift = 20;
+        break;
+      case 'g':
+      case 'G':
+        shift = 30;
+        break;
+      case 't':
+      case 'T':
+        shift = 40;
+        break;
+      default:
+        break;
+    }
+    if (shift > 0)
+      suffix.erase(0, 1);
+    if (!(suffix.empty() || suffix == "B" || (shift > 0 && suffix == "iB")))
+      return std::nullopt;
+  }
+  if (shift > 0 && value > (std::numeric_limits<uint64_t>::max() >> shift))
+    return std::nullopt;
+  return value << shift;
+}
+
+CLI::Validator byte_size() {
+  return CLI::Validator{[](std::string& text) -> std::string {
+                          auto bytes = parse_byte_size(text);
+                          if (!bytes)
+                            return "expected a size in bytes such as 3G, "
+                                   "512M or 1048576, got '"
+                                   + text + "'";
+                          text = std::to_string(*bytes);
+                          return {};
+                        },
+                        ""};
+}
+
 CLI::Validator executable_file() {
   return checking([](const std::string& text) -> std::string {
     if (::access(text.c_str(), X_OK) != 0)

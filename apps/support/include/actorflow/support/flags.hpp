@@ -8,7 +8,9 @@
 // least 1, got 0"), and no description of their own: the help shows an
 // option's type name (->type_name("N")) and its text.
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +56,17 @@ CLI::Validator list_of(CLI::Validator item, size_t count = 0);
 
 /// Not "": "empty".
 CLI::Validator non_empty();
+
+/// The bytes of a size: a decimal number with an optional suffix K, M, G
+/// or T (powers of 1024, either case, optionally followed by "iB" or "B";
+/// "B" alone too): "3G", "512M", "64MiB", "1048576". std::nullopt for
+/// anything else and for sizes past 2^64 - 1.
+std::optional<uint64_t> parse_byte_size(const std::string& text);
+
+/// A size parse_byte_size accepts, rewritten to its number of bytes (add
+/// it with ->transform, not ->check): "expected a size in bytes such as
+/// 3G, 512M or 1048576, got '3X'".
+CLI::Validator byte_size();
 
 /// A file this process may execute: "PATH: not an executable file".
 CLI::Validator executable_file();
