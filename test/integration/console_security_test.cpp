@@ -21,6 +21,7 @@
 #include "common/temp_dir.hpp"
 #include "console/web_access.hpp"
 #include "integration_util.hpp"
+#include "tls_util.hpp"
 
 using namespace actorflow;
 using namespace actorflow::testing;
@@ -29,8 +30,6 @@ using json = nlohmann::json;
 namespace {
 
 const std::string console_path = ACTORFLOW_CONSOLE_PATH;
-const std::string make_certs = std::string{ACTORFLOW_SOURCE_DIR}
-                               + "/scripts/make_certs.sh";
 
 /// The web UI of a console started with `args` (after --http
 /// 127.0.0.1:0): its port and the token its URL carries ("" if none).
@@ -83,48 +82,6 @@ struct web_console {
 
 int status_of(const httplib::Result& res) {
   return res ? res->status : -1;
-}
-
-// Runs scripts/make_certs.sh DIR ARGS... (the README's way).
-void certs(const std::string& dir, std::vector<std::string> args) {
-  std::vector<std::string> argv{make_certs, dir};
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto res = run_process(argv, 30s);
-  INFO(res.err);
-  REQUIRE(res.status.success());
-}
-
-// A cluster CA with certificates for the tasks (on 127.0.0.1), a client
-// and a stranger (same CA, another name).
-struct pki {
-  temp_dir dir{"actorflow-console-tls-test"};
-  std::string ca = dir / "ca.pem";
-  pki() {
-    certs(dir / "", {"node:127.0.0.1,localhost", "client:client",
-                     "stranger:stranger"});
-  }
-  std::string cert(const std::string& name) const {
-    return dir / (name + ".pem");
-  }
-  std::string key(const std::string& name) const {
-    return dir / (name + ".key");
-  }
-  std::vector<std::string> flags(const std::string& name) const {
-    return {"--tls_cert", cert(name), "--tls_key", key(name), "--tls_ca", ca};
-  }
-};
-
-// The stderr of `proc` once it has `needle`, or after 10 s.
-std::string err_with(child_process& proc, const std::string& needle) {
-  auto deadline = std::chrono::steady_clock::now() + 10s;
-  auto err = proc.err();
-  // Polls: child_process waits only for stdout lines; bounded.
-  while (err.find(needle) == std::string::npos
-         && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(20ms);
-    err = proc.err();
-  }
-  return err;
 }
 
 } // namespace
@@ -428,7 +385,8 @@ TEST_CASE("console: the web UI needs its token (401 without it or with a "
 TEST_CASE("console: watches a TLS cluster with its client certificate, and "
           "sees it down without one",
           "[console][tls]") {
-  pki keys;
+  pki keys{{"node:127.0.0.1,localhost", "client:client",
+            "stranger:stranger"}};
   auto opts = captured();
   opts.args = keys.flags("node");
   local_cluster nodes{node_path, {{"ps", 1}, {"worker", 1}}, opts};

@@ -14,6 +14,7 @@
 #include "actorflow/transport/transport.hpp"
 #include "common/temp_dir.hpp"
 #include "integration_util.hpp"
+#include "tls_util.hpp"
 
 using namespace actorflow;
 using namespace actorflow::testing;
@@ -21,51 +22,6 @@ using namespace actorflow::testing;
 namespace {
 
 namespace fs = std::filesystem;
-
-// scripts/make_certs.sh DIR node:127.0.0.1 client:client.
-struct node_pki {
-  temp_dir dir{"actorflow-file-roots-pki"};
-  node_pki() {
-    support::spawn_options opts;
-    opts.capture_stderr = true;
-    auto res = run_process({std::string{ACTORFLOW_SOURCE_DIR}
-                              + "/scripts/make_certs.sh",
-                            dir / "", "node:127.0.0.1,localhost",
-                            "client:client"},
-                           30s, opts);
-    INFO(res.err);
-    REQUIRE(res.status.success());
-  }
-  std::string ca() const {
-    return dir / "ca.pem";
-  }
-  std::vector<std::string> node_flags() const {
-    return {"--tls_cert", dir / "node.pem", "--tls_key", dir / "node.key",
-            "--tls_ca", ca()};
-  }
-  tls_config client() const {
-    tls_config cfg;
-    cfg.cert_file = dir / "client.pem";
-    cfg.key_file = dir / "client.key";
-    cfg.ca_file = ca();
-    return cfg;
-  }
-};
-
-// A client's own actor system with TLS (the embedding application's way).
-struct tls_client {
-  caf::actor_system_config cfg;
-  caf::actor_system sys;
-  explicit tls_client(const tls_config& tls) : sys(init(cfg)) {
-    enable_tls(sys, tls);
-  }
-  static caf::actor_system_config& init(caf::actor_system_config& cfg) {
-    add_types(cfg);
-    caf::put(cfg.content, "middleman.enable-automatic-connections", false);
-    add_options(cfg);
-    return cfg;
-  }
-};
 
 session_config quick() {
   session_config config;
@@ -120,15 +76,15 @@ void check_denied(const std::optional<op_error>& err, const std::string& path,
 TEST_CASE("file_roots: a client cannot read the node's TLS key, certificate "
           "or config file, even without --file_roots",
           "[file_roots][tls]") {
-  node_pki keys;
+  pki keys{{"node:127.0.0.1,localhost", "client:client"}};
   temp_dir dir{"actorflow-file-roots"};
   auto config = dir.write("node.ini", "[actorflow]\nlog_level = info\n");
   auto data = dir.write("data.txt", "plain data");
   auto opts = captured();
-  opts.args = keys.node_flags();
+  opts.args = keys.flags("node");
   opts.args.push_back("--config-file=" + config);
   local_cluster nodes{node_path, {{"worker", 1}}, opts};
-  tls_client client{keys.client()};
+  client_system client{keys.as("client")};
   auto target = nodes.target("worker", 0);
 
   auto read = [&](const std::string& path, std::string* got = nullptr,
@@ -152,7 +108,7 @@ TEST_CASE("file_roots: a client cannot read the node's TLS key, certificate "
   check_denied(read(key, nullptr, true), key, "the node's TLS key");
   check_denied(read(keys.dir / "node.pem"), keys.dir / "node.pem",
                "the node's TLS certificate");
-  check_denied(read(keys.ca()), keys.ca(), "the node's TLS CA file");
+  check_denied(read(keys.ca), keys.ca, "the node's TLS CA file");
   check_denied(read(config), config,
                "the node's configuration file (--config-file)");
   // Under other names: a symbolic link, a hard link, `..`.

@@ -14,59 +14,15 @@
 
 #include "common/temp_dir.hpp"
 #include "integration_util.hpp"
+#include "tls_util.hpp"
 
 using namespace actorflow;
 using namespace actorflow::testing;
 
 namespace {
 
-const std::string make_certs = std::string{ACTORFLOW_SOURCE_DIR}
-                               + "/scripts/make_certs.sh";
-
-// Runs scripts/make_certs.sh DIR ARGS... (the README's way).
-void certs(const std::string& dir, std::vector<std::string> args) {
-  std::vector<std::string> argv{make_certs, dir};
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto res = run_process(argv, 30s);
-  INFO(res.err);
-  REQUIRE(res.status.success());
-}
-
-// A cluster CA with certificates for the task (on 127.0.0.1) and a
-// client, and another CA's client.
-struct pki {
-  temp_dir dir{"actorflow-metrics-tls-test"};
-  std::string ca = dir / "ca.pem";
-  pki() {
-    certs(dir / "", {"node:127.0.0.1,localhost", "client:client"});
-    certs(dir / "other", {"client:client"});
-  }
-  std::string cert(const std::string& name) const {
-    return dir / (name + ".pem");
-  }
-  std::string key(const std::string& name) const {
-    return dir / (name + ".key");
-  }
-  std::vector<std::string> flags(const std::string& name) const {
-    return {"--tls_cert", cert(name), "--tls_key", key(name), "--tls_ca", ca};
-  }
-};
-
 int status_of(const httplib::Result& res) {
   return res ? res->status : -1;
-}
-
-// The stderr of `proc` once it has `needle`, or after 10 s.
-std::string err_with(child_process& proc, const std::string& needle) {
-  auto deadline = std::chrono::steady_clock::now() + 10s;
-  auto err = proc.err();
-  // Polls: child_process waits only for stdout lines; bounded.
-  while (err.find(needle) == std::string::npos
-         && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(20ms);
-    err = proc.err();
-  }
-  return err;
 }
 
 } // namespace
@@ -77,7 +33,7 @@ TEST_CASE("metrics: --metrics_tls serves /metrics over TLS, only to readers "
   // httplib's TLS client writes with OpenSSL (send() without
   // MSG_NOSIGNAL): a refused handshake must not end the test process.
   std::signal(SIGPIPE, SIG_IGN);
-  pki keys;
+  pki keys{{"node:127.0.0.1,localhost", "client:client"}, {"client:client"}};
   auto address = "127.0.0.1:" + std::to_string(free_port());
   std::vector<std::string> argv{node_path,  "--ps_hosts",     address,
                                 "--job_name", "ps",             "--metrics_port",
@@ -155,7 +111,7 @@ TEST_CASE("metrics: --metrics_tls serves /metrics over TLS, only to readers "
 TEST_CASE("metrics: actorflow-train --local gives its tasks --metrics_tls, "
           "and --metrics_tls needs --metrics_port",
           "[metrics][tls]") {
-  pki keys;
+  pki keys{{"node:127.0.0.1,localhost", "client:client"}, {"client:client"}};
   auto no_port = run_process({ACTORFLOW_TRAIN_PATH, "--local", "1",
                               "--metrics_tls"},
                              10s);

@@ -23,85 +23,26 @@
 #include "common/temp_dir.hpp"
 #include "integration_util.hpp"
 #include "net_util.hpp"
+#include "tls_util.hpp"
 
 using namespace actorflow;
 using namespace actorflow::testing;
 
 namespace {
 
-const std::string make_certs = std::string{ACTORFLOW_SOURCE_DIR}
-                               + "/scripts/make_certs.sh";
-
 // The port of "127.0.0.1:PORT".
 uint16_t port_of(const std::string& address) {
   return static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
 }
 
-// Runs scripts/make_certs.sh DIR ARGS... (the README's way to make them).
-void certs(const std::string& dir, std::vector<std::string> args) {
-  std::vector<std::string> argv{make_certs, dir};
-  argv.insert(argv.end(), args.begin(), args.end());
-  support::spawn_options opts;
-  opts.capture_stderr = true;
-  opts.echo_stdout = false;
-  auto res = run_process(argv, 30s, opts);
-  INFO(res.err);
-  REQUIRE(res.status.success());
-}
-
-// A cluster CA with certificates for the tasks (all on 127.0.0.1), a
-// client, a stranger (same CA, another name), and a second CA whose
-// certificate names the right host.
-struct pki {
-  temp_dir dir{"actorflow-tls-test"};
-  std::string ca = dir / "ca.pem";
-  pki() {
-    certs(dir / "", {"node:127.0.0.1,localhost", "client:client",
-                     "stranger:stranger"});
-    certs(dir / "other", {"node:127.0.0.1,localhost"});
-  }
-  std::string cert(const std::string& name) const {
-    return dir / (name + ".pem");
-  }
-  std::string key(const std::string& name) const {
-    return dir / (name + ".key");
-  }
-  std::vector<std::string> node_flags() const {
-    return {"--tls_cert", cert("node"), "--tls_key", key("node"), "--tls_ca",
-            ca};
-  }
-  tls_config as(const std::string& name) const {
-    tls_config cfg;
-    cfg.cert_file = cert(name);
-    cfg.key_file = key(name);
-    cfg.ca_file = ca;
-    return cfg;
-  }
-};
-
-// An actor system of the test's own, TLS on when `tls` is enabled: the
-// embedding application's path (enable_tls, automatic connections off).
-struct client_system {
-  caf::actor_system_config cfg;
-  caf::actor_system sys;
-  std::vector<std::string> said;
-  std::mutex mtx;
-
-  explicit client_system(tls_config tls) : sys(init(cfg)) {
-    if (tls.enabled()) {
-      tls.log = [this](const std::string& line) {
-        std::lock_guard<std::mutex> guard{mtx};
-        said.push_back(line);
-      };
-      enable_tls(sys, tls);
-    }
-  }
-
-  static caf::actor_system_config& init(caf::actor_system_config& cfg) {
-    add_types(cfg);
-    caf::put(cfg.content, "middleman.enable-automatic-connections", false);
-    add_options(cfg);
-    return cfg;
+// The tests' certificates: the tasks (all on 127.0.0.1), a client, a
+// stranger (same CA, another name), and a second CA whose certificate
+// names the right host.
+struct cluster_pki : pki {
+  cluster_pki()
+    : pki({"node:127.0.0.1,localhost", "client:client", "stranger:stranger"},
+          {"node:127.0.0.1,localhost"}) {
+    // nop
   }
 };
 
@@ -109,26 +50,6 @@ session_config quick() {
   session_config config;
   config.operation_timeout_in_ms = 5000;
   return config;
-}
-
-// The stderr of `proc` once it has `needle`, or after `timeout`.
-std::string err_with(child_process& proc, const std::string& needle,
-                     std::chrono::milliseconds timeout = 10s) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto err = proc.err();
-  // Polls stderr: child_process waits only for stdout lines; bounded by the
-  // deadline.
-  while (err.find(needle) == std::string::npos
-         && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(20ms);
-    err = proc.err();
-  }
-  return err;
-}
-
-// Checks that `proc` says `needle` on stderr within 10 s.
-void check_said(child_process& proc, const std::string& needle) {
-  CHECK_THAT(err_with(proc, needle), Catch::Contains(needle));
 }
 
 // A client without TLS cannot run `fetch` on task 0 of `job`: Unavailable,
@@ -157,9 +78,9 @@ float train_step(session& sess, const variable& var, const output& add) {
 
 TEST_CASE("tls: a cluster runs with mutual TLS and no byte in the clear",
           "[tls]") {
-  pki keys;
+  cluster_pki keys;
   auto opts = captured();
-  opts.args = keys.node_flags();
+  opts.args = keys.flags("node");
   local_cluster nodes{node_path, {{"ps", 1}, {"worker", 2}}, opts};
   graph g;
   auto as_default = g.as_default();
@@ -237,9 +158,9 @@ TEST_CASE("tls: a loopback TLS cluster listens on loopback only and no "
     WARN("cannot make a network namespace (" << net.why() << "); not run");
     return;
   }
-  pki keys;
+  cluster_pki keys;
   auto opts = captured();
-  opts.args = keys.node_flags();
+  opts.args = keys.flags("node");
   local_cluster nodes{node_path, {{"ps", 1}, {"worker", 1}}, opts};
   graph g;
   auto as_default = g.as_default();
@@ -265,9 +186,9 @@ TEST_CASE("tls: a loopback TLS cluster listens on loopback only and no "
 TEST_CASE("tls: a BASP header announcing 4 GiB from a peer with a client "
           "certificate is refused without allocating it",
           "[tls][limits][security]") {
-  pki keys;
+  cluster_pki keys;
   auto opts = captured();
-  opts.args = keys.node_flags();
+  opts.args = keys.flags("node");
   local_cluster nodes{node_path, {{"ps", 1}}, opts};
   auto& ps = nodes.process("ps", 0);
   auto before = rss_kib(ps.pid());
@@ -291,9 +212,9 @@ TEST_CASE("tls: a BASP header announcing 4 GiB from a peer with a client "
 
 TEST_CASE("tls: strangers cannot connect, and the node says who they were",
           "[tls]") {
-  pki keys;
+  cluster_pki keys;
   auto opts = captured();
-  opts.args = keys.node_flags();
+  opts.args = keys.flags("node");
   local_cluster nodes{node_path, {{"local", 1}}, opts};
   auto& node = nodes.process("local", 0);
   graph g;
@@ -370,8 +291,8 @@ TEST_CASE("tls: strangers cannot connect, and the node says who they were",
 
 TEST_CASE("tls: bad certificate files fail at start, naming the flag",
           "[tls]") {
-  pki keys;
-  certs(keys.dir / "", {"--passphrase", "s3cret", "locked:127.0.0.1"});
+  cluster_pki keys;
+  make_certs_in(keys.dir / "", {"--passphrase", "s3cret", "locked:127.0.0.1"});
   auto address = "127.0.0.1:" + std::to_string(support::free_port());
   auto start = [&](std::vector<std::string> flags) {
     std::vector<std::string> argv{node_path, "--ps_hosts", address,
@@ -430,8 +351,8 @@ TEST_CASE("tls: bad certificate files fail at start, naming the flag",
 TEST_CASE("tls: a certificate that is not for the task's own host fails "
           "the start, naming the flag, the file, its names and the host",
           "[tls]") {
-  pki keys;
-  certs(keys.dir / "", {"other:other-host", "ip:127.0.0.1", "lo:localhost"});
+  cluster_pki keys;
+  make_certs_in(keys.dir / "", {"other:other-host", "ip:127.0.0.1", "lo:localhost"});
   auto port = std::to_string(support::free_port());
   auto start = [&](const std::string& program, const std::string& host,
                    const std::string& name) {
@@ -489,9 +410,9 @@ TEST_CASE("tls: a certificate that is not for the task's own host fails "
 
 TEST_CASE("tls: a handshake that does not finish in time is dropped",
           "[tls]") {
-  pki keys;
+  cluster_pki keys;
   auto opts = captured();
-  opts.args = keys.node_flags();
+  opts.args = keys.flags("node");
   opts.args.insert(opts.args.end(), {"--tls_handshake_timeout_ms", "500"});
   local_cluster nodes{node_path, {{"local", 1}}, opts};
   auto port = port_of(nodes.address("local", 0));
@@ -511,7 +432,7 @@ TEST_CASE("tls: a handshake that does not finish in time is dropped",
 
 TEST_CASE("tls: a certificate replaced by rename serves the next connection",
           "[tls]") {
-  pki keys;
+  cluster_pki keys;
   // The node's files are copies that the test replaces.
   auto cert = keys.dir / "live.pem";
   auto key = keys.dir / "live.key";
@@ -551,11 +472,11 @@ TEST_CASE("tls: actorflow-train --local trains with its tasks on TLS",
     WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
     return;
   }
-  pki keys;
+  cluster_pki keys;
   // A certificate for 127.0.0.1 only, the host of --local's tasks (the
   // README's): the workers' sessions dial their tasks by that name too
   // (they dialed "localhost" once, and refused it).
-  certs(keys.dir / "", {"ip:127.0.0.1"});
+  make_certs_in(keys.dir / "", {"ip:127.0.0.1"});
   std::vector<std::string> argv{ACTORFLOW_TRAIN_PATH, "--local", "2",
                                 "--model", "softmax", "--train_steps", "300",
                                 "--tls_cert", keys.cert("ip"), "--tls_key",
@@ -585,7 +506,7 @@ TEST_CASE("tls: actorflow-train --local trains with its tasks on TLS",
 TEST_CASE("tls: TF_CONFIG's tls object turns TLS on, and a bad field is "
           "named",
           "[tls]") {
-  pki keys;
+  cluster_pki keys;
   auto opts = captured();
   opts.env = {"TF_CONFIG={\"tls\": {\"cert\": \"" + keys.cert("node")
               + "\", \"key\": \"" + keys.key("node") + "\", \"ca\": \""

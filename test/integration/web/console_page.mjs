@@ -45,7 +45,7 @@ try {
   // Every task is listed, up.
   for (const task of tasks) {
     const state = await page.locator(`#tasks tr[data-task="${task}"] td:nth-child(3)`)
-                            .textContent({ timeout: 5000 });
+                            .textContent({ timeout: 15000 });
     check(state === "up", `${task} is listed up (${state})`);
   }
   // Plots with points: steps/s of the masters, the training loss.
