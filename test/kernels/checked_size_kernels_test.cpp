@@ -33,7 +33,7 @@ void check_overflow(const run_result& r) {
 
 } // namespace
 
-TEST_CASE("Fill of [2^62+1] floats is InvalidArgument, not a 4-byte buffer",
+TEST_CASE("Fill of 2^62+1 floats is InvalidArgument, not a 4-byte buffer",
           "[checked_size][fill]") {
   // 4 * (2^62 + 1) wraps to 4 bytes: the kernel used to fill 2^62 + 1
   // elements into them (SIGSEGV).
