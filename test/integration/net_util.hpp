@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -178,6 +179,22 @@ private:
   std::string ip_, ns_, host_if_, ns_if_, host_ip_, ns_ip_, why_;
   bool ok_ = false;
 };
+
+/// A network namespace playing another host, or nullptr (and a warning
+/// saying why the test does not run) when this process is not root or the
+/// namespace cannot be made.
+inline std::unique_ptr<veth_namespace> make_other_host() {
+  if (::geteuid() != 0) {
+    WARN("not root: network namespaces cannot be made; not run");
+    return nullptr;
+  }
+  auto net = std::make_unique<veth_namespace>();
+  if (!net->ok()) {
+    WARN("cannot make a network namespace (" << net->why() << "); not run");
+    return nullptr;
+  }
+  return net;
+}
 
 /// Checks what a cluster bound to loopback must show another host: every
 /// socket of `pids` listens on a loopback address, and from inside `net`

@@ -43,24 +43,18 @@ TEST_CASE("partition: a cut link to the ps is reported, and training goes "
     WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
     return;
   }
-  if (::geteuid() != 0) {
-    WARN("not root: network namespaces cannot be made; not run");
+  auto net = make_other_host();
+  if (!net)
     return;
-  }
-  veth_namespace net;
-  if (!net.ok()) {
-    WARN("cannot make a network namespace (" << net.why() << "); not run");
-    return;
-  }
   using Catch::Contains;
   auto ports = support::free_ports(3);
-  auto ps = net.ns_ip() + ":" + std::to_string(ports[0]);
-  auto w0 = net.host_ip() + ":" + std::to_string(ports[1]);
-  auto w1 = net.host_ip() + ":" + std::to_string(ports[2]);
+  auto ps = net->ns_ip() + ":" + std::to_string(ports[0]);
+  auto w0 = net->host_ip() + ":" + std::to_string(ports[1]);
+  auto w1 = net->host_ip() + ":" + std::to_string(ports[2]);
   auto parent = std::to_string(::getpid());
   std::vector<std::string> cluster{"--ps_hosts", ps, "--worker_hosts",
                                    w0 + "," + w1, "--parent-pid", parent};
-  auto ps_argv = net.inside({train_path, "--job_name", "ps", "--task_index",
+  auto ps_argv = net->inside({train_path, "--job_name", "ps", "--task_index",
                              "0"});
   ps_argv.insert(ps_argv.end(), cluster.begin(), cluster.end());
   child_process ps_task{ps_argv};
@@ -80,7 +74,7 @@ TEST_CASE("partition: a cut link to the ps is reported, and training goes "
   REQUIRE(worker0.wait_for_line("worker 0: step 300 (global ", 90s));
   // Cut: silence, no reset. The workers notice by CAF's heartbeat.
   auto cut_at = std::chrono::steady_clock::now();
-  REQUIRE(net.cut(true));
+  REQUIRE(net->cut(true));
   auto lost = "warning: lost /job:ps/replica:0/task:0 at " + ps;
   bool reported = false;
   // Polls the worker's stderr: child_process waits only for stdout lines;
@@ -101,7 +95,7 @@ TEST_CASE("partition: a cut link to the ps is reported, and training goes "
   // Keep the link down a while after the loss: the outage itself is under
   // test, so there is no event to wait for.
   std::this_thread::sleep_for(std::chrono::seconds(2));
-  REQUIRE(net.cut(false));
+  REQUIRE(net->cut(false));
   auto st0 = worker0.wait(120s);
   auto st1 = worker1.wait(60s);
   REQUIRE(st0);
