@@ -14,6 +14,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "actorflow/actorflow.hpp"
@@ -123,6 +124,25 @@ inline double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now()
                                        - start)
     .count();
+}
+
+/// The stderr of `proc` once it has `needle`, or after `timeout`. Polls:
+/// child_process waits only for stdout lines; bounded by the deadline.
+inline std::string err_with(child_process& proc, const std::string& needle,
+                            std::chrono::milliseconds timeout = 10s) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto err = proc.err();
+  while (err.find(needle) == std::string::npos
+         && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+    err = proc.err();
+  }
+  return err;
+}
+
+/// Checks that `proc` says `needle` on stderr within 10 s.
+inline void check_said(child_process& proc, const std::string& needle) {
+  CHECK_THAT(err_with(proc, needle), Catch::Contains(needle));
 }
 
 } // namespace actorflow::testing

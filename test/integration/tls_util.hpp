@@ -2,7 +2,7 @@
 
 // TLS in the integration tests: certificates made by scripts/make_certs.sh
 // (the README's way), a client's own actor system with TLS (the embedding
-// application's way), and waiting for what a node says on stderr.
+// application's way).
 
 #include <chrono>
 #include <mutex>
@@ -91,24 +91,5 @@ struct client_system {
     return cfg;
   }
 };
-
-/// The stderr of `proc` once it has `needle`, or after `timeout`. Polls:
-/// child_process waits only for stdout lines; bounded by the deadline.
-inline std::string err_with(child_process& proc, const std::string& needle,
-                            std::chrono::milliseconds timeout = 10s) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto err = proc.err();
-  while (err.find(needle) == std::string::npos
-         && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(20ms);
-    err = proc.err();
-  }
-  return err;
-}
-
-/// Checks that `proc` says `needle` on stderr within 10 s.
-inline void check_said(child_process& proc, const std::string& needle) {
-  CHECK_THAT(err_with(proc, needle), Catch::Contains(needle));
-}
 
 } // namespace actorflow::testing
