@@ -273,22 +273,6 @@ std::chrono::nanoseconds channel_spin() {
   return spin;
 }
 
-// The address of a connected socket's peer, "host:port".
-std::string peer_of(int fd) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-    return "?";
-  char host[NI_MAXHOST];
-  char port[NI_MAXSERV];
-  if (::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host,
-                    sizeof(host), port, sizeof(port),
-                    NI_NUMERICHOST | NI_NUMERICSERV)
-      != 0)
-    return "?";
-  return std::string{host} + ":" + port;
-}
-
 void serve(int fd, tls_socket::security_ptr sec,
            std::shared_ptr<channel_registry> reg,
            connection_guard::entry_ptr entry) {
@@ -299,7 +283,7 @@ void serve(int fd, tls_socket::security_ptr sec,
     tls = tls_socket::accept(sec, fd);
   channel_in in{fd, tls.get(), reg.get(), entry.get()};
   auto stat = std::make_shared<incoming_stat>();
-  stat->peer = peer_of(fd);
+  stat->peer = peer_address(fd, true);
   {
     auto& r = *reg;
     std::lock_guard<std::mutex> guard{r.mtx};
@@ -309,6 +293,8 @@ void serve(int fd, tls_socket::security_ptr sec,
   try {
     if ((!sec || tls) && read_all(in, greeting, sizeof(greeting))
         && std::memcmp(greeting, hello, sizeof(hello)) == 0) {
+      // Names the peer when a frame does not fit the budget.
+      const auto who = "the tensor channel peer " + stat->peer;
       // A peer that speaks the protocol may stay idle between steps.
       entry->set_established();
       entry->clear_deadline();
@@ -342,8 +328,7 @@ void serve(int fd, tls_socket::security_ptr sec,
         uint64_t announced = parsed.key_len + parsed.head_len;
         if (check_prefix(parsed) != frame_kind::in_ring)
           announced += parsed.data_len;
-        if (!guard.charge(announced, "the tensor channel peer " + stat->peer,
-                          now))
+        if (!guard.charge(announced, who, now))
           break;
         entry->extend(now, guard.limits().idle_timeout);
         bool ok = read_frame(in, parsed, ring, stash);

@@ -156,16 +156,18 @@ void connection_guard::shut_locked(entry& e) {
     shut_(e.fd_);
 }
 
-std::string peer_address(int fd) {
+std::string peer_address(int fd, bool with_port) {
   sockaddr_storage addr{};
   socklen_t len = sizeof(addr);
   char host[NI_MAXHOST];
+  char port[NI_MAXSERV];
   if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0
       || ::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host,
-                       sizeof(host), nullptr, 0, NI_NUMERICHOST)
+                       sizeof(host), port, sizeof(port),
+                       NI_NUMERICHOST | NI_NUMERICSERV)
            != 0)
     return "?";
-  return host;
+  return with_port ? std::string{host} + ":" + port : std::string{host};
 }
 
 namespace {

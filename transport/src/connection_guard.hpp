@@ -170,8 +170,8 @@ std::shared_ptr<connection_guard> make_watched_guard(guard_limits limits);
 /// refusals go to stderr as warnings.
 std::shared_ptr<connection_guard> connection_guard_of(caf::actor_system& sys);
 
-/// The peer's address of a connected socket, without its port ("?" if
-/// unknown).
-std::string peer_address(int fd);
+/// The peer's address of a connected socket, numeric, with ":port" when
+/// `with_port` ("?" if unknown). The one such helper of transport/.
+std::string peer_address(int fd, bool with_port = false);
 
 } // namespace actorflow

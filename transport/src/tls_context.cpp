@@ -357,13 +357,6 @@ bool peer_accepted(tls_state& state, SSL* ssl, bool incoming,
   return false;
 }
 
-std::string peer_of(int fd) {
-  auto addr = caf::io::network::remote_addr_of_fd(fd);
-  auto port = caf::io::network::remote_port_of_fd(fd);
-  if (!addr || !port)
-    return "?";
-  return *addr + ":" + std::to_string(*port);
-}
 
 // One TLS connection: the handshake, the peer's identity, then reads and
 // writes for CAF's stream. Used by CAF's network thread only.

@@ -171,7 +171,6 @@ std::string handshake_failure(int e, const std::string& verify_error);
 bool peer_accepted(tls_state& state, SSL* ssl, bool incoming,
                    const std::string& endpoint, std::string& why);
 
-/// The address of a socket's peer, "host:port" ("?" if unknown).
-std::string peer_of(int fd);
+
 
 } // namespace actorflow::tls_detail

@@ -13,6 +13,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "connection_guard.hpp"
 #include "tls_context.hpp"
 
 namespace actorflow {
@@ -71,7 +72,7 @@ tls_socket::~tls_socket() {
 bool tls_socket::handshake(int fd, bool incoming, const std::string& endpoint,
                            std::chrono::milliseconds timeout) {
   auto& state = *sec_->state;
-  auto peer = peer_of(fd);
+  auto peer = peer_address(fd, true);
   auto refuse = [&](const std::string& why) {
     if (incoming)
       state.say("refused TLS peer " + peer + " (tensor channel): " + why);

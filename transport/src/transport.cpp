@@ -68,7 +68,7 @@ public:
     : state_(std::move(state)),
       incoming_(incoming),
       endpoint_(std::move(endpoint)),
-      peer_(peer_of(fd)) {
+      peer_(peer_address(fd, true)) {
     ctx_ = state_->context();
     ssl_ = SSL_new(ctx_.get());
     if (ssl_ == nullptr)
@@ -423,7 +423,7 @@ public:
     if (state_) {
       s = std::make_unique<tls_session>(state_, fd, true, "");
       if (!s->valid()) {
-        state_->say("cannot start a TLS session for " + peer_of(fd) + ": "
+        state_->say("cannot start a TLS session for " + peer_address(fd, true) + ": "
                     + ssl_errors());
         guard_->release(entry);
         caf::io::network::close_socket(fd);
@@ -431,7 +431,7 @@ public:
       }
     }
     auto scribe = caf::make_counted<guarded_scribe>(
-      mpx, fd, std::move(s), guard_, std::move(entry), "from " + peer_of(fd));
+      mpx, fd, std::move(s), guard_, std::move(entry), "from " + peer_address(fd, true));
     auto hdl = scribe->hdl();
     parent()->add_scribe(std::move(scribe));
     return doorman::new_connection(&mpx, hdl);
