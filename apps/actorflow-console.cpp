@@ -10,7 +10,8 @@
 //
 // With --tls_cert/--tls_key/--tls_ca (support/command_line.hpp) it connects
 // to a TLS cluster as a client: its certificate must be for one of the
-// nodes' --tls_allowed_peers (default `client`).
+// nodes' --tls_allowed_peers (default `client` and `monitor`); a monitor
+// certificate (actorflow-make-certs monitor:monitor) is all it needs.
 //
 // Exit status (support/guarded_main.hpp): 0 on q, SIGINT or SIGTERM (and
 // after --once), 1 if the cluster cannot be learned from --address or the

@@ -2,7 +2,8 @@
 # Fuzzes the decoders of bytes from the network (test/fuzz/fuzz_targets.hpp)
 # with libFuzzer, each for a bounded time:
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   (default 60 s each; targets
-#                                            wire, tensor_frame, caf_message)
+#                                            wire, tensor_frame, caf_message,
+#                                            monitor_filter)
 #   scripts/fuzz.sh --seeds                 rewrite test/fuzz/corpus from
 #                                            real traffic (make_seeds)
 # Builds build-fuzz/ with Debian's clang (AddressSanitizer, UBSan). Starts
@@ -23,7 +24,7 @@ fi
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(wire tensor_frame caf_message)
+[ ${#targets[@]} -gt 0 ] || targets=(wire tensor_frame caf_message monitor_filter)
 command -v clang++ > /dev/null || scripts/install_packages.sh clang
 scripts/install_packages.sh cmake ninja-build ccache libcaf-dev
 fuzz_dir=build-fuzz

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "actorflow/actors/instrumented.hpp"
+#include "actorflow/transport/transport.hpp"
 #include "master.hpp"
 #include "worker.hpp"
 
@@ -638,9 +639,13 @@ master_actor spawn_master(caf::actor_system& sys, task_options opts,
                           worker_actor worker,
                           std::shared_ptr<task_counters> counters) {
   auto prefix = task_name(opts);
-  return spawn_instrumented(
+  auto self = spawn_instrumented(
     sys, {monitoring::actor_kind::task, prefix, "", prefix}, master,
     std::move(opts), std::move(worker), std::move(counters));
+  // What a monitor certificate may ask the task: its monitor and counters.
+  allow_monitors(sys, self.id(), {get_monitor_atom::value,
+                                  get_stats_atom::value});
+  return self;
 }
 
 } // namespace actorflow

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actorflow/actors/instrumented.hpp"
+#include "actorflow/transport/transport.hpp"
 #include "actorflow/actors/monitoring.hpp"
 #include "actorflow/actors/task.hpp"
 #include "actorflow/graph/device_name.hpp"
@@ -287,12 +288,18 @@ monitor_actor::behavior_type monitor(monitor_self self,
 } // namespace
 
 monitor_actor spawn_monitor(caf::actor_system& sys, task_options opts) {
-  return spawn_instrumented(sys,
-                            {.kind = actor_kind::monitor,
-                             .name = "monitor",
-                             .container = "",
-                             .task = task_name(opts)},
-                            monitor, std::move(opts));
+  auto self = spawn_instrumented(sys,
+                                 {.kind = actor_kind::monitor,
+                                  .name = "monitor",
+                                  .container = "",
+                                  .task = task_name(opts)},
+                                 monitor, std::move(opts));
+  // Everything the console asks (its timer, mon_tick, is its own).
+  allow_monitors(sys, self.id(),
+                 {monitor_snapshot_atom::value, monitor_subscribe_atom::value,
+                  monitor_ping_atom::value, monitor_trace_atom::value,
+                  monitor_get_trace_atom::value});
+  return self;
 }
 
 // -- Prometheus ----------------------------------------------------------------

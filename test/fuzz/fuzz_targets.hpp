@@ -14,6 +14,10 @@
 //   data; run_graph and step_reply message bodies as CAF reads them).
 // - fuzz_caf_message: a caf::message as CAF's binary deserializer reads
 //   one from a peer, with every type actorflow registers.
+// - fuzz_monitor_filter: what a peer with a monitor certificate sends over
+//   a CAF connection (transport/src/monitor_filter.hpp), read as BASP asks
+//   for it (a header, then the payload it announces): true if every read
+//   passes. The task's id and its monitor's are the constants below.
 
 #include <cstddef>
 #include <cstdint>
@@ -23,5 +27,9 @@ namespace actorflow::fuzz {
 bool fuzz_wire(const uint8_t* data, size_t size);
 bool fuzz_tensor_frame(const uint8_t* data, size_t size);
 bool fuzz_caf_message(const uint8_t* data, size_t size);
+bool fuzz_monitor_filter(const uint8_t* data, size_t size);
+
+inline constexpr uint64_t monitor_filter_task_id = 7;
+inline constexpr uint64_t monitor_filter_monitor_id = 9;
 
 } // namespace actorflow::fuzz

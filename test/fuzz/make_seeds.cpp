@@ -12,12 +12,14 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/binary_serializer.hpp>
+#include <caf/io/basp/header.hpp>
 
 #include "actorflow/transport/type_ids.hpp"
 #include "actorflow/graph/nn_ops.hpp"
 #include "actorflow/graph/ops.hpp"
 #include "actorflow/graph/training.hpp"
 #include "actorflow/graph/wire.hpp"
+#include "fuzz_targets.hpp"
 #include "tensor_frame.hpp"
 
 using namespace actorflow;
@@ -154,6 +156,43 @@ int main(int argc, char** argv) {
   step.targets = {"train"};
   write(dir / "caf_message", "run_step",
         caf_bytes(&sys, caf::make_message(step)));
+  // fuzz_monitor_filter: the console's requests as BASP sends them (a
+  // header, then the forwarding stages and the message), and a heartbeat.
+  namespace basp = caf::io::basp;
+  auto basp_message = [&](uint64_t dest, const caf::message& msg) {
+    std::vector<caf::strong_actor_ptr> stages;
+    auto payload = caf_bytes(&sys, stages, msg);
+    basp::header hdr{basp::message_type::direct_message, 0,
+                     static_cast<uint32_t>(payload.size()), 1, 1, dest};
+    return caf_bytes(&sys, hdr) + payload;
+  };
+  auto task = fuzz::monitor_filter_task_id;
+  auto mon = fuzz::monitor_filter_monitor_id;
+  write(dir / "monitor_filter", "get_monitor",
+        basp_message(task, caf::make_message(get_monitor_atom_v)));
+  write(dir / "monitor_filter", "get_stats",
+        basp_message(task, caf::make_message(get_stats_atom::value)));
+  write(dir / "monitor_filter", "subscribe",
+        basp_message(mon, caf::make_message(monitor_subscribe_atom_v,
+                                            int64_t{1000}, caf::actor{})));
+  write(dir / "monitor_filter", "ping",
+        basp_message(mon, caf::make_message(monitor_ping_atom_v)));
+  {
+    std::vector<caf::strong_actor_ptr> stages;
+    auto payload = caf_bytes(&sys, stages,
+                             caf::make_message(caf::sys_atom::value,
+                                               caf::get_atom::value,
+                                               std::string{"info"}));
+    basp::header hdr{basp::message_type::direct_message,
+                     basp::header::named_receiver_flag,
+                     static_cast<uint32_t>(payload.size()), 1, 1,
+                     static_cast<uint64_t>(caf::atom("SpawnServ"))};
+    write(dir / "monitor_filter", "spawn_server_info",
+          caf_bytes(&sys, hdr) + payload);
+  }
+  write(dir / "monitor_filter", "heartbeat",
+        caf_bytes(&sys, basp::header{basp::message_type::heartbeat, 0, 0, 0,
+                                     0, 0}));
   std::cout << "make_seeds: wrote " << dir << "\n";
   return 0;
 }

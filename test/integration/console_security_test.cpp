@@ -382,10 +382,10 @@ TEST_CASE("console: the web UI needs its token (401 without it or with a "
   }
 }
 
-TEST_CASE("console: watches a TLS cluster with its client certificate, and "
-          "sees it down without one",
+TEST_CASE("console: watches a TLS cluster with its client or monitor "
+          "certificate, and sees it down without one",
           "[console][tls]") {
-  pki keys{{"node:127.0.0.1,localhost", "client:client",
+  pki keys{{"node:127.0.0.1,localhost", "client:client", "monitor:monitor",
             "stranger:stranger"}};
   auto opts = captured();
   opts.args = keys.flags("node");
@@ -411,6 +411,20 @@ TEST_CASE("console: watches a TLS cluster with its client certificate, and "
     }
     CHECK(nodes.process("ps", 0).err().find("refused") == std::string::npos);
   }
+  SECTION("with a monitor certificate: everything the console asks is a "
+          "monitor's to ask") {
+    auto doc = snapshot(keys.flags("monitor"));
+    REQUIRE(doc["tasks"].size() == 2);
+    for (auto& t : doc["tasks"]) {
+      INFO(t.dump());
+      CHECK(t["state"] == "up");
+      REQUIRE(t.contains("node"));
+      CHECK(t["node"]["task"] == t["task"]);
+    }
+    for (const auto* job : {"ps", "worker"})
+      CHECK(nodes.process(job, 0).err().find("may only watch")
+            == std::string::npos);
+  }
   SECTION("without a certificate") {
     auto doc = snapshot({});
     for (auto& t : doc["tasks"]) {
@@ -434,7 +448,8 @@ TEST_CASE("console: watches a TLS cluster with its client certificate, and "
                                  "name?"));
     }
     CHECK_THAT(err_with(nodes.process("worker", 0), "(DNS:stranger)"),
-               Catch::Contains("certificate '/CN=stranger' (DNS:stranger) is "
+               Catch::Contains("certificate '/CN=stranger' (DNS:stranger, "
+                               "URI:urn:actorflow:role:task) is "
                                "not for a host of the cluster nor an allowed "
                                "peer"));
   }

@@ -236,7 +236,7 @@ TEST_CASE("tls: strangers cannot connect, and the node says who they were",
     REQUIRE(err);
     CHECK(err->code() == error_code::unavailable);
     check_said(node, "certificate '/CN=127.0.0.1' (IP:127.0.0.1, "
-                     "DNS:localhost) signed by '/CN=actorflow cluster CA "
+                     "DNS:localhost, URI:urn:actorflow:role:task) signed by '/CN=actorflow cluster CA "
                      "other'");
   }
   SECTION("a valid certificate for another name") {
@@ -247,7 +247,8 @@ TEST_CASE("tls: strangers cannot connect, and the node says who they were",
     });
     REQUIRE(err);
     CHECK(err->code() == error_code::unavailable);
-    check_said(node, "certificate '/CN=stranger' (DNS:stranger) is not for a "
+    check_said(node, "certificate '/CN=stranger' (DNS:stranger, "
+                     "URI:urn:actorflow:role:task) is not for a "
                      "host of the cluster nor an allowed peer");
   }
   SECTION("a node whose certificate is not for the host dialed") {
@@ -275,7 +276,8 @@ TEST_CASE("tls: strangers cannot connect, and the node says who they were",
     REQUIRE(err);
     CHECK(err->code() == error_code::unavailable);
     CHECK_THAT(err->get_status().message(),
-               Catch::Contains("(DNS:stranger) is not for 127.0.0.1"));
+               Catch::Contains("(DNS:stranger, URI:urn:actorflow:role:task) "
+                               "is not for 127.0.0.1"));
   }
   // The node is alive and serves a client it accepts.
   client_system client{keys.as("client")};
@@ -367,11 +369,11 @@ TEST_CASE("tls: a certificate that is not for the task's own host fails "
   };
   // "localhost" and 127.0.0.1 are different names: each must be named.
   std::vector<bad_case> cases{
-    {node_path, "127.0.0.1", "other", "'/CN=other-host' (DNS:other-host)"},
-    {node_path, "127.0.0.1", "lo", "'/CN=localhost' (DNS:localhost)"},
-    {node_path, "localhost", "ip", "'/CN=127.0.0.1' (IP:127.0.0.1)"},
+    {node_path, "127.0.0.1", "other", "'/CN=other-host' (DNS:other-host, URI:urn:actorflow:role:task)"},
+    {node_path, "127.0.0.1", "lo", "'/CN=localhost' (DNS:localhost, URI:urn:actorflow:role:task)"},
+    {node_path, "localhost", "ip", "'/CN=127.0.0.1' (IP:127.0.0.1, URI:urn:actorflow:role:task)"},
     {ACTORFLOW_TRAIN_PATH, "127.0.0.1", "other",
-     "'/CN=other-host' (DNS:other-host)"},
+     "'/CN=other-host' (DNS:other-host, URI:urn:actorflow:role:task)"},
   };
   for (const auto& bad : cases) {
     auto res = start(bad.program, bad.host, bad.cert);
@@ -456,7 +458,8 @@ TEST_CASE("tls: a certificate replaced by rename serves the next connection",
   });
   REQUIRE(err);
   CHECK_THAT(err->get_status().message(),
-             Catch::Contains("'/CN=stranger' (DNS:stranger) is not for "
+             Catch::Contains("'/CN=stranger' (DNS:stranger, "
+                               "URI:urn:actorflow:role:task) is not for "
                              "127.0.0.1"));
 }
 

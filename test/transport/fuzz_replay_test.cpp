@@ -53,7 +53,8 @@ TEST_CASE("fuzz targets: seeds decode, truncations are refused, flips and "
   };
   auto t = GENERATE(target{"wire", fuzz_wire, true},
                     target{"tensor_frame", fuzz_tensor_frame, true},
-                    target{"caf_message", fuzz_caf_message, false});
+                    target{"caf_message", fuzz_caf_message, false},
+                    target{"monitor_filter", fuzz_monitor_filter, true});
   INFO("target " << t.name);
   auto seeds = inputs("corpus", t.name);
   CHECK(seeds.size() >= 4);

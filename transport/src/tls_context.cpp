@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
+#include <string_view>
 #include <thread>
 
 #include <arpa/inet.h>
@@ -163,6 +164,13 @@ std::string describe(X509* cert) {
       inet_ntop(len == 16 ? AF_INET6 : AF_INET,
                 ASN1_STRING_get0_data(n->d.iPAddress), text, sizeof(text));
       item = std::string{"IP:"} + text;
+    } else if (n->type == GEN_URI) {
+      // The role (urn:actorflow:role:...).
+      item = "URI:";
+      item.append(reinterpret_cast<const char*>(ASN1_STRING_get0_data(
+                    n->d.uniformResourceIdentifier)),
+                  static_cast<size_t>(
+                    ASN1_STRING_length(n->d.uniformResourceIdentifier)));
     } else {
       continue;
     }
@@ -336,25 +344,108 @@ std::string handshake_failure(int e, const std::string& verify_error) {
   return "TLS handshake failed: " + ssl_errors();
 }
 
+const char* to_string(peer_role role) noexcept {
+  switch (role) {
+    case peer_role::task:
+      return "task";
+    case peer_role::client:
+      return "client";
+    default:
+      return "monitor";
+  }
+}
+
+bool role_in(X509* cert, peer_role& role, bool& has_role, std::string& why) {
+  static constexpr std::string_view prefix = "urn:actorflow:role:";
+  has_role = false;
+  auto* names = static_cast<GENERAL_NAMES*>(
+    X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  if (names == nullptr)
+    return true;
+  bool ok = true;
+  for (int i = 0; ok && i < sk_GENERAL_NAME_num(names); ++i) {
+    auto* n = sk_GENERAL_NAME_value(names, i);
+    if (n->type != GEN_URI)
+      continue;
+    std::string uri(reinterpret_cast<const char*>(
+                      ASN1_STRING_get0_data(n->d.uniformResourceIdentifier)),
+                    static_cast<size_t>(
+                      ASN1_STRING_length(n->d.uniformResourceIdentifier)));
+    if (!uri.starts_with(prefix))
+      continue;
+    auto name = uri.substr(prefix.size());
+    peer_role found;
+    if (name == "task") {
+      found = peer_role::task;
+    } else if (name == "client") {
+      found = peer_role::client;
+    } else if (name == "monitor") {
+      found = peer_role::monitor;
+    } else {
+      why = describe(cert) + " names the unknown role '" + log_escape(name)
+            + "' (task, client or monitor)";
+      ok = false;
+      break;
+    }
+    if (has_role && found != role) {
+      why = describe(cert) + " names two roles, " + to_string(role) + " and "
+            + to_string(found);
+      ok = false;
+      break;
+    }
+    role = found;
+    has_role = true;
+  }
+  GENERAL_NAMES_free(names);
+  return ok;
+}
+
 bool peer_accepted(tls_state& state, SSL* ssl, bool incoming,
-                   const std::string& endpoint, std::string& why) {
+                   const std::string& endpoint, std::string& why,
+                   peer_role& role) {
   X509* cert = SSL_get0_peer_certificate(ssl);
   if (cert == nullptr) {
     why = "it presented no certificate";
     return false;
   }
-  if (incoming) {
-    if (state.accepts(cert))
-      return true;
+  bool has_role = false;
+  if (!role_in(cert, role, has_role, why))
+    return false;
+  if (!incoming) {
+    // The task dialed: its host's certificate, not a client's or a
+    // monitor's that happens to name the host.
+    if (!names_match(cert, host_of(endpoint))) {
+      why = describe(cert) + " is not for " + host_of(endpoint);
+      return false;
+    }
+    if (has_role && role != peer_role::task) {
+      why = describe(cert) + " is a " + to_string(role)
+            + " certificate, not a task's";
+      return false;
+    }
+    role = peer_role::task;
+    return true;
+  }
+  auto host = state.names_cluster_host(cert);
+  if (!host && !state.names_allowed_peer(cert)) {
     why = describe(cert)
           + " is not for a host of the cluster nor an allowed peer ("
           + state.accepted_names() + ")";
     return false;
   }
-  if (names_match(cert, host_of(endpoint)))
+  if (has_role) {
+    if (role == peer_role::task && !host) {
+      why = describe(cert)
+            + " is a task certificate but not for a host of the cluster ("
+            + state.accepted_names() + ")";
+      return false;
+    }
     return true;
-  why = describe(cert) + " is not for " + host_of(endpoint);
-  return false;
+  }
+  role = host                          ? peer_role::task
+         : names_match(cert, "monitor") ? peer_role::monitor
+                                        : peer_role::client;
+  return true;
 }
 
 

@@ -39,6 +39,21 @@ std::string describe(X509* cert);
 /// Whether `cert` is for `name` (a host name or an IP address).
 bool names_match(X509* cert, const std::string& name);
 
+/// What a peer's certificate lets it do (issue 30 §3): a `task` serves the
+/// cluster; a `client` runs graphs (within the nodes' file policy); a
+/// `monitor` only watches (the console, metrics). The role is the
+/// certificate's URI name "urn:actorflow:role:ROLE" (actorflow-make-certs
+/// writes it); a certificate without one is a task's if it names a host of
+/// the cluster, a monitor's if it is for the name "monitor", else a
+/// client's (certificates made before roles keep what they could do).
+enum class peer_role { task, client, monitor };
+
+const char* to_string(peer_role role) noexcept;
+
+/// The role `cert`'s URI names give it: false and `why` for an unknown
+/// role or two different ones; `has_role` false when it names none.
+bool role_in(X509* cert, peer_role& role, bool& has_role, std::string& why);
+
 /// Keeps SIGPIPE from ending the process when a peer is gone (OpenSSL
 /// writes with send() without MSG_NOSIGNAL).
 void block_sigpipe();
@@ -118,11 +133,17 @@ struct tls_state {
     failures.erase(endpoint);
   }
 
-  bool accepts(X509* cert) {
+  /// Whether `cert` names a host of a cluster this system serves.
+  bool names_cluster_host(X509* cert) {
     std::lock_guard<std::mutex> guard{mtx};
     for (const auto& name : trusted)
       if (names_match(cert, name))
         return true;
+    return false;
+  }
+
+  /// Whether `cert` is for one of the allowed peers' names.
+  bool names_allowed_peer(X509* cert) {
     for (const auto& name : cfg.allowed_peers)
       if (names_match(cert, name))
         return true;
@@ -166,10 +187,13 @@ void forget_handshake(const void* key);
 std::string handshake_failure(int e, const std::string& verify_error);
 
 /// Whether the peer of `ssl`, whose handshake is done, is who it must be:
-/// for an outgoing connection to `endpoint` ("host:port") the host, for an
-/// incoming one a host of the cluster or an allowed peer; `why` if not.
+/// for an outgoing connection to `endpoint` ("host:port") a task of that
+/// host; for an incoming one a host of the cluster or an allowed peer, a
+/// `task` certificate only for a host of the cluster. `role` receives the
+/// peer's role (peer_role); `why` says why not.
 bool peer_accepted(tls_state& state, SSL* ssl, bool incoming,
-                   const std::string& endpoint, std::string& why);
+                   const std::string& endpoint, std::string& why,
+                   peer_role& role);
 
 
 

@@ -1,5 +1,6 @@
 // check_tls_identity (transport.hpp): a task's own certificate must be for
-// the host its peers dial, the one its entry in the cluster names.
+// the host its peers dial, the one its entry in the cluster names, and be a
+// task's (not a client's or a monitor's).
 
 #include <openssl/ssl.h>
 
@@ -21,8 +22,24 @@ void check_tls_identity(caf::actor_system& sys, const std::string& host,
   // The context a new connection would use (the files as they are now).
   auto ctx = state->context();
   X509* cert = ctx ? SSL_CTX_get0_certificate(ctx.get()) : nullptr;
-  if (cert != nullptr && tls_detail::names_match(cert, name))
-    return;
+  if (cert != nullptr && tls_detail::names_match(cert, name)) {
+    // Its peers would take a client's or a monitor's certificate for what
+    // it says it is, not for a task.
+    tls_detail::peer_role role;
+    bool has_role = false;
+    std::string why;
+    if (!tls_detail::role_in(cert, role, has_role, why))
+      throw op_error(error_code::invalid_argument,
+                     "tls_cert: " + state->cfg.cert_file + ": " + why);
+    if (!has_role || role == tls_detail::peer_role::task)
+      return;
+    throw op_error(error_code::invalid_argument,
+                   "tls_cert: " + state->cfg.cert_file + " ("
+                     + tls_detail::describe(cert) + ") is a "
+                     + tls_detail::to_string(role) + " certificate; "
+                     + who + " serves with a task's (make one with "
+                       "actorflow-make-certs NAME:" + name + ")");
+  }
   throw op_error(error_code::invalid_argument,
                  "tls_cert: " + state->cfg.cert_file + " ("
                    + tls_detail::describe(cert) + ") is not for " + name

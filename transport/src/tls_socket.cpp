@@ -124,9 +124,12 @@ bool tls_socket::handshake(int fd, bool incoming, const std::string& endpoint,
     }
   }
   ::fcntl(fd, F_SETFL, flags);
-  // peer_accepted says why when it refuses.
-  if (why.empty())
-    peer_accepted(state, ssl_, incoming, endpoint, why);
+  // peer_accepted says why when it refuses. A monitor only watches: the
+  // channel carries a step's tensors, which it may neither send nor read.
+  peer_role role = peer_role::client;
+  if (why.empty() && peer_accepted(state, ssl_, incoming, endpoint, why, role)
+      && role == peer_role::monitor)
+    why = "a monitor certificate may only watch, not carry tensors";
   if (!why.empty())
     return refuse(why);
   return true;

@@ -47,11 +47,14 @@
 #include "actorflow/graph/status.hpp"
 #include "actorflow/transport/system_data.hpp"
 #include "connection_guard.hpp"
+#include "monitor_filter.hpp"
 #include "tls_context.hpp"
 
 namespace actorflow {
 
 using namespace tls_detail;
+using transport_detail::monitor_access;
+using transport_detail::monitor_filter;
 
 namespace {
 
@@ -97,6 +100,16 @@ public:
 
   bool valid() const noexcept {
     return ssl_ != nullptr;
+  }
+
+  /// The peer's role (tls_context.hpp), once the handshake is done.
+  peer_role role() const noexcept {
+    return role_;
+  }
+
+  /// The peer's certificate as logs name it, once the handshake is done.
+  const std::string& certificate() const noexcept {
+    return certificate_;
   }
 
   rw_state read_some(size_t& result, native_socket, void* buf, size_t len) {
@@ -186,12 +199,13 @@ private:
 
   bool check_peer() {
     std::string why;
-    if (!peer_accepted(*state_, ssl_, incoming_, endpoint_, why)) {
+    if (!peer_accepted(*state_, ssl_, incoming_, endpoint_, why, role_)) {
       refuse(why);
       return false;
     }
     if (!incoming_)
       state_->clear_failure(endpoint_);
+    certificate_ = describe(SSL_get0_peer_certificate(ssl_));
     return true;
   }
 
@@ -213,6 +227,8 @@ private:
   bool want_read_ = false;
   bool got_data_ = false;
   bool failed_ = false;
+  peer_role role_ = peer_role::client;
+  std::string certificate_;
   std::string endpoint_;
   std::string peer_;
   // Set by verify_cb: why the chain of the peer's certificate failed.
@@ -285,8 +301,32 @@ public:
       guard_(guard),
       entry_(entry),
       peer_(std::move(peer)),
+      session_(s.get()),
       stream_(mpx, fd, std::move(s), std::move(guard), std::move(entry)) {
     // nop
+  }
+
+  // A monitor's messages pass its filter before BASP sees them; a refused
+  // one shuts the socket down, and BASP reads the end of the connection
+  // next (the rest of what was read is dropped).
+  bool consume(caf::execution_unit* ctx, const void* buf,
+               size_t size) override {
+    if (session_ == nullptr || session_->role() != peer_role::monitor)
+      return scribe::consume(ctx, buf, size);
+    if (!filter_)
+      filter_ = std::make_unique<monitor_filter>(
+        system_data<monitor_access>(parent()->home_system()));
+    auto refused_before = filter_->refused();
+    auto why = filter_->check(static_cast<const char*>(buf), size);
+    if (why.empty())
+      return scribe::consume(ctx, buf, size);
+    if (!refused_before) {
+      guard_->say("dropped the CAF connection " + peer_ + " ("
+                    + session_->certificate() + "): " + why,
+                  clock_type::now());
+      ::shutdown(stream_.fd(), SHUT_RDWR);
+    }
+    return true;
   }
 
   ~guarded_scribe() override {
@@ -387,6 +427,10 @@ private:
   bool launched_ = false;
   size_t reads_ = 0;
   uint64_t charged_ = 0;
+  // The TLS session inside stream_ (nullptr in plain mode), and the filter
+  // of a monitor's reads.
+  tls_session* session_;
+  std::unique_ptr<monitor_filter> filter_;
   caf::io::network::stream_impl<guarded_policy> stream_;
 };
 
@@ -670,6 +714,14 @@ void trust_hosts(caf::actor_system& sys,
   std::lock_guard<std::mutex> guard{state->mtx};
   for (const auto& hp : hosts)
     state->trusted.insert(host_of(hp));
+}
+
+void allow_monitors(caf::actor_system& sys, caf::actor_id id,
+                    const std::vector<caf::atom_value>& atoms) {
+  std::vector<uint64_t> values;
+  for (auto atom : atoms)
+    values.push_back(static_cast<uint64_t>(atom));
+  system_data<monitor_access>(sys)->allow(id, std::move(values));
 }
 
 caf::io::middleman_actor transport_actor(caf::actor_system& sys) {

@@ -58,8 +58,8 @@ void common_flags::add_to(CLI::App& app) {
   file("--tls_ca", tls_ca, "the CA certificate(s) that sign every peer");
   app.add_option("--tls_allowed_peers", tls_allowed_peers,
                  "certificate names accepted from connecting processes "
-                 "besides the cluster's hosts (default client; \"\" for "
-                 "none)")
+                 "besides the cluster's hosts (default client,monitor; \"\" "
+                 "for none)")
     ->type_name("NAMES")
     ->group("TLS");
   app.add_option("--tls_handshake_timeout_ms", tls_handshake_timeout_ms,

@@ -15,7 +15,8 @@ namespace actorflow {
 /// (a DNS or IP subject alternative name, or the common name when it has
 /// no DNS name) is the host a connection was made to (outgoing) or, for
 /// incoming connections, a host of a cluster this system serves or one of
-/// `allowed_peers` (the `client` role by default).
+/// `allowed_peers` (`client` and `monitor` by default). Each peer is held
+/// to the role its certificate names (README, Security: roles).
 struct tls_config {
   /// PEM certificate chain of this process (tls_cert).
   std::string cert_file;
@@ -26,8 +27,9 @@ struct tls_config {
   /// PEM certificates of the CAs that sign every peer (tls_ca).
   std::string ca_file;
   /// Names accepted from incoming peers besides the cluster's hosts
-  /// (tls_allowed_peers); clients use certificates for these names.
-  std::vector<std::string> allowed_peers{"client"};
+  /// (tls_allowed_peers); clients and the console use certificates for
+  /// these names.
+  std::vector<std::string> allowed_peers{"client", "monitor"};
   /// A connection whose TLS handshake is not done by then is dropped
   /// (tls_handshake_timeout_ms); so is a TCP connect.
   std::chrono::milliseconds handshake_timeout{10000};

@@ -41,7 +41,9 @@ bool tls_enabled(caf::actor_system& sys);
 /// name when it has none); "localhost" and 127.0.0.1 are different names.
 /// `who` names the task in the message ("task /job:ps/replica:0/task:0
 /// (ps0:2222)"). Throws op_error InvalidArgument "tls_cert: FILE
-/// (certificate '/CN=...' (DNS:...)) is not for HOST, the host of WHO...".
+/// (certificate '/CN=...' (DNS:...)) is not for HOST, the host of WHO...",
+/// or "... is a client certificate; WHO serves with a task's" when the
+/// certificate's role (README, Security) is not `task`.
 /// No effect without TLS. Blocks for the file reads when the files
 /// changed.
 void check_tls_identity(caf::actor_system& sys, const std::string& host,
@@ -51,6 +53,14 @@ void check_tls_identity(caf::actor_system& sys, const std::string& host,
 /// incoming connections: the hosts of a cluster it serves. No effect
 /// without TLS. Never blocks.
 void trust_hosts(caf::actor_system& sys, const std::vector<std::string>& hosts);
+
+/// Lets peers with a `monitor` certificate (README, Security: roles) send
+/// actor `id` of `sys` requests whose first element is one of `atoms`.
+/// Monitors may send nothing else to any actor of `sys`: a connection that
+/// tries is closed and logged. Plain connections and other roles are not
+/// filtered. Call it before the actor is reachable. Never blocks.
+void allow_monitors(caf::actor_system& sys, caf::actor_id id,
+                    const std::vector<caf::atom_value>& atoms);
 
 /// The middleman actor that `sys` connects (connect_atom) and publishes
 /// (publish_atom, unpublish_atom) through: the TLS one after enable_tls,
