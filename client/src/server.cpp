@@ -20,6 +20,7 @@
 #include "actorflow/transport/transport.hpp"
 #include "actorflow/transport/type_ids.hpp"
 #include "actorflow/graph/device_name.hpp"
+#include "actorflow/kernels/file_policy.hpp"
 #include "actorflow/client/runtime.hpp"
 #include "address.hpp"
 #include "metrics_https.hpp"
@@ -161,6 +162,10 @@ server::server(caf::actor_system& sys, const cluster_spec& cluster,
     // would be refused by all of them, so it fails the start instead.
     check_tls_identity(sys, parsed.host,
                        "task " + task_name(opts) + " (" + address + ")");
+    // Certificates are what let strangers in: their graphs read only the
+    // data directories named (--file_roots), none by default.
+    close_file_roots("with TLS, ops open files only under --file_roots, "
+                     "and none were named");
     // A session on this process dials that name too (the certificate is
     // for it; it may name neither "localhost" nor the bound address).
     local_host = parsed.host.find(':') == std::string::npos

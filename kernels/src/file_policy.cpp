@@ -109,7 +109,13 @@ status file_policy::set_roots(const std::vector<std::string>& roots) {
     canonical.push_back(p.string());
   }
   roots_ = std::move(canonical);
+  if (!roots_.empty())
+    closed_.clear();
   return {};
+}
+
+void file_policy::close(std::string why) {
+  closed_ = std::move(why);
 }
 
 void file_policy::deny(const std::string& path, const std::string& what) {
@@ -138,7 +144,8 @@ file_policy::denied_inode(unsigned long long dev,
 
 std::string file_policy::describe_roots() const {
   if (roots_.empty())
-    return "unrestricted: no --file_roots";
+    return closed_.empty() ? "unrestricted: no --file_roots"
+                           : "none: " + closed_;
   std::string text;
   for (const auto& root : roots_)
     text += (text.empty() ? "" : ", ") + root;
@@ -236,6 +243,13 @@ void set_file_roots(const std::vector<std::string>& roots) {
   if (auto st = p.policy.set_roots(roots); !st.ok())
     throw op_error(st);
   p.roots_set = true;
+}
+
+void close_file_roots(const std::string& why) {
+  auto& p = the_policy();
+  std::unique_lock guard{p.mtx};
+  if (!p.roots_set)
+    p.policy.close(why);
 }
 
 void deny_file_access(const std::string& path, const std::string& what) {

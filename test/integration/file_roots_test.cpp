@@ -74,7 +74,7 @@ void check_denied(const std::optional<op_error>& err, const std::string& path,
 } // namespace
 
 TEST_CASE("file_roots: a client cannot read the node's TLS key, certificate "
-          "or config file, even without --file_roots",
+          "or config file, even inside the file roots",
           "[file_roots][tls]") {
   pki keys{{"node:127.0.0.1,localhost", "client:client"}};
   temp_dir dir{"actorflow-file-roots"};
@@ -83,6 +83,9 @@ TEST_CASE("file_roots: a client cannot read the node's TLS key, certificate "
   auto opts = captured();
   opts.args = keys.flags("node");
   opts.args.push_back("--config-file=" + config);
+  // Roots that hold the denied files as well.
+  opts.args.push_back("--file_roots=" + dir.path.string() + ","
+                      + keys.dir.path.string());
   local_cluster nodes{node_path, {{"worker", 1}}, opts};
   client_system client{keys.as("client")};
   auto target = nodes.target("worker", 0);
@@ -104,7 +107,8 @@ TEST_CASE("file_roots: a client cannot read the node's TLS key, certificate "
   auto key = keys.dir / "node.key";
   check_denied(read(key), key,
                "it is the node's TLS key, which no op opens (file roots: "
-               "unrestricted: no --file_roots)");
+               + fs::canonical(dir.path).string() + ", "
+               + fs::canonical(keys.dir.path).string() + ")");
   check_denied(read(key, nullptr, true), key, "the node's TLS key");
   check_denied(read(keys.dir / "node.pem"), keys.dir / "node.pem",
                "the node's TLS certificate");
@@ -124,6 +128,22 @@ TEST_CASE("file_roots: a client cannot read the node's TLS key, certificate "
   // The node is fine after all that.
   err = read(data, &got);
   CHECK_FALSE(err.has_value());
+}
+
+TEST_CASE("file_roots: with TLS and no --file_roots, ops open no file",
+          "[file_roots][tls]") {
+  pki keys{{"node:127.0.0.1", "client:client"}};
+  temp_dir dir{"actorflow-file-roots"};
+  auto data = dir.write("data.txt", "plain data");
+  auto opts = captured();
+  opts.args = keys.flags("node");
+  local_cluster nodes{node_path, {{"worker", 1}}, opts};
+  client_system client{keys.as("client")};
+  remote_read r{data};
+  session sess{client.sys, nodes.target("worker", 0), quick(), &r.g};
+  check_denied(r.run(sess), data,
+               "it is outside the file roots (none: with TLS, ops open files "
+               "only under --file_roots, and none were named)");
 }
 
 TEST_CASE("file_roots: with --file_roots, readers open files inside the "

@@ -130,6 +130,29 @@ TEST_CASE("file_policy: a path outside every root is denied, naming the "
   require_denied(l.check(l.key), l.key, "the node's TLS key");
 }
 
+TEST_CASE("file_policy: a closed policy opens no file until roots are "
+          "named",
+          "[file_policy]") {
+  layout l;
+  l.policy.close("with TLS, ops open files only under --file_roots");
+  CHECK(l.policy.restricted());
+  auto why = "it is outside the file roots (none: with TLS, ops open files "
+             "only under --file_roots)";
+  require_denied(l.check(l.inside_file), l.inside_file, why);
+  require_denied(l.check(l.inside_file, file_access::write), l.inside_file,
+                 why);
+  require_denied(l.check("/etc/hostname"), "/etc/hostname", why);
+  // A path that cannot be resolved is not opened either.
+  auto loop = l.dir / "root/loop";
+  fs::create_symlink(loop, loop);
+  require_denied(l.check(loop), loop, "it cannot be resolved");
+  // Naming roots opens them (and only them).
+  REQUIRE(l.policy.set_roots({l.root}).ok());
+  CHECK(l.check(l.inside_file).ok());
+  require_denied(l.check(l.outside_file), l.outside_file,
+                 "outside the file roots (" + canonical(l.root) + ")");
+}
+
 TEST_CASE("file_policy: `..` cannot lead out of a root", "[file_policy]") {
   layout l;
   REQUIRE(l.policy.set_roots({l.root}).ok());

@@ -12,8 +12,10 @@
 ///
 /// - file roots: directories every file must resolve into (`..` and
 ///   symbolic links resolved, so neither leads out). No roots means
-///   unrestricted, the default (the seeds and existing programs read and
-///   write files anywhere on their nodes);
+///   unrestricted, the default in plain mode (the seeds and existing
+///   programs read and write files anywhere on their nodes); a server with
+///   TLS closes the policy instead (close_file_roots): no file at all
+///   until roots are named;
 /// - denied files: the process's own TLS key, certificate, CA file and
 ///   configuration file, never opened by an op whatever the roots, under
 ///   any name: a symbolic or hard link to one (same device and inode) is
@@ -48,8 +50,13 @@ public:
     return roots_;
   }
 
+  /// Confines files to no directory at all until set_roots names some
+  /// (a TLS node's default, issue 30 §3); `why` ends the roots' name in
+  /// refusals ("none: WHY").
+  void close(std::string why);
+
   bool restricted() const noexcept {
-    return !roots().empty();
+    return !roots().empty() || !closed_.empty();
   }
 
   /// Denies `path` to every op, `what` saying what it is in refusals
@@ -73,8 +80,8 @@ public:
   status check_opened(const std::string& who, const std::string& path,
                       int fd) const;
 
-  /// The roots as refusals name them: "/data, /models", or "unrestricted:
-  /// no --file_roots".
+  /// The roots as refusals name them: "/data, /models", "unrestricted:
+  /// no --file_roots", or "none: WHY" when closed.
   std::string describe_roots() const;
 
 private:
@@ -89,6 +96,7 @@ private:
                                   unsigned long long ino) const;
 
   std::vector<std::string> roots_;
+  std::string closed_;
   std::vector<denied_file> denied_;
 };
 
@@ -101,6 +109,12 @@ private:
 /// FailedPrecondition if roots were set already (they cannot be widened
 /// later).
 void set_file_roots(const std::vector<std::string>& roots);
+
+/// Unless roots were set, confines the ops of this process to no file at
+/// all (file_policy::close): a server with TLS calls it, so that a client
+/// certificate reads only what --file_roots names. set_file_roots may
+/// still name roots later. Never throws.
+void close_file_roots(const std::string& why);
 
 /// Denies `path` to every op of this process (file_policy::deny).
 void deny_file_access(const std::string& path, const std::string& what);
