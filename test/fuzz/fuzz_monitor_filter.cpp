@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <memory>
 
+#include <string>
+
 #include <caf/io/basp/header.hpp>
+#include <caf/io/basp/message_type.hpp>
 
 #include "actorflow/transport/type_ids.hpp"
 #include "monitor_filter.hpp"
@@ -38,6 +41,14 @@ bool fuzz_monitor_filter(const uint8_t* data, size_t size) {
   if (size == 0)
     return false;
   monitor_filter filter{fuzz_access()};
+  // The monitor's client handshake, naming its node.
+  std::string node{monitor_filter_node};
+  char hello[caf::io::basp::header_size] = {};
+  hello[0] = static_cast<char>(caf::io::basp::message_type::client_handshake);
+  hello[7] = static_cast<char>(node.size());
+  if (!filter.check(hello, sizeof(hello)).empty()
+      || !filter.check(node.data(), node.size()).empty())
+    return false;
   auto* bytes = reinterpret_cast<const char*>(data);
   size_t pos = 0;
   // The reads BASP asks for: a header, then the payload it announces.

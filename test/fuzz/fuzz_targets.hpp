@@ -16,8 +16,9 @@
 //   one from a peer, with every type actorflow registers.
 // - fuzz_monitor_filter: what a peer with a monitor certificate sends over
 //   a CAF connection (transport/src/monitor_filter.hpp), read as BASP asks
-//   for it (a header, then the payload it announces): true if every read
-//   passes. The task's id and its monitor's are the constants below.
+//   for it (a header, then the payload it announces) after a handshake of
+//   its own: true if every read passes. The task's id, its monitor's and
+//   the monitor's node are the constants below.
 
 #include <cstddef>
 #include <cstdint>
@@ -31,5 +32,8 @@ bool fuzz_monitor_filter(const uint8_t* data, size_t size);
 
 inline constexpr uint64_t monitor_filter_task_id = 7;
 inline constexpr uint64_t monitor_filter_monitor_id = 9;
+/// The node the monitor's handshake named (the target feeds that
+/// handshake first): its monitor and down messages begin with these bytes.
+inline constexpr char monitor_filter_node[] = "fuzz monitor node";
 
 } // namespace actorflow::fuzz

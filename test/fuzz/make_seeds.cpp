@@ -190,6 +190,14 @@ int main(int argc, char** argv) {
     write(dir / "monitor_filter", "spawn_server_info",
           caf_bytes(&sys, hdr) + payload);
   }
+  {
+    // A down message for one of the monitor's own actors.
+    std::string node{fuzz::monitor_filter_node};
+    auto payload = node + node + caf_bytes(&sys, caf::error{});
+    basp::header hdr{basp::message_type::down_message, 0,
+                     static_cast<uint32_t>(payload.size()), 0, 3, 0};
+    write(dir / "monitor_filter", "down", caf_bytes(&sys, hdr) + payload);
+  }
   write(dir / "monitor_filter", "heartbeat",
         caf_bytes(&sys, basp::header{basp::message_type::heartbeat, 0, 0, 0,
                                      0, 0}));

@@ -60,11 +60,32 @@ struct fixture {
     return buf;
   }
 
+  // A filter that saw the monitor's client handshake, naming `node`.
+  monitor_filter greeted() {
+    monitor_filter filter{access};
+    auto head = header(basp::message_type::client_handshake,
+                       static_cast<uint32_t>(node.size()), 0);
+    REQUIRE(filter.check(head.data(), head.size()).empty());
+    REQUIRE(filter.check(node.data(), node.size()).empty());
+    return filter;
+  }
+
+  // This system's node id as CAF's handshake carries it.
+  std::vector<char> node_bytes() {
+    std::vector<char> buf;
+    caf::binary_serializer sink{sys, buf};
+    auto id = sys.node();
+    REQUIRE_FALSE(sink(id));
+    return buf;
+  }
+
+  std::vector<char> node = node_bytes();
+
   // The filter's verdict on one direct message to `dest` (an actor's id,
-  // or with `flags` its name): "" if it passes.
+  // or with `flags` its name), after the handshake: "" if it passes.
   std::string send(const caf::message& msg, uint64_t dest,
                    size_t stages = 0, uint8_t flags = 0) {
-    monitor_filter filter{access};
+    auto filter = greeted();
     auto body = payload(msg, stages);
     auto head = header(basp::message_type::direct_message,
                        static_cast<uint32_t>(body.size()), dest, flags);
@@ -93,14 +114,75 @@ TEST_CASE_METHOD(fixture, "monitor filter: requests to watch pass",
                                caf::strong_actor_ptr{}, std::string{"name"}),
              other_id)
           .empty());
-  // Handshakes and heartbeats have no receiver to check.
-  monitor_filter filter{access};
-  auto hello = header(basp::message_type::client_handshake, 3, 0);
-  CHECK(filter.check(hello.data(), hello.size()).empty());
-  CHECK(filter.check("abc", 3).empty());
+  // Heartbeats, and the bookkeeping of its own node's proxies: its
+  // monitor and down messages begin with its node.
+  auto filter = greeted();
   auto beat = header(basp::message_type::heartbeat, 0, 0);
   CHECK(filter.check(beat.data(), beat.size()).empty());
-  CHECK(filter.check(beat.data(), beat.size()).empty());
+  for (auto op : {basp::message_type::monitor_message,
+                  basp::message_type::down_message}) {
+    std::vector<char> body;
+    caf::binary_serializer sink{sys, body};
+    auto self = sys.node();
+    auto other = sys.node();
+    REQUIRE_FALSE(sink(self, other));
+    auto head = header(op, static_cast<uint32_t>(body.size()), task_id);
+    CHECK(filter.check(head.data(), head.size()).empty());
+    CHECK(filter.check(body.data(), body.size()).empty());
+  }
+  // The same handshake again (CAF's select-connection) is the same node.
+  auto hello = header(basp::message_type::client_handshake,
+                      static_cast<uint32_t>(node.size()), 0);
+  CHECK(filter.check(hello.data(), hello.size()).empty());
+  CHECK(filter.check(node.data(), node.size()).empty());
+  CHECK_FALSE(filter.refused());
+}
+
+TEST_CASE_METHOD(fixture,
+                 "monitor filter: a monitor speaks for its own node only, "
+                 "after its handshake",
+                 "[monitor_filter]") {
+  using Catch::Contains;
+  // Anything before the handshake, and a server's handshake.
+  {
+    monitor_filter filter{access};
+    auto beat = header(basp::message_type::heartbeat, 0, 0);
+    CHECK_THAT(filter.check(beat.data(), beat.size()),
+               Contains("BASP operation 6 before its handshake"));
+  }
+  {
+    monitor_filter filter{access};
+    auto head = header(basp::message_type::client_handshake,
+                       static_cast<uint32_t>(node.size()), 0);
+    head[0] = static_cast<char>(basp::message_type::server_handshake);
+    CHECK_THAT(filter.check(head.data(), head.size()),
+               Contains("before its handshake"));
+  }
+  // Another node's down message would end this node's proxies of it.
+  auto other = node;
+  other.back() = static_cast<char>(other.back() ^ 0x5a);
+  for (auto op : {basp::message_type::monitor_message,
+                  basp::message_type::down_message}) {
+    auto filter = greeted();
+    auto body = other;
+    body.insert(body.end(), node.begin(), node.end());
+    auto head = header(op, static_cast<uint32_t>(body.size()), task_id);
+    REQUIRE(filter.check(head.data(), head.size()).empty());
+    CHECK_THAT(filter.check(body.data(), body.size()),
+               Contains("a monitor or down message for another node"));
+  }
+  // A second handshake naming another node.
+  auto filter = greeted();
+  auto hello = header(basp::message_type::client_handshake,
+                      static_cast<uint32_t>(other.size()), 0);
+  REQUIRE(filter.check(hello.data(), hello.size()).empty());
+  CHECK_THAT(filter.check(other.data(), other.size()),
+             Contains("a second node"));
+  // And a server handshake once greeted.
+  auto server = greeted();
+  auto head = header(basp::message_type::server_handshake, 4, 0);
+  CHECK_THAT(server.check(head.data(), head.size()),
+             Contains("a server handshake"));
 }
 
 TEST_CASE_METHOD(fixture,
@@ -140,7 +222,7 @@ TEST_CASE_METHOD(fixture,
                  "are refused, and a refusal sticks",
                  "[monitor_filter]") {
   using Catch::Contains;
-  monitor_filter filter{access};
+  auto filter = greeted();
   auto routed = header(basp::message_type::routed_message, 10, task_id);
   CHECK_THAT(filter.check(routed.data(), routed.size()),
              Contains("routed message"));
@@ -175,19 +257,19 @@ TEST_CASE_METHOD(fixture,
                   other_id),
              Contains("it sent 'ok' to actor 11"));
 
-  monitor_filter unknown{access};
+  auto unknown = greeted();
   auto bad_op = header(basp::message_type::heartbeat, 0, 0);
   bad_op[0] = 0x42;
   CHECK_THAT(unknown.check(bad_op.data(), bad_op.size()),
              Contains("BASP operation 66"));
 
-  monitor_filter short_read{access};
+  auto short_read = greeted();
   CHECK_THAT(short_read.check(beat.data(), 5), Contains("a read of 5 bytes"));
 
   // A payload cut short, or one whose type names claim more than it holds.
   auto body = payload(caf::make_message(get_monitor_atom::value));
   for (size_t cut : {size_t{0}, size_t{1}, size_t{3}, body.size() - 1}) {
-    monitor_filter f{access};
+    auto f = greeted();
     auto head = header(basp::message_type::direct_message,
                        static_cast<uint32_t>(cut), task_id);
     if (cut == 0) {
@@ -201,7 +283,7 @@ TEST_CASE_METHOD(fixture,
   }
   auto forged = body;
   forged[3] = 0x7f; // the type names' length, past the payload's end
-  monitor_filter f{access};
+  auto f = greeted();
   auto head = header(basp::message_type::direct_message,
                      static_cast<uint32_t>(forged.size()), task_id);
   REQUIRE(f.check(head.data(), head.size()).empty());

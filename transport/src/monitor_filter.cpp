@@ -5,6 +5,7 @@
 #include "monitor_filter.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 #include <caf/atom.hpp>
 #include <caf/binary_deserializer.hpp>
@@ -47,13 +48,25 @@ std::string monitor_filter::check_header(const char* data, size_t size) {
   if (auto err = source(hdr))
     return "a BASP header that does not parse";
   using mt = basp::message_type;
+  // A monitor dials in: its first message is its client handshake, which
+  // names its node.
+  if (!greeted_ && hdr.operation != mt::client_handshake)
+    return "it sent BASP operation "
+           + std::to_string(static_cast<int>(hdr.operation))
+           + " before its handshake";
   switch (hdr.operation) {
-    case mt::server_handshake:
     case mt::client_handshake:
-    case mt::heartbeat:
     case mt::monitor_message:
     case mt::down_message:
+      if (hdr.payload_len == 0)
+        return "it sent BASP operation "
+               + std::to_string(static_cast<int>(hdr.operation))
+               + " without a payload";
       break;
+    case mt::heartbeat:
+      break;
+    case mt::server_handshake:
+      return "it sent a server handshake on a connection it opened";
     case mt::direct_message:
       // By name: CAF asks every new node's spawn server for its info.
       if (hdr.has(basp::header::named_receiver_flag)
@@ -83,8 +96,24 @@ std::string monitor_filter::check_message(const char* data, size_t size) {
   if (size != expected)
     return "a payload of " + std::to_string(size) + " bytes where "
            + std::to_string(expected) + " were announced";
-  if (operation != basp::message_type::direct_message)
+  using mt = basp::message_type;
+  std::string_view bytes{data, size};
+  if (operation == mt::client_handshake) {
+    // Its node, as CAF serialized it; a second handshake names the same.
+    if (greeted_ && bytes != node_)
+      return "it named a second node in another handshake";
+    node_ = bytes;
+    greeted_ = true;
     return {};
+  }
+  if (operation == mt::monitor_message || operation == mt::down_message) {
+    // Both begin with the node they speak for (the one that watches, the
+    // one whose actor is gone): the monitor's own, or it could end other
+    // nodes' proxies here.
+    if (!bytes.starts_with(node_))
+      return "it sent a monitor or down message for another node";
+    return {};
+  }
   // A direct message's payload: its forwarding stages, then the message
   // (type number 0, its type names "@<>+@atom+...", its elements).
   caf::binary_deserializer source{nullptr, data, size};

@@ -6,10 +6,12 @@
 // cannot tell which connection a message came over; so the connection
 // itself is filtered, deny by default, before BASP sees the bytes:
 //
-// - handshakes, heartbeats and the proxy bookkeeping (monitor and down
-//   messages) pass, and so does what CAF's spawn servers say to each
-//   other when two nodes meet (an info request by name, "SpawnServ", and
-//   its answer);
+// - its client handshake (first: a monitor dials in) and heartbeats pass,
+//   and so does the proxy bookkeeping (monitor and down messages) for its
+//   own node, the one its handshake named (a down message for another
+//   node would end this node's proxies of that node's actors), and what
+//   CAF's spawn servers say to each other when two nodes meet (an info
+//   request by name, "SpawnServ", and its answer);
 // - a direct message passes only if its receiver is an actor id the
 //   process opened to monitors (allow_monitors, transport.hpp), it has no
 //   forwarding stages, and its first element is one of the atoms allowed
@@ -69,6 +71,9 @@ private:
 
   std::shared_ptr<const monitor_access> access_;
   // The header whose payload comes next (payload_ > 0).
+  // The node its handshake named, as CAF serialized it.
+  bool greeted_ = false;
+  std::string node_;
   uint8_t operation_ = 0;
   bool by_name_ = false;
   uint64_t dest_ = 0;
