@@ -384,7 +384,27 @@ executor_actor::behavior_type executor(executor_self self,
                                         "or task ended"});
     self->quit(em.reason);
   });
+  // Its master's process died or went silent (BASP's heartbeat bound):
+  // nobody waits for its steps any more, and a dequeue left waiting would
+  // take the next element for nobody. Every step is withdrawn, its queue
+  // operations cancelled, and the executor ends (the master registers
+  // again when it comes back).
+  if (opts.master) {
+    st.owner = opts.master.address();
+    self->monitor(opts.master);
+  }
   self->set_down_handler([self](caf::down_msg& dm) {
+    if (dm.source == self->state.owner) {
+      std::vector<int64_t> running;
+      for (auto& [id, step] : self->state.steps)
+        running.push_back(id);
+      auto why = "Step was withdrawn: its master was lost ("
+                 + caf::to_string(dm.reason) + ")";
+      for (auto id : running)
+        fail_step(self, id, {error_code::aborted, why});
+      self->quit(dm.reason);
+      return;
+    }
     for (auto& plan : self->state.nodes)
       if (plan.var && plan.var.address() == dm.source) {
         plan.var = nullptr;

@@ -118,6 +118,8 @@ struct executor_state {
   /// master (the sender of the first request, for the CAF fallback), its
   /// inbox and this partition's part in its plan.
   caf::actor master;
+  /// The master that registered this partition (executor_options::master).
+  caf::actor_addr owner;
   tensor_channel::route reply_route;
   int64_t part = 0;
   /// The nodes without inputs, in the order a step pushes them on its

@@ -233,6 +233,23 @@ void lost_executor(master_self self, const caf::actor_addr& exec,
     });
 }
 
+// The client of some steps died or went silent: nobody waits for them, and
+// their parts (a dequeue waiting on a queue, say) would go on for nobody.
+// Each is withdrawn everywhere, as a failed step is.
+void lost_requester(master_self self, const caf::actor_addr& who,
+                    const std::string& reason) {
+  std::vector<int64_t> orphans;
+  for (auto& [id, step] : self->state.steps)
+    if (!step.done && step.requester == who)
+      orphans.push_back(id);
+  for (auto id : orphans) {
+    run_graph_response resp;
+    resp.result = {error_code::cancelled,
+                   "Step was withdrawn: its client was lost (" + reason + ")"};
+    on_step_reply(self, id, 0, std::move(resp));
+  }
+}
+
 /// Runs a checked step of `sess` with its plan, planning it first if
 /// needed (or waiting for the plan a concurrent run registers). Errors of
 /// planning fail the step, never the task.
@@ -442,6 +459,10 @@ master_actor::behavior_type master(master_self self, task_options opts,
                                        ^ rd())
                                       & 0x7fffffff00000000ULL);
   self->set_down_handler([self](caf::down_msg& dm) {
+    if (self->state.requesters.erase(dm.source) > 0) {
+      lost_requester(self, dm.source, caf::to_string(dm.reason));
+      return;
+    }
     std::string task;
     if (forget_peer(self, dm.source, task)) {
       auto reason = caf::to_string(dm.reason);
@@ -566,6 +587,11 @@ void start_step(master_self self, step_promise rp,
   step.replied.resize(plan.parts.size());
   step.timeout_ms = timeout_ms;
   step.start_ticks = monitoring::ticks();
+  if (const auto& src = static_cast<caf::response_promise&>(step.rp).source()) {
+    step.requester = caf::actor_cast<caf::actor_addr>(src);
+    if (st.requesters.insert(step.requester).second)
+      self->monitor(caf::actor_cast<caf::actor>(src));
+  }
   if (plan.parts.empty()) {
     on_step_reply(self, id, 0, {});
     return;

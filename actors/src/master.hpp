@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -138,6 +139,9 @@ struct master_step {
   /// and/or because the monitor did (step_record::request_trace).
   bool trace_for_client = false;
   bool trace_for_monitor = false;
+  /// Who asked for it (the client's session actor): when it dies or goes
+  /// silent, the step is withdrawn everywhere.
+  caf::actor_addr requester;
 };
 
 /// Called with the worker of a task, or why it could not be reached.
@@ -154,6 +158,8 @@ struct master_state {
   /// none).
   std::string reply_inbox;
   std::unordered_map<std::string, master_session> sessions;
+  /// The requesters of steps this master watches (master_step::requester).
+  std::set<caf::actor_addr> requesters;
   /// The workers of other tasks, by task, once reached.
   std::unordered_map<std::string, worker_actor> peers;
   /// Callers waiting for a task being reached.

@@ -122,6 +122,10 @@ struct executor_options {
   rng_map rngs;
   /// The session it belongs to (private queues are per session).
   std::string session;
+  /// The master that registered it, whose steps it runs: watched, so that
+  /// its steps are withdrawn (their queue operations cancelled) and the
+  /// executor ends when that master's process dies or goes silent.
+  caf::actor master;
   /// What the monitor shows it as.
   monitoring::identity who;
 };

@@ -159,6 +159,7 @@ register_graph(worker_self self, const std::string& bytes,
   eo.counters = st.counters;
   eo.rngs = std::move(rngs);
   eo.session = session;
+  eo.master = caf::actor_cast<caf::actor>(self->current_sender());
   eo.who = {.name = session + " " + device,
             .container = "",
             .task = st.task_prefix};
