@@ -88,10 +88,35 @@ void fail_step(executor_self self, int64_t id, status err) {
   mark_finished(st, id);
 }
 
+// Step `id` succeeded here but died after all: the elements its dequeues
+// took go back to the head of their queues.
+void release_leases(executor_self self, int64_t id) {
+  auto& st = self->state;
+  if (auto i = st.leased.find(id); i != st.leased.end()) {
+    for (auto& q : i->second)
+      self->send(q, cancel_step_atom_v, id);
+    st.leased.erase(i);
+  }
+}
+
+// Every lease still held (the master is lost, or the executor ends).
+void release_all_leases(executor_self self) {
+  std::vector<int64_t> ids;
+  for (auto& [id, queues] : self->state.leased)
+    ids.push_back(id);
+  for (auto id : ids)
+    release_leases(self, id);
+}
+
 void finish_if_done(executor_self self, step_state& step) {
   if (step.remaining > 0 || step.in_flight > 0)
     return;
   auto id = step.id;
+  // What its queue operations took stays leased until the master commits.
+  if (!step.queues.empty()) {
+    step.response.leased = true;
+    self->state.leased.emplace(id, std::move(step.queues));
+  }
   reply(self, step);
   self->state.steps.erase(id);
   mark_finished(self->state, id);
@@ -382,6 +407,7 @@ executor_actor::behavior_type executor(executor_self self,
       fail_step(self, id,
                 {error_code::cancelled, "Step was cancelled: its session "
                                         "or task ended"});
+    release_all_leases(self);
     self->quit(em.reason);
   });
   // Its master's process died or went silent (BASP's heartbeat bound):
@@ -402,6 +428,7 @@ executor_actor::behavior_type executor(executor_self self,
                  + caf::to_string(dm.reason) + ")";
       for (auto id : running)
         fail_step(self, id, {error_code::aborted, why});
+      release_all_leases(self);
       self->quit(dm.reason);
       return;
     }
@@ -494,7 +521,16 @@ executor_actor::behavior_type executor(executor_self self,
     },
     [self](abort_step_atom, int64_t id, status& why) {
       fail_step(self, id, std::move(why));
+      release_leases(self, id);
       mark_finished(self->state, id);
+    },
+    [self](commit_step_atom, int64_t id) {
+      auto& st = self->state;
+      if (auto i = st.leased.find(id); i != st.leased.end()) {
+        for (auto& q : i->second)
+          self->send(q, commit_step_atom_v, id);
+        st.leased.erase(i);
+      }
     },
   };
 }

@@ -152,6 +152,10 @@ struct executor_state {
   };
   std::unordered_map<int64_t, std::unordered_map<std::string, partial_tensor>>
     partials;
+  /// Steps that succeeded here with elements leased in these queues,
+  /// until their master commits them (commit_step) or they die after all
+  /// (abort_step, the master lost): then the elements go back.
+  std::unordered_map<int64_t, std::vector<queue_actor>> leased;
   /// Steps that ended here: late tensors for them are dropped.
   std::unordered_set<int64_t> finished;
   std::deque<int64_t> finished_order;

@@ -313,19 +313,17 @@ int64_t count_of(const tensor& t) {
 
 // Sends queue `q` one operation of step `id` for node `i` (the message
 // `xs`) and resumes the node with its outputs. Elements a dequeue
-// (`takes`) hands over after the step ended go back to the front.
+// (`takes`) hands over after the step ended go back to the front: they
+// are leased to the step, and cancelling it there returns them.
 template <class... Ts>
 void request_queue(executor_self self, const queue_actor& q, int64_t id,
-                   int i, bool takes, bool batched, Ts&&... xs) {
+                   int i, bool takes, Ts&&... xs) {
   self->request(q, caf::infinite, std::forward<Ts>(xs)...)
     .then(
-      [self, id, i, q, takes, batched](status& err,
-                                       std::vector<tensor>& result) {
-        // The step ended while the queue handed over elements: nobody
-        // will receive them, so they go back to the front.
+      [self, id, i, q, takes](status& err, std::vector<tensor>& result) {
         if (takes && err.ok() && !result.empty()
             && self->state.steps.count(id) == 0) {
-          caf::anon_send(q, put_back_atom_v, std::move(result), batched);
+          self->send(q, cancel_step_atom_v, id);
           return;
         }
         resume(self, id, i, std::move(err), std::move(result));
@@ -354,26 +352,26 @@ void run_queue_op(executor_self self, step_state& step, int i,
   };
   switch (qop) {
     case queue_op::enqueue:
-      return request_queue(self, q, id, i, false, false, enqueue_atom_v,
+      return request_queue(self, q, id, i, false, enqueue_atom_v,
                            values(), id);
     case queue_op::enqueue_many:
-      return request_queue(self, q, id, i, false, false, enqueue_many_atom_v,
+      return request_queue(self, q, id, i, false, enqueue_many_atom_v,
                            values(), id);
     case queue_op::dequeue:
-      return request_queue(self, q, id, i, true, false, dequeue_atom_v, id);
+      return request_queue(self, q, id, i, true, dequeue_atom_v, id);
     case queue_op::dequeue_many:
-      return request_queue(self, q, id, i, true, true, dequeue_many_atom_v,
+      return request_queue(self, q, id, i, true, dequeue_many_atom_v,
                            count_of(inputs.at(1)), id);
     case queue_op::dequeue_up_to:
-      return request_queue(self, q, id, i, true, true, dequeue_up_to_atom_v,
+      return request_queue(self, q, id, i, true, dequeue_up_to_atom_v,
                            count_of(inputs.at(1)), id);
     case queue_op::close:
-      return request_queue(self, q, id, i, false, false, close_queue_atom_v,
+      return request_queue(self, q, id, i, false, close_queue_atom_v,
                            cancel, id);
     case queue_op::size:
-      return request_queue(self, q, id, i, false, false, queue_size_atom_v);
+      return request_queue(self, q, id, i, false, queue_size_atom_v);
     case queue_op::is_closed:
-      return request_queue(self, q, id, i, false, false,
+      return request_queue(self, q, id, i, false,
                            queue_closed_atom_v);
   }
 }

@@ -117,6 +117,10 @@ void on_step_reply(master_self self, int64_t id, size_t part,
       out.stats.dev_stats.push_back(
         {step.parts()[p].device, std::move(step.responses[p].node_stats)});
   }
+  // The step has what its dequeues took: their queues drop the leases.
+  for (size_t p = 0; p < step.parts().size(); ++p)
+    if (step.responses[p].leased)
+      self->send(step.parts()[p].executor, commit_step_atom_v, id);
   record_step(st, step, {});
   if (step.trace_for_monitor)
     st.step_record->store_trace(

@@ -1,6 +1,9 @@
 // A queue as an actor: the queue core (kernels/queue_core.hpp) keeps
 // waiting operations as pending attempts; their replies are response
-// promises delivered when the core completes them.
+// promises delivered when the core completes them. What a dequeue hands
+// over stays leased to its step until the step commits (its master has
+// the elements) or dies (back to the head): an element is never lost to
+// a step nobody waits for.
 
 #include <unordered_map>
 
@@ -18,6 +21,10 @@ struct queue_state {
   monitoring::actor_record* record = nullptr;
   /// Pending attempts by the step that made them, for cancellation.
   step_attempts<queue_core::attempt_id> by_step;
+  /// What dequeues handed to each step, in order (batched: the rows of a
+  /// dequeue_many/up_to), held until the step commits or dies.
+  std::unordered_map<int64_t, std::vector<std::pair<queue_core::tuple, bool>>>
+    leases;
 };
 
 using queue_self = queue_actor::stateful_pointer<queue_state>;
@@ -55,14 +62,21 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts) {
   // An operation that may wait: `op(done)` starts it on the core, which
   // calls `done` when it completes (at once, or when other operations let
   // it); until then it is cancelled with `step`.
-  auto start = [self, observed](int64_t step, auto op) -> queue_promise {
+  // A dequeue (`lease`: 0 none, 1 one element, 2 a batch) keeps what it
+  // hands over leased to its step.
+  auto start = [self, observed](int64_t step, auto op,
+                                int lease = 0) -> queue_promise {
     auto rp = self->make_response_promise<status, std::vector<tensor>>();
     // Filled once the core returns the id (a callback that runs during
     // the call itself has nothing recorded to forget).
     auto id_cell = std::make_shared<queue_core::attempt_id>(0);
-    auto done = [self, rp, step, id_cell](status st,
-                                          queue_core::tuple result) mutable {
+    auto done = [self, rp, step, id_cell,
+                 lease](status st, queue_core::tuple result) mutable {
       self->state.by_step.forget(step, *id_cell);
+      // The values are shared, not copied (tensors are buffers by
+      // reference).
+      if (lease > 0 && st.ok() && !result.empty())
+        self->state.leases[step].emplace_back(result, lease == 2);
       rp.deliver(std::move(st), std::move(result));
     };
     auto id = op(*self->state.core, std::move(done));
@@ -95,19 +109,28 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts) {
       });
     },
     [start](dequeue_atom, int64_t step) {
-      return start(step, [](queue_core& core, auto done) {
-        return core.dequeue(std::move(done));
-      });
+      return start(
+        step,
+        [](queue_core& core, auto done) {
+          return core.dequeue(std::move(done));
+        },
+        1);
     },
     [start](dequeue_many_atom, int64_t n, int64_t step) {
-      return start(step, [n](queue_core& core, auto done) {
-        return core.dequeue_many(n, std::move(done));
-      });
+      return start(
+        step,
+        [n](queue_core& core, auto done) {
+          return core.dequeue_many(n, std::move(done));
+        },
+        2);
     },
     [start](dequeue_up_to_atom, int64_t n, int64_t step) {
-      return start(step, [n](queue_core& core, auto done) {
-        return core.dequeue_up_to(n, std::move(done));
-      });
+      return start(
+        step,
+        [n](queue_core& core, auto done) {
+          return core.dequeue_up_to(n, std::move(done));
+        },
+        2);
     },
     [start](close_queue_atom, bool cancel_pending, int64_t step) {
       return start(step, [cancel_pending](queue_core& core, auto done) {
@@ -120,14 +143,21 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts) {
     [self, answer](queue_closed_atom) {
       return answer(tensor::scalar(self->state.core->is_closed()));
     },
-    [self, observed, owned](put_back_atom, std::vector<tensor>& values,
-                            bool batch) {
-      self->state.core->put_back(owned(values), batch);
-      observed();
+    [self](commit_step_atom, int64_t step) {
+      self->state.leases.erase(step);
     },
     [self, observed](cancel_step_atom, int64_t step) {
-      for (auto id : self->state.by_step.take(step))
-        self->state.core->cancel(id);
+      auto& st = self->state;
+      for (auto id : st.by_step.take(step))
+        st.core->cancel(id);
+      // What the step took goes back to the head, in the order it was
+      // taken (the last first, so that the first ends in front).
+      if (auto i = st.leases.find(step); i != st.leases.end()) {
+        auto taken = std::move(i->second);
+        st.leases.erase(i);
+        for (auto t = taken.rbegin(); t != taken.rend(); ++t)
+          st.core->put_back(std::move(t->first), t->second);
+      }
       observed();
     },
   };

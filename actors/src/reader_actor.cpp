@@ -69,9 +69,14 @@ void pump(reader_self self) {
           self
             ->request(p.queue, caf::infinite, dequeue_atom_v, p.step)
             .then(
-              [self](status& err, std::vector<tensor>& tuple) {
+              [self, q = p.queue, step = p.step](
+                status& err, std::vector<tensor>& tuple) {
                 auto& st = self->state;
                 st.dequeuing = false;
+                // The reader owns the work unit from now on, whatever
+                // becomes of the step: the queue keeps no lease of it.
+                if (err.ok())
+                  self->send(q, commit_step_atom_v, step);
                 auto& front = st.pending.front();
                 std::string work;
                 if (err.ok())

@@ -425,3 +425,34 @@ TEST_CASE("queue: close(cancel_pending_enqueues) fails blocked enqueues "
   CHECK(closer.run(dequeue_up_to[0]).num_elements() == 2);
   CHECK_THROWS_AS(closer.run(dequeue_up_to[0]), op_error);
 }
+
+TEST_CASE("queue: a step that fails after its dequeues returns their "
+          "elements to the head, in order (a leased dequeue)",
+          "[queue][engine]") {
+  auto srv = server::create_local_server();
+  graph g;
+  auto as_default = g.as_default();
+  fifo_queue q{10, {dtype::float32}, {tensor_shape{}}, "q_lease"};
+  auto xs = placeholder(dtype::float32, {-1}, "xs");
+  auto fill = q.enqueue_many({xs});
+  auto two = q.dequeue_many(2);
+  auto one = q.dequeue();
+  // Fails at run time, once both dequeues handed their elements over: a
+  // two-element batch added to a three-element one.
+  auto v = placeholder(dtype::float32, {-1}, "v");
+  auto after = add(add(two[0], v), one[0]);
+  session sess{srv.target(), bounded(), &g};
+  sess.run(fill, {{xs, tensor::vec<float>({1, 2, 3, 4})}});
+  auto err = error_of(
+    [&] { sess.run(after, {{v, tensor::vec<float>({1, 1, 1})}}); });
+  REQUIRE(err);
+  CHECK(err->code() == error_code::invalid_argument);
+  // TensorFlow loses the three elements; here they are back in front.
+  CHECK(sess.run(q.size()).scalar_value<int32_t>() == 4);
+  CHECK(sess.run(two[0]) == tensor::vec<float>({1, 2}));
+  CHECK(sess.run(one[0]).scalar_value<float>() == 3.0f);
+  // A step that succeeds commits: its elements are gone for good.
+  CHECK(sess.run(q.size()).scalar_value<int32_t>() == 1);
+  CHECK(sess.run(one[0]).scalar_value<float>() == 4.0f);
+  CHECK(sess.run(q.size()).scalar_value<int32_t>() == 0);
+}

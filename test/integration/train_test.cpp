@@ -174,7 +174,7 @@ TEST_CASE("train: --sync averages both workers' gradients per update",
 }
 
 TEST_CASE("train: --sync, a stopped or killed worker is named in the "
-          "chief's error",
+          "chief's error, or no longer blocks it",
           "[train][sync]") {
   // The chief's step times out waiting for an update that waits for the
   // gradients of the worker that stopped: its error names that worker
@@ -212,10 +212,40 @@ TEST_CASE("train: --sync, a stopped or killed worker is named in the "
     INFO("worker 1:\n" << worker1.out() << worker1.err());
     REQUIRE(going);
   }
+  // The last global step worker 0 logged.
+  auto last_global = [&] {
+    static const std::regex global{R"(\(global (\d+)\))"};
+    auto out = worker0.out();
+    int64_t last = -1;
+    for (std::sregex_iterator i{out.begin(), out.end(), global}, end;
+         i != end; ++i)
+      last = std::stoll((*i)[1].str());
+    return last;
+  };
+  auto at_stop = last_global();
+  auto stopped = std::chrono::steady_clock::now();
   worker1.send_signal(sig);
-  auto st0 = worker0.wait(60s);
+  // Either worker 1 took a token before it stopped (the update then waits
+  // for its gradient, and the chief's error names it), or it stopped while
+  // its token dequeue waited: that dequeue is withdrawn with it (issue 31
+  // §0, after the heartbeat bound for silence) and worker 0 trains on
+  // alone. Both are right; hanging, or naming the chief, is not.
+  std::optional<support::exit_status> st0;
+  bool trains_on = false;
+  while (!st0 && !trains_on && seconds_since(stopped) < 60) {
+    st0 = worker0.wait(500ms);
+    trains_on = !st0 && seconds_since(stopped) > 12
+                && last_global() > at_stop + 20;
+  }
   worker1.send_signal(SIGCONT);
   INFO("worker 0:\n" << worker0.out() << worker0.err());
+  if (trains_on) {
+    SUCCEED("worker 0 trains on without the stopped worker");
+    worker0.stop();
+    worker1.stop();
+    CHECK(ps_node.stop().success());
+    return;
+  }
   REQUIRE(st0);
   CHECK(st0->exited);
   CHECK(st0->code == 1);

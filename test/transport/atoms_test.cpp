@@ -23,7 +23,8 @@ TEST_CASE("atoms: every runtime atom has its own text", "[atoms]") {
     reset_atom::value,          cleanup_atom::value,
     check_deadlines_atom::value, caf::connect_atom::value,
     get_worker_atom::value,     step_reply_atom::value,
-    get_monitor_atom::value};
+    get_monitor_atom::value,    commit_step_atom::value,
+    cancel_step_atom::value};
   std::set<std::string> texts;
   for (auto a : atoms)
     texts.insert(caf::to_string(a));

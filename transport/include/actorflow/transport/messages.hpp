@@ -142,6 +142,10 @@ struct run_graph_response {
   std::vector<node_exec_stats> recv_stats;
   /// Values for sink partitions, by device and rendezvous key.
   std::vector<held_tensor> held;
+  /// The partition dequeued for the step: the elements stay leased in
+  /// their queues until the master commits the step (commit_step), and go
+  /// back to the queue's head if it aborts it or is lost.
+  bool leased = false;
 };
 
 /// One chunk of a large tensor's wire encoding ([header | element bytes]):

@@ -278,7 +278,7 @@ typename Inspector::result_type inspect(Inspector& f, held_tensor& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_graph_response& x) {
   return f(caf::meta::type_name("actorflow::run_graph_response"), x.result,
-           x.outputs, x.node_stats, x.recv_stats, x.held);
+           x.outputs, x.node_stats, x.recv_stats, x.held, x.leased);
 }
 
 template <class Inspector>
@@ -352,8 +352,8 @@ using queue_size_atom = caf::atom_constant<caf::atom("q_size")>;
 inline constexpr queue_size_atom queue_size_atom_v = queue_size_atom{};
 using queue_closed_atom = caf::atom_constant<caf::atom("q_closed")>;
 inline constexpr queue_closed_atom queue_closed_atom_v = queue_closed_atom{};
-using put_back_atom = caf::atom_constant<caf::atom("put_back")>;
-inline constexpr put_back_atom put_back_atom_v = put_back_atom{};
+using commit_step_atom = caf::atom_constant<caf::atom("commit_stp")>;
+inline constexpr commit_step_atom commit_step_atom_v = commit_step_atom{};
 using cancel_step_atom = caf::atom_constant<caf::atom("cancel_stp")>;
 inline constexpr cancel_step_atom cancel_step_atom_v = cancel_step_atom{};
 using get_queue_atom = caf::atom_constant<caf::atom("get_queue")>;
@@ -462,10 +462,11 @@ using replies_outputs
 /// and dequeue_up_to (n), close (cancel_pending_enqueues), size and
 /// is_closed, each with the step it belongs to (for cancellation) where
 /// it may wait. The reply comes when the operation completes, which may
-/// be much later (a pending request, never a blocked thread). `cancel_stp`
-/// fails the step's pending operations with Cancelled, without losing an
-/// element; `put_back` returns elements a dequeue took for a step that
-/// ended meanwhile to the front (a batch or one tuple).
+/// be much later (a pending request, never a blocked thread). A dequeue's
+/// elements stay leased to its step: `commit_stp` drops the step's leases
+/// (its master has the elements), `cancel_stp` fails the step's pending
+/// operations with Cancelled and returns its leased elements to the
+/// front, in order: a step that dies loses no element.
 using queue_actor = caf::typed_actor<
   replies_outputs<enqueue_atom, std::vector<tensor>, int64_t>,
   replies_outputs<enqueue_many_atom, std::vector<tensor>, int64_t>,
@@ -475,7 +476,7 @@ using queue_actor = caf::typed_actor<
   replies_outputs<close_queue_atom, bool, int64_t>,
   replies_outputs<queue_size_atom>,
   replies_outputs<queue_closed_atom>,
-  caf::reacts_to<put_back_atom, std::vector<tensor>, bool>,
+  caf::reacts_to<commit_step_atom, int64_t>,
   caf::reacts_to<cancel_step_atom, int64_t>>;
 
 /// A reader on its task (kernels/reader_core.hpp), one message per
@@ -515,14 +516,16 @@ using accumulator_actor = caf::typed_actor<
 /// channel (or CAF, when the channel's link went down), answered with a
 /// `step_reply` to the master; `recv_tensor` delivers a tensor whole (from
 /// a peer's message or the tensor channel), or one chunk of it (total
-/// size, offset, bytes).
+/// size, offset, bytes); `commit_stp` commits the queue leases of a step
+/// that succeeded (run_graph_response::leased).
 using executor_actor = caf::typed_actor<
   caf::replies_to<run_graph_atom, run_graph_request,
                   std::vector<caf::actor>>::with<run_graph_response>,
   caf::reacts_to<run_graph_atom, run_graph_request>,
   caf::reacts_to<recv_tensor_atom, int64_t, std::string, tensor>,
   caf::reacts_to<recv_tensor_atom, wire_chunk>,
-  caf::reacts_to<abort_step_atom, int64_t, status>>;
+  caf::reacts_to<abort_step_atom, int64_t, status>,
+  caf::reacts_to<commit_step_atom, int64_t>>;
 
 /// A task's monitor (read-only: nothing it answers changes the task).
 /// `mon_snap`: the task's actors, steps, peers, process and training
