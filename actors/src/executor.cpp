@@ -24,6 +24,7 @@
 #include "actorflow/transport/type_ids.hpp"
 #include "actorflow/kernels/kernel.hpp"
 #include "executor.hpp"
+#include "stall_watch.hpp"
 
 namespace actorflow {
 
@@ -325,21 +326,12 @@ void drive(executor_self self, int64_t id) {
   }
 }
 
-// Starts step `req.step_id` here: the master's request (`rp`), or one
-// that came over the tensor channel.
-void start_step(executor_self self, run_graph_request& req,
+// Starts step `req.step_id` here, checked (start_step).
+void begin_step(executor_self self, run_graph_request& req,
                 caf::typed_response_promise<run_graph_response> rp,
                 bool by_channel) {
   auto& st = self->state;
   auto id = req.step_id;
-  if (st.finished.count(id) > 0 || st.steps.count(id) > 0) {
-    // Aborted before it started here, or a duplicate.
-    run_graph_response resp;
-    resp.result = {error_code::aborted,
-                   "step " + std::to_string(id) + " was aborted"};
-    answer(self, id, by_channel, rp, std::move(resp));
-    return;
-  }
   auto& step = st.steps[id];
   step.id = id;
   step.rp = std::move(rp);
@@ -373,6 +365,46 @@ void start_step(executor_self self, run_graph_request& req,
   }
   step.ready = st.roots;
   drive(self, id);
+}
+
+// Starts step `req.step_id` here: the master's request (`rp`), or one
+// that came over the tensor channel. After this process may have been
+// frozen (stall_watch.hpp), a request from a master in another process
+// may be for a step that master failed meanwhile, declaring this task
+// lost: the master says first whether the step still runs.
+void start_step(executor_self self, run_graph_request& req,
+                caf::typed_response_promise<run_graph_response> rp,
+                bool by_channel) {
+  auto& st = self->state;
+  auto id = req.step_id;
+  auto aborted = [self, id, by_channel](auto& promise, std::string why) {
+    run_graph_response resp;
+    resp.result = {error_code::aborted, std::move(why)};
+    answer(self, id, by_channel, promise, std::move(resp));
+  };
+  if (st.finished.count(id) > 0 || st.steps.count(id) > 0)
+    // Aborted before it started here, or a duplicate.
+    return aborted(rp, "step " + std::to_string(id) + " was aborted");
+  if (!st.master || st.master->node() == self->node()
+      || !process_stall_watch().suspect(stall_watch::clock_type::now(),
+                                        st.stall_seen)) {
+    begin_step(self, req, std::move(rp), by_channel);
+    return;
+  }
+  auto held = std::make_shared<run_graph_request>(std::move(req));
+  auto withdrawn = "step " + std::to_string(id)
+                   + " was withdrawn: it ended while this task was silent";
+  self->request(st.master, std::chrono::seconds(5), step_alive_atom_v, id)
+    .then(
+      [self, held, rp, by_channel, aborted, withdrawn](bool alive) mutable {
+        auto id = held->step_id;
+        if (!alive || self->state.finished.count(id) > 0)
+          return aborted(rp, withdrawn);
+        begin_step(self, *held, std::move(rp), by_channel);
+      },
+      [rp, aborted, withdrawn](caf::error&) mutable {
+        aborted(rp, withdrawn);
+      });
 }
 
 executor_actor::behavior_type executor(executor_self self,

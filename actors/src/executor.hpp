@@ -120,6 +120,8 @@ struct executor_state {
   caf::actor master;
   /// The master that registered this partition (executor_options::master).
   caf::actor_addr owner;
+  /// This executor's mark in the process's stall_watch.
+  uint64_t stall_seen = 0;
   tensor_channel::route reply_route;
   int64_t part = 0;
   /// The nodes without inputs, in the order a step pushes them on its

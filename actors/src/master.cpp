@@ -520,6 +520,11 @@ master_actor::behavior_type master(master_self self, task_options opts,
       return reset(self, containers);
     },
     [self](get_worker_atom) { return self->state.worker; },
+    [self](step_alive_atom, int64_t id) {
+      // An executor resuming from silence asks before it runs a step.
+      auto i = self->state.steps.find(id);
+      return i != self->state.steps.end() && !i->second.done;
+    },
     [self](get_monitor_atom) {
       auto& st = self->state;
       if (!st.monitor)

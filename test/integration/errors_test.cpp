@@ -342,29 +342,6 @@ TEST_CASE("errors: a dead task is named with its address at once, later "
   CHECK(sess.run(on_task1, {}, options).scalar_value<float>() == 2.0f);
 }
 
-namespace {
-
-/// Waits (up to 5 s) until process `pid` is in the stopped state ('T' in
-/// /proc/<pid>/stat); false if it did not get there.
-bool wait_until_stopped(pid_t pid) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  // Polls /proc: child_process reports an exit but not a stop; bounded by
-  // the deadline.
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
-    std::string text;
-    std::getline(in, text);
-    auto close = text.rfind(')');
-    if (close != std::string::npos && close + 2 < text.size()
-        && text[close + 2] == 'T')
-      return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return false;
-}
-
-} // namespace
-
 TEST_CASE("errors: a silent task (SIGSTOP) is reported within seconds, and "
           "when it continues the session goes on with its state",
           "[errors][failures]") {

@@ -141,6 +141,26 @@ inline std::string err_with(child_process& proc, const std::string& needle,
 }
 
 /// Checks that `proc` says `needle` on stderr within 10 s.
+/// Waits (up to 5 s) until process `pid` is in the stopped state ('T' in
+/// /proc/<pid>/stat); false if it did not get there. kill(SIGSTOP) returns
+/// before every thread of the process has stopped.
+inline bool wait_until_stopped(pid_t pid) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  // Polls /proc: child_process reports an exit but not a stop; bounded by
+  // the deadline.
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
+    std::string text;
+    std::getline(in, text);
+    auto close = text.rfind(')');
+    if (close != std::string::npos && close + 2 < text.size()
+        && text[close + 2] == 'T')
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
 inline void check_said(child_process& proc, const std::string& needle) {
   CHECK_THAT(err_with(proc, needle), Catch::Contains(needle));
 }

@@ -150,3 +150,59 @@ TEST_CASE("owners: a producer killed while its enqueue waits on a full "
   q.put(sess, 2.0f);
   CHECK(sess.run(q.dequeue).scalar_value<float>() == 2.0f);
 }
+
+TEST_CASE("owners: a silent ps that resumes runs no step its master "
+          "reported failed: no update applied, no element taken",
+          "[owners][failures]") {
+  local_cluster nodes{node_path, {{"local", 2}}, captured()};
+  graph g;
+  auto as_default = g.as_default();
+  variable v;
+  operation increment;
+  output dequeue;
+  operation enqueue;
+  output size;
+  {
+    device_scope pin{"/job:local/task:1"};
+    v = variable{tensor::scalar(0.0f), named("v")};
+    increment = v.assign_add(1.0f).op();
+    fifo_queue q{4, {dtype::float32}, {tensor_shape{}}, "silent"};
+    enqueue = q.enqueue({constant(7.0f)});
+    dequeue = q.dequeue().front();
+    size = q.size();
+  }
+  session sess{nodes.target("local", 0), bounded(), &g};
+  sess.run(v.initializer());
+  // Both steps registered on task 1 before it goes silent, so that their
+  // next requests wait in its sockets while it is stopped.
+  sess.run(increment);
+  sess.run(enqueue);
+  CHECK(sess.run(dequeue).scalar_value<float>() == 7.0f);
+  sess.run(enqueue);
+  auto& task1 = nodes.process("local", 1);
+  task1.send_signal(SIGSTOP);
+  REQUIRE(wait_until_stopped(task1.pid()));
+  run_options options;
+  options.timeout_in_ms = 20000;
+  // Reported failed after the heartbeat bound (4 s), each.
+  auto added = error_of([&] { sess.run(increment, {}, options); });
+  auto taken = error_of([&] { sess.run(dequeue, {}, options); });
+  task1.send_signal(SIGCONT);
+  REQUIRE(added);
+  CHECK(added->code() == error_code::unavailable);
+  REQUIRE(taken);
+  CHECK(taken->code() == error_code::unavailable);
+  // The task came back: the session goes on (a read reconnects), and
+  // neither failed step ran there.
+  std::optional<op_error> read_err;
+  float value = -1;
+  auto until = std::chrono::steady_clock::now() + 10s;
+  do {
+    read_err = error_of(
+      [&] { value = sess.run(v, {}, options).scalar_value<float>(); });
+  } while (read_err && std::chrono::steady_clock::now() < until);
+  REQUIRE_FALSE(read_err);
+  CHECK(value == 1.0f);
+  CHECK(sess.run(size, {}, options).scalar_value<int32_t>() == 1);
+  CHECK(sess.run(dequeue, {}, options).scalar_value<float>() == 7.0f);
+}

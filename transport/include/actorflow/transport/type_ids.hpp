@@ -310,6 +310,8 @@ using run_graph_atom = caf::atom_constant<caf::atom("run_graph")>;
 inline constexpr run_graph_atom run_graph_atom_v = run_graph_atom{};
 using abort_step_atom = caf::atom_constant<caf::atom("abort_step")>;
 inline constexpr abort_step_atom abort_step_atom_v = abort_step_atom{};
+using step_alive_atom = caf::atom_constant<caf::atom("step_alive")>;
+inline constexpr step_alive_atom step_alive_atom_v = step_alive_atom{};
 using check_deadlines_atom = caf::atom_constant<caf::atom("deadlines")>;
 inline constexpr check_deadlines_atom check_deadlines_atom_v
   = check_deadlines_atom{};
@@ -581,6 +583,7 @@ using master_actor = caf::typed_actor<
   caf::replies_to<get_worker_atom>::with<worker_actor>,
   caf::replies_to<get_stats_atom>::with<task_stats>,
   caf::replies_to<get_monitor_atom>::with<monitor_actor>,
+  caf::replies_to<step_alive_atom, int64_t>::with<bool>,
   caf::reacts_to<caf::connect_atom, std::string, int64_t, int>,
   caf::reacts_to<check_deadlines_atom>,
   caf::reacts_to<step_reply_atom, int64_t, int64_t, run_graph_response>>;
