@@ -427,6 +427,14 @@ std::string metrics_text(caf::actor_system& sys, const task_options& opts) {
         per_gauge{"queue", "blocked_dequeues",
                   "actorflow_queue_blocked_dequeues", "gauge",
                   "Dequeue attempts waiting for elements."},
+        per_gauge{"queue", "withdrawn", "actorflow_queue_withdrawn_total",
+                  "counter",
+                  "Queue operations cancelled with their step (it failed, "
+                  "or its client or master was lost)."},
+        per_gauge{"queue", "returned", "actorflow_queue_returned_total",
+                  "counter",
+                  "Elements back at the head of the queue: their step died "
+                  "after its dequeue took them."},
         per_gauge{"variable", "bytes", "actorflow_variable_bytes", "gauge",
                   "Bytes of the variable's value."},
         per_gauge{"variable", "initialized", "actorflow_variable_initialized",

@@ -183,10 +183,16 @@ actor_record::sample actor_record::read() const {
 const std::array<const char*, actor_record::max_gauges>&
 actor_record::gauge_names(actor_kind kind) {
   using names = std::array<const char*, max_gauges>;
-  static const names queue{"size", "capacity", "closed", "blocked_enqueues",
-                           "blocked_dequeues"};
-  static const names variable{"bytes", "initialized", "updates", "", ""};
-  static const names none{"", "", "", "", ""};
+  // withdrawn: operations cancelled with their step (it failed, or its
+  // owner was lost); returned: elements whose step died after its dequeue
+  // took them, back at the head (leases). Both count up.
+  static const names queue{"size",           "capacity",
+                           "closed",         "blocked_enqueues",
+                           "blocked_dequeues", "withdrawn",
+                           "returned"};
+  static const names variable{"bytes", "initialized", "updates", "", "",
+                              "", ""};
+  static const names none{"", "", "", "", "", "", ""};
   switch (kind) {
     case actor_kind::queue:
       return queue;

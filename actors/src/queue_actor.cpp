@@ -148,15 +148,28 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts) {
     },
     [self, observed](cancel_step_atom, int64_t step) {
       auto& st = self->state;
-      for (auto id : st.by_step.take(step))
+      int64_t withdrawn = 0;
+      int64_t returned = 0;
+      for (auto id : st.by_step.take(step)) {
         st.core->cancel(id);
+        ++withdrawn;
+      }
       // What the step took goes back to the head, in the order it was
       // taken (the last first, so that the first ends in front).
       if (auto i = st.leases.find(step); i != st.leases.end()) {
         auto taken = std::move(i->second);
         st.leases.erase(i);
-        for (auto t = taken.rbegin(); t != taken.rend(); ++t)
+        for (auto t = taken.rbegin(); t != taken.rend(); ++t) {
+          returned += t->second && !t->first.empty()
+                        && t->first[0].shape().rank() > 0
+                        ? t->first[0].shape().dim(0)
+                        : 1;
           st.core->put_back(std::move(t->first), t->second);
+        }
+      }
+      if (auto* rec = st.record) {
+        rec->gauges[5].fetch_add(withdrawn, std::memory_order_relaxed);
+        rec->gauges[6].fetch_add(returned, std::memory_order_relaxed);
       }
       observed();
     },

@@ -466,14 +466,15 @@ private:
 
   void draw_queues(const std::vector<task_view>& tasks) {
     line(2,
-         fmt("%-8s %-40s %9s %9s %7s %9s %9s %7s", "TASK", "QUEUE", "SIZE",
-             "CAPACITY", "CLOSED", "BLOCK ENQ", "BLOCK DEQ", "MAILBOX"),
+         fmt("%-8s %-30s %9s %9s %7s %9s %9s %9s %8s %7s", "TASK", "QUEUE",
+             "SIZE", "CAPACITY", "CLOSED", "BLOCK ENQ", "BLOCK DEQ",
+             "WITHDRAWN", "RETURNED", "MAILBOX"),
          A_BOLD);
     int y = 3;
     for (auto& r : actor_rows(tasks, "queue")) {
       auto& g = r.actor["gauges"];
       auto cap = g.value("capacity", int64_t{-1});
-      line(y++, fmt("%-8s %-40.40s %9lld %9s %7s %9lld %9lld %7d",
+      line(y++, fmt("%-8s %-30.30s %9lld %9s %7s %9lld %9lld %9lld %8lld %7d",
                     short_task(r.task).c_str(),
                     r.actor.value("name", "").c_str(),
                     static_cast<long long>(g.value("size", int64_t{0})),
@@ -483,6 +484,8 @@ private:
                       g.value("blocked_enqueues", int64_t{0})),
                     static_cast<long long>(
                       g.value("blocked_dequeues", int64_t{0})),
+                    static_cast<long long>(g.value("withdrawn", int64_t{0})),
+                    static_cast<long long>(g.value("returned", int64_t{0})),
                     r.actor.value("mailbox", 0)));
     }
     if (y == 3)

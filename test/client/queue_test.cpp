@@ -7,6 +7,8 @@
 #include <future>
 #include <thread>
 
+#include "actorflow/actors/task.hpp"
+#include "actorflow/client/runtime.hpp"
 #include "actorflow/graph/parsing_ops.hpp"
 #include "actorflow/graph/queue_ops.hpp"
 #include "actorflow/client/server.hpp"
@@ -447,8 +449,20 @@ TEST_CASE("queue: a step that fails after its dequeues returns their "
     [&] { sess.run(after, {{v, tensor::vec<float>({1, 1, 1})}}); });
   REQUIRE(err);
   CHECK(err->code() == error_code::invalid_argument);
-  // TensorFlow loses the three elements; here they are back in front.
+  // TensorFlow loses the three elements; here they are back in front,
+  // and the queue's metrics count them.
   CHECK(sess.run(q.size()).scalar_value<int32_t>() == 4);
+  task_options opts;
+  opts.job = srv.job_name();
+  opts.task = srv.task_index();
+  auto metrics = metrics_text(default_system(), opts);
+  CHECK_THAT(metrics, Catch::Contains("actorflow_queue_returned_total{task=\""
+                                      "/job:local/replica:0/task:0\",queue=\""
+                                      "q_lease\""));
+  auto at = metrics.find("actorflow_queue_returned_total{");
+  at = metrics.find("q_lease", at);
+  REQUIRE(at != std::string::npos);
+  CHECK(metrics.substr(metrics.find("} ", at) + 2, 2) == "3\n");
   CHECK(sess.run(two[0]) == tensor::vec<float>({1, 2}));
   CHECK(sess.run(one[0]).scalar_value<float>() == 3.0f);
   // A step that succeeds commits: its elements are gone for good.

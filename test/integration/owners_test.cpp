@@ -121,8 +121,9 @@ TEST_CASE("owners: a consumer killed or silent while its dequeue waits on "
                   : c.nodes.process("worker", 0);
   owner.send_signal(v.sig);
   // Withdrawn: at once for a death, after the heartbeat bound (4 s) for
-  // silence.
+  // silence; /metrics counts it.
   CHECK(c.gauge_reaches("actorflow_queue_blocked_dequeues", 0));
+  CHECK(c.gauge("actorflow_queue_withdrawn_total") == 1);
   shared_queue q;
   // Through the ps's own master when the worker's is gone.
   auto via = std::string{v.owner} == "client" ? c.nodes.target("worker", 0)

@@ -99,7 +99,7 @@ public:
   /// Kind-specific gauges (see gauge_names): a queue's size, capacity,
   /// closed flag, blocked enqueues and dequeues; a variable's bytes,
   /// initialized flag, updates. Written by the actor itself.
-  static constexpr size_t max_gauges = 5;
+  static constexpr size_t max_gauges = 7;
   std::array<std::atomic<int64_t>, max_gauges> gauges{};
   /// The names of this kind's gauges ("" for an unused slot).
   static const std::array<const char*, max_gauges>&
