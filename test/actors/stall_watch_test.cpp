@@ -9,7 +9,7 @@
 using namespace actorflow;
 using namespace std::chrono_literals;
 
-TEST_CASE("stall watch: steady beats are no stall; a gap is, once per "
+TEST_CASE("stall watch: steady beats are no stall, but a gap is, once per "
           "caller",
           "[stall_watch]") {
   stall_watch w{1s};
