@@ -89,34 +89,46 @@ void fail_step(executor_self self, int64_t id, status err) {
   mark_finished(st, id);
 }
 
-// Step `id` succeeded here but died after all: the elements its dequeues
-// took go back to the head of their queues.
-void release_leases(executor_self self, int64_t id) {
+// Ends the leases of step `id`, which succeeded here: committed (its
+// master has the elements), or released (it died after all: the elements
+// go back to the head of their queues).
+void settle_leases(executor_self self, int64_t id, bool commit) {
   auto& st = self->state;
   if (auto i = st.leased.find(id); i != st.leased.end()) {
     for (auto& q : i->second)
-      self->send(q, cancel_step_atom_v, id);
+      if (commit)
+        self->send(q, commit_step_atom_v, id);
+      else
+        self->send(q, cancel_step_atom_v, id);
     st.leased.erase(i);
   }
 }
 
-// Every lease still held (the master is lost, or the executor ends).
-void release_all_leases(executor_self self) {
-  std::vector<int64_t> ids;
-  for (auto& [id, queues] : self->state.leased)
-    ids.push_back(id);
-  for (auto id : ids)
-    release_leases(self, id);
+// Fails every running step with `why` and releases every lease still
+// held: nobody will wait for them (the executor ends, or its master is
+// lost).
+void withdraw_all(executor_self self, const status& why) {
+  auto& st = self->state;
+  std::vector<int64_t> running;
+  for (auto& [id, step] : st.steps)
+    running.push_back(id);
+  for (auto id : running)
+    fail_step(self, id, why);
+  std::vector<int64_t> leased;
+  for (auto& [id, queues] : st.leased)
+    leased.push_back(id);
+  for (auto id : leased)
+    settle_leases(self, id, false);
 }
 
 void finish_if_done(executor_self self, step_state& step) {
   if (step.remaining > 0 || step.in_flight > 0)
     return;
   auto id = step.id;
-  // What its queue operations took stays leased until the master commits.
-  if (!step.queues.empty()) {
+  // What its dequeues took stays leased until the master commits.
+  if (!step.taken_from.empty()) {
     step.response.leased = true;
-    self->state.leased.emplace(id, std::move(step.queues));
+    self->state.leased.emplace(id, std::move(step.taken_from));
   }
   reply(self, step);
   self->state.steps.erase(id);
@@ -432,14 +444,8 @@ executor_actor::behavior_type executor(executor_self self,
   // Ended (its session closed, its task stopped): the running steps fail,
   // which cancels their queue operations before any element is taken.
   self->set_exit_handler([self](caf::exit_msg& em) {
-    std::vector<int64_t> running;
-    for (auto& [id, step] : self->state.steps)
-      running.push_back(id);
-    for (auto id : running)
-      fail_step(self, id,
-                {error_code::cancelled, "Step was cancelled: its session "
-                                        "or task ended"});
-    release_all_leases(self);
+    withdraw_all(self, {error_code::cancelled, "Step was cancelled: its "
+                                               "session or task ended"});
     self->quit(em.reason);
   });
   // Its master's process died or went silent (BASP's heartbeat bound):
@@ -453,14 +459,9 @@ executor_actor::behavior_type executor(executor_self self,
   }
   self->set_down_handler([self](caf::down_msg& dm) {
     if (dm.source == self->state.owner) {
-      std::vector<int64_t> running;
-      for (auto& [id, step] : self->state.steps)
-        running.push_back(id);
-      auto why = "Step was withdrawn: its master was lost ("
-                 + caf::to_string(dm.reason) + ")";
-      for (auto id : running)
-        fail_step(self, id, {error_code::aborted, why});
-      release_all_leases(self);
+      withdraw_all(self, {error_code::aborted,
+                          "Step was withdrawn: its master was lost ("
+                            + caf::to_string(dm.reason) + ")"});
       self->quit(dm.reason);
       return;
     }
@@ -553,17 +554,10 @@ executor_actor::behavior_type executor(executor_self self,
     },
     [self](abort_step_atom, int64_t id, status& why) {
       fail_step(self, id, std::move(why));
-      release_leases(self, id);
+      settle_leases(self, id, false);
       mark_finished(self->state, id);
     },
-    [self](commit_step_atom, int64_t id) {
-      auto& st = self->state;
-      if (auto i = st.leased.find(id); i != st.leased.end()) {
-        for (auto& q : i->second)
-          self->send(q, commit_step_atom_v, id);
-        st.leased.erase(i);
-      }
-    },
+    [self](commit_step_atom, int64_t id) { settle_leases(self, id, true); },
   };
 }
 

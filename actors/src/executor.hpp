@@ -101,6 +101,9 @@ struct step_state {
   /// Queues and readers with an operation of this step pending, to cancel
   /// on abort.
   std::vector<queue_actor> queues;
+  /// Of those, the queues its dequeues took elements from (leased to the
+  /// step until its master commits it).
+  std::vector<queue_actor> taken_from;
   std::vector<reader_actor> readers;
   std::vector<accumulator_actor> accumulators;
 };

@@ -358,11 +358,14 @@ void run_queue_op(executor_self self, step_state& step, int i,
       return request_queue(self, q, id, i, false, enqueue_many_atom_v,
                            values(), id);
     case queue_op::dequeue:
+      step.taken_from.push_back(q);
       return request_queue(self, q, id, i, true, dequeue_atom_v, id);
     case queue_op::dequeue_many:
+      step.taken_from.push_back(q);
       return request_queue(self, q, id, i, true, dequeue_many_atom_v,
                            count_of(inputs.at(1)), id);
     case queue_op::dequeue_up_to:
+      step.taken_from.push_back(q);
       return request_queue(self, q, id, i, true, dequeue_up_to_atom_v,
                            count_of(inputs.at(1)), id);
     case queue_op::close:

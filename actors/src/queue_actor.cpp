@@ -29,6 +29,9 @@ struct queue_state {
 
 using queue_self = queue_actor::stateful_pointer<queue_state>;
 
+/// What an operation keeps leased to its step when it completes.
+enum class lease { none, element, batch };
+
 using queue_promise = caf::typed_response_promise<status, std::vector<tensor>>;
 
 queue_actor::behavior_type queue(queue_self self, queue_options opts) {
@@ -62,21 +65,21 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts) {
   // An operation that may wait: `op(done)` starts it on the core, which
   // calls `done` when it completes (at once, or when other operations let
   // it); until then it is cancelled with `step`.
-  // A dequeue (`lease`: 0 none, 1 one element, 2 a batch) keeps what it
-  // hands over leased to its step.
+  // A dequeue keeps what it hands over (`leased`) leased to its step.
   auto start = [self, observed](int64_t step, auto op,
-                                int lease = 0) -> queue_promise {
+                                lease leased = lease::none) -> queue_promise {
     auto rp = self->make_response_promise<status, std::vector<tensor>>();
     // Filled once the core returns the id (a callback that runs during
     // the call itself has nothing recorded to forget).
     auto id_cell = std::make_shared<queue_core::attempt_id>(0);
     auto done = [self, rp, step, id_cell,
-                 lease](status st, queue_core::tuple result) mutable {
+                 leased](status st, queue_core::tuple result) mutable {
       self->state.by_step.forget(step, *id_cell);
       // The values are shared, not copied (tensors are buffers by
       // reference).
-      if (lease > 0 && st.ok() && !result.empty())
-        self->state.leases[step].emplace_back(result, lease == 2);
+      if (leased != lease::none && st.ok() && !result.empty())
+        self->state.leases[step].emplace_back(result,
+                                              leased == lease::batch);
       rp.deliver(std::move(st), std::move(result));
     };
     auto id = op(*self->state.core, std::move(done));
@@ -114,7 +117,7 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts) {
         [](queue_core& core, auto done) {
           return core.dequeue(std::move(done));
         },
-        1);
+        lease::element);
     },
     [start](dequeue_many_atom, int64_t n, int64_t step) {
       return start(
@@ -122,7 +125,7 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts) {
         [n](queue_core& core, auto done) {
           return core.dequeue_many(n, std::move(done));
         },
-        2);
+        lease::batch);
     },
     [start](dequeue_up_to_atom, int64_t n, int64_t step) {
       return start(
@@ -130,7 +133,7 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts) {
         [n](queue_core& core, auto done) {
           return core.dequeue_up_to(n, std::move(done));
         },
-        2);
+        lease::batch);
     },
     [start](close_queue_atom, bool cancel_pending, int64_t step) {
       return start(step, [cancel_pending](queue_core& core, auto done) {

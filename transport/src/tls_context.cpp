@@ -138,6 +138,16 @@ std::string ssl_errors() {
   return msg.empty() ? "no detail from OpenSSL" : msg;
 }
 
+namespace {
+
+// The bytes of an ASN.1 string (a DNS name, a URI), as they are.
+std::string text_of(const ASN1_STRING* s) {
+  return {reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
+          static_cast<size_t>(ASN1_STRING_length(s))};
+}
+
+} // namespace
+
 // A certificate's subject and subject alternative names, for messages.
 std::string describe(X509* cert) {
   if (cert == nullptr)
@@ -154,10 +164,7 @@ std::string describe(X509* cert) {
     auto* n = sk_GENERAL_NAME_value(names, i);
     std::string item;
     if (n->type == GEN_DNS) {
-      item = "DNS:";
-      item.append(reinterpret_cast<const char*>(
-                    ASN1_STRING_get0_data(n->d.dNSName)),
-                  static_cast<size_t>(ASN1_STRING_length(n->d.dNSName)));
+      item = "DNS:" + text_of(n->d.dNSName);
     } else if (n->type == GEN_IPADD) {
       char text[INET6_ADDRSTRLEN] = "?";
       auto len = ASN1_STRING_length(n->d.iPAddress);
@@ -166,11 +173,7 @@ std::string describe(X509* cert) {
       item = std::string{"IP:"} + text;
     } else if (n->type == GEN_URI) {
       // The role (urn:actorflow:role:...).
-      item = "URI:";
-      item.append(reinterpret_cast<const char*>(ASN1_STRING_get0_data(
-                    n->d.uniformResourceIdentifier)),
-                  static_cast<size_t>(
-                    ASN1_STRING_length(n->d.uniformResourceIdentifier)));
+      item = "URI:" + text_of(n->d.uniformResourceIdentifier);
     } else {
       continue;
     }
@@ -367,10 +370,7 @@ bool role_in(X509* cert, peer_role& role, bool& has_role, std::string& why) {
     auto* n = sk_GENERAL_NAME_value(names, i);
     if (n->type != GEN_URI)
       continue;
-    std::string uri(reinterpret_cast<const char*>(
-                      ASN1_STRING_get0_data(n->d.uniformResourceIdentifier)),
-                    static_cast<size_t>(
-                      ASN1_STRING_length(n->d.uniformResourceIdentifier)));
+    auto uri = text_of(n->d.uniformResourceIdentifier);
     if (!uri.starts_with(prefix))
       continue;
     auto name = uri.substr(prefix.size());

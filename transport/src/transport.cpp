@@ -463,11 +463,12 @@ public:
     }
     caf::io::network::nonblocking(fd, true);
     set_nodelay(fd);
+    auto peer = peer_address(fd, true);
     std::unique_ptr<tls_session> s;
     if (state_) {
       s = std::make_unique<tls_session>(state_, fd, true, "");
       if (!s->valid()) {
-        state_->say("cannot start a TLS session for " + peer_address(fd, true) + ": "
+        state_->say("cannot start a TLS session for " + peer + ": "
                     + ssl_errors());
         guard_->release(entry);
         caf::io::network::close_socket(fd);
@@ -475,7 +476,7 @@ public:
       }
     }
     auto scribe = caf::make_counted<guarded_scribe>(
-      mpx, fd, std::move(s), guard_, std::move(entry), "from " + peer_address(fd, true));
+      mpx, fd, std::move(s), guard_, std::move(entry), "from " + peer);
     auto hdl = scribe->hdl();
     parent()->add_scribe(std::move(scribe));
     return doorman::new_connection(&mpx, hdl);
