@@ -43,6 +43,9 @@ struct cluster_flags {
   std::string task_flag = "--task_index";
   /// --bind_host: server_options::bind_host.
   std::string bind_host;
+  /// --replicate_variables: server_options::replicate_variables (also
+  /// TF_CONFIG's "replicate_variables": true).
+  bool replicate_variables = false;
   /// Other ways to give a cluster, for the "missing --cluster" message.
   std::string other_sources;
 
@@ -92,8 +95,35 @@ struct cluster_flags {
                    "TensorFlow does)")
       ->type_name("ADDRESS")
       ->group("Cluster");
+    add_replication_to(app);
+  }
+
+  /// Declares --replicate_variables on `app`.
+  void add_replication_to(CLI::App& app) {
+    app.add_flag("--replicate_variables", replicate_variables,
+                 "give every variable of job \"ps\" a backup on the job's "
+                 "next task, which takes over when its task is lost "
+                 "(cluster-wide: give it to every task; needs two ps tasks "
+                 "or more)")
+      ->group("Cluster");
   }
 };
+
+/// Whether TF_CONFIG asks for replicated variables (its top-level
+/// "replicate_variables": true), when the cluster comes from it.
+inline bool tf_config_replicates(const cluster_flags& flags) {
+  if (flags.any_cluster_flag())
+    return false;
+  const char* text = std::getenv("TF_CONFIG");
+  if (text == nullptr || *text == 0)
+    return false;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("replicate_variables"))
+    return false;
+  if (!j["replicate_variables"].is_boolean())
+    throw usage_error("TF_CONFIG: replicate_variables must be true or false");
+  return j["replicate_variables"].get<bool>();
+}
 
 /// --parent-pid PID: the process (our parent, the launcher) this one must
 /// not outlive.
@@ -213,6 +243,15 @@ inline task_config resolve(const cluster_flags& flags) {
   auto task_source = flags.task_flag;
   cfg.cluster = resolve_cluster(flags, job, task, job_source, task_source);
   cfg.options.bind_host = flags.bind_host;
+  cfg.options.replicate_variables = flags.replicate_variables
+                                    || tf_config_replicates(flags);
+  if (cfg.options.replicate_variables
+      && (!cfg.cluster.has_job("ps") || cfg.cluster.num_tasks("ps") < 2))
+    throw usage_error("--replicate_variables needs at least two tasks in job "
+                      "\"ps\"; the cluster has "
+                      + std::to_string(cfg.cluster.has_job("ps")
+                                         ? cfg.cluster.num_tasks("ps")
+                                         : 0));
   if (!job || job->empty())
     throw usage_error("missing " + flags.job_flag + " (which job of the "
                       "cluster this task belongs to)");

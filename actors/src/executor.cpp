@@ -36,6 +36,20 @@ int64_t now_micros() {
 
 namespace executor_detail {
 
+int64_t write_tag(const executor_state& st, const step_state& step, int i) {
+  // splitmix64 of the step's tag and the node's name: a retry of the step
+  // (another plan, maybe other positions) names its nodes the same.
+  auto x = static_cast<uint64_t>(step.tag)
+           ^ std::hash<std::string>{}(
+             st.nodes[static_cast<size_t>(i)].def.name);
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  // Leaves room for an apply's updates (tag + k) and is never 0.
+  return static_cast<int64_t>((x & ~uint64_t{0xff}) | 0x80);
+}
+
 void mark_finished(executor_state& st, int64_t step) {
   st.early.erase(step);
   st.partials.erase(step);
@@ -219,7 +233,8 @@ void start_node(executor_self self, step_state& step, int i) {
       // is writing it (or holds none: its read reports the error).
       if (p.var_cell) {
         std::unique_lock<std::mutex> lock{p.var_cell->mtx, std::try_to_lock};
-        if (lock && p.var_cell->value.valid()) {
+        if (lock && p.var_cell->value.valid()
+            && !p.var_cell->stale.load(std::memory_order_acquire)) {
           inputs.push_back(p.var_cell->value);
           continue;
         }
@@ -346,6 +361,7 @@ void begin_step(executor_self self, run_graph_request& req,
   auto id = req.step_id;
   auto& step = st.steps[id];
   step.id = id;
+  step.tag = req.tag != 0 ? req.tag : id;
   step.rp = std::move(rp);
   step.by_channel = by_channel;
   step.trace = req.trace;
@@ -424,6 +440,7 @@ executor_actor::behavior_type executor(executor_self self,
   auto& st = self->state;
   st.worker = std::move(opts.worker);
   st.device = std::move(opts.device);
+  st.home = st.device.substr(0, st.device.find("/device:"));
   st.default_container = std::move(opts.default_container);
   st.counters = std::move(opts.counters);
   st.landing = chunk_landing::of(self->system());

@@ -80,6 +80,9 @@ struct node_plan {
 
 struct step_state {
   int64_t id = 0;
+  /// Its identity across retries (run_graph_request::tag): with a node's
+  /// name, the tag of the node's variable writes.
+  int64_t tag = 0;
   /// The master's request; none for one that came over the tensor channel
   /// (the answer then goes back there: reply()).
   caf::typed_response_promise<run_graph_response> rp;
@@ -131,6 +134,10 @@ struct executor_state {
   /// ready stack (see start_order).
   std::vector<int> roots;
   std::string device;
+  /// The task whose partition this is ("/job:ps/replica:0/task:0"): whose
+  /// variables it uses, also when this task serves them for it after a
+  /// failover.
+  std::string home;
   std::string default_container;
   /// The session this partition belongs to: private queues are per
   /// session, as TF's per-session kernels.
@@ -203,6 +210,10 @@ void deliver(executor_self self, int64_t id, std::string key, tensor value);
 
 /// One chunk of a tensor sent in chunks arrived.
 void receive_chunk(executor_self self, wire_chunk& wire);
+
+/// The tag of node `i`'s variable writes in `step`: the same in every
+/// attempt of the step, different for each node.
+int64_t write_tag(const executor_state& st, const step_state& step, int i);
 
 template <class... Ts>
 void request_async(executor_self self, const variable_actor& dest, int64_t id,

@@ -25,6 +25,8 @@ struct apply_step {
 
 struct apply_run {
   std::vector<apply_step> steps;
+  /// The node's write tag (each update adds its position).
+  int64_t tag = 0;
   /// -1: whole variables; else the first row of a row-block update.
   int64_t row_begin = -1;
   std::vector<tensor> results;
@@ -56,7 +58,8 @@ void run_applies(executor_self self, int64_t id, int i,
     self
       ->request(s.var, caf::infinite, apply_atom_v,
                 static_cast<int32_t>(s.kind),
-                s.args(run->results), run->row_begin)
+                s.args(run->results), run->row_begin,
+                run->tag + static_cast<int64_t>(j))
       .then(
         [self, id, i, run, end, slot = first + (j - k)](status& err,
                                                        tensor& value) {
@@ -294,7 +297,8 @@ void run_resource(executor_self self, step_state& step, int i) {
     default:
       self
         ->request(st.worker, caf::infinite, get_variable_atom_v, r.container,
-                  r.name, static_cast<int32_t>(r.type), r.shape_bytes)
+                  r.name, static_cast<int32_t>(r.type), r.shape_bytes,
+                  st.home)
         .then(
           [self, id, i](status& err, variable_actor& var) {
             self->state.nodes[static_cast<size_t>(i)].var_cell
@@ -504,6 +508,7 @@ void run_apply(executor_self self, step_state& step, int i,
   auto run = std::make_shared<apply_run>();
   run->steps = training_steps(info, refs, inputs);
   run->row_begin = info.row_begin;
+  run->tag = write_tag(st, step, i);
   ++step.in_flight;
   run_applies(self, step.id, i, std::move(run), 0);
 }
@@ -525,7 +530,8 @@ void run_variable_op(executor_self self, step_state& step, int i,
   switch (plan.cls.kind) {
     case node_kind::count_up_to:
       request_async(self, var, id, i, count_up_to_atom_v,
-                    plan.detail<variable_call>().limit);
+                    plan.detail<variable_call>().limit,
+                    write_tag(st, step, i));
       return;
     case node_kind::is_initialized:
       ++step.in_flight;
@@ -540,13 +546,16 @@ void run_variable_op(executor_self self, step_state& step, int i,
       return;
     case node_kind::assign:
       request_async(self, var, id, i, assign_atom_v, inputs.at(1),
-                    plan.detail<variable_call>().validate_shape);
+                    plan.detail<variable_call>().validate_shape,
+                    write_tag(st, step, i));
       return;
     case node_kind::assign_add:
-      request_async(self, var, id, i, assign_add_atom_v, inputs.at(1));
+      request_async(self, var, id, i, assign_add_atom_v, inputs.at(1),
+                    write_tag(st, step, i));
       return;
     default:
-      request_async(self, var, id, i, assign_sub_atom_v, inputs.at(1));
+      request_async(self, var, id, i, assign_sub_atom_v, inputs.at(1),
+                    write_tag(st, step, i));
   }
 }
 

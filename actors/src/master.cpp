@@ -69,7 +69,8 @@ void on_step_reply(master_self self, int64_t id, size_t part,
     return;
   auto& step = i->second;
   if (!resp.result.ok()) {
-    // The first error aborts the step everywhere; the client gets it.
+    // The first error aborts the step everywhere; the client gets it,
+    // unless the step runs again after a failover.
     step.done = true;
     for (auto& p : step.parts())
       self->send(p.executor, abort_step_atom_v, id,
@@ -78,7 +79,16 @@ void on_step_reply(master_self self, int64_t id, size_t part,
     // The monitor still waits for a traced step: the next one.
     if (step.trace_for_monitor)
       st.step_record->request_trace();
-    deliver_error(step.rp, resp.result);
+    bool again = false;
+    if (step.req && part < step.parts().size()) {
+      pending_run run{std::move(step.rp), std::move(*step.req), 0,
+                      step.retry};
+      again = retry_run(self, run, step.parts()[part].device, resp.result);
+      if (!again)
+        step.rp = std::move(run.rp);
+    }
+    if (!again)
+      deliver_error(step.rp, resp.result);
     st.step_deadlines.erase(id);
     st.steps.erase(i);
     return;
@@ -193,6 +203,9 @@ void lost_task(master_self self, const std::string& task,
   auto& st = self->state;
   auto why = "Lost task " + task + " at " + st.opts.cluster[task] + " ("
              + reason + ")";
+  // Replicated variables survive it: the steps that used it run again on
+  // the promoted backups.
+  bool replicated = lost_replicated(self, task);
   if (auto i = st.registering.find(task); i != st.registering.end()) {
     auto waiting = std::move(i->second);
     st.registering.erase(i);
@@ -215,7 +228,7 @@ void lost_task(master_self self, const std::string& task,
                               [&](const plan_part& p) {
                                 return on_task(p.device);
                               });
-      if (uses)
+      if (uses && !replicated)
         sess.lost_tasks.emplace(task, master_session::lost_task_info{
                                         reason, lost.node(), lost.id()});
       i = uses ? sess.plans.erase(i) : std::next(i);
@@ -254,20 +267,27 @@ void lost_requester(master_self self, const caf::actor_addr& who,
   }
 }
 
-/// Runs a checked step of `sess` with its plan, planning it first if
-/// needed (or waiting for the plan a concurrent run registers). Errors of
-/// planning fail the step, never the task.
+} // namespace
+
+/// Errors of planning fail the step, never the task.
 void run_planned(master_self self, step_promise rp, master_session& sess,
-                 run_step_request req) {
+                 run_step_request req, step_retry retry) {
   auto timeout_ms = req.options.timeout_in_ms > 0
                       ? req.options.timeout_in_ms
                       : sess.config.operation_timeout_in_ms;
+  if (retry.attempts > 0) {
+    // What is left of the run's own deadline.
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  retry.deadline - self->clock().now())
+                  .count();
+    timeout_ms = timeout_ms > 0 ? std::max<int64_t>(left, 1) : 0;
+  }
   auto sig = signature(req);
   if (auto p = sess.plans.find(sig); p != sess.plans.end()) {
-    start_step(self, rp, p->second, req, timeout_ms);
+    start_step(self, rp, p->second, req, timeout_ms, retry);
     return;
   }
-  pending_run run{std::move(rp), std::move(req), timeout_ms};
+  pending_run run{std::move(rp), std::move(req), timeout_ms, retry};
   if (auto p = sess.planning.find(sig); p != sess.planning.end()) {
     // A concurrent first run of the same signature registers the plan:
     // this run starts with it.
@@ -276,6 +296,8 @@ void run_planned(master_self self, step_promise rp, master_session& sess,
   }
   plan_and_run(self, std::move(run));
 }
+
+namespace {
 
 // Appends a graph delta to the session's graph. A delta may overlap what
 // arrived from a concurrent run of the same session (the graph is
@@ -457,6 +479,9 @@ master_actor::behavior_type master(master_self self, task_options opts,
           tensor_channel::close_inbox(*sys, inbox);
         });
   }
+  st.ring = replica_ring(st.opts);
+  // The worker reaches other tasks (its backups) through this master.
+  self->send(st.worker, find_peer_atom_v, caf::actor_cast<caf::actor>(self));
   std::random_device rd;
   // Step ids from different masters must not collide on a shared worker.
   st.step_base = static_cast<int64_t>(((static_cast<uint64_t>(rd()) << 32)
@@ -542,6 +567,24 @@ master_actor::behavior_type master(master_self self, task_options opts,
       connect_peer(self, task, deadline, attempt);
     },
     [self](check_deadlines_atom) { check_step_deadlines(self); },
+    [self](retry_step_atom, int64_t id) { on_retry(self, id); },
+    [self](find_peer_atom, const std::string& task, int64_t deadline_ms) {
+      // The worker's way to its backups: this master's directory.
+      auto rp = self->make_response_promise<status, worker_actor>();
+      if (self->state.opts.cluster.count(task) == 0) {
+        rp.deliver(not_found("no task " + task + " in the cluster"),
+                   worker_actor{});
+        return rp;
+      }
+      resolve_peer(self, task,
+                   self->clock().now()
+                     + std::chrono::milliseconds(
+                       std::clamp<int64_t>(deadline_ms, 1, 30000)),
+                   [rp](status err, worker_actor w) mutable {
+                     rp.deliver(std::move(err), std::move(w));
+                   });
+      return rp;
+    },
     [self](step_reply_atom, int64_t id, int64_t part,
            run_graph_response& resp) {
       // Only the part that was asked over the channel may answer this way.
@@ -579,11 +622,20 @@ std::string signature(const run_step_request& req) {
 
 void start_step(master_self self, step_promise rp,
                 const std::shared_ptr<step_plan>& plan_ptr,
-                run_step_request& req, int64_t timeout_ms) {
+                run_step_request& req, int64_t timeout_ms, step_retry retry) {
   auto& st = self->state;
   auto& plan = *plan_ptr;
   auto id = st.step_base + st.next_step++;
   auto& step = st.steps[id];
+  if (retry.tag == 0) {
+    retry.tag = id;
+    retry.deadline = self->clock().now()
+                     + std::chrono::milliseconds(timeout_ms > 0 ? timeout_ms
+                                                                : 30000);
+  }
+  if (!st.ring.empty())
+    step.req = std::make_shared<run_step_request>(req);
+  step.retry = retry;
   step.rp = std::move(rp);
   step.remaining = plan.parts.size();
   step.trace_for_client = req.options.trace_level > run_options::no_trace;
@@ -629,6 +681,7 @@ void start_step(master_self self, step_promise rp,
     auto& part = plan.parts[p];
     run_graph_request rg;
     rg.step_id = id;
+    rg.tag = step.retry.tag;
     rg.trace = step.trace;
     for (auto f : part.feeds)
       rg.feeds.emplace_back(f, req.feed_values[static_cast<size_t>(f)]);

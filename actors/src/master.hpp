@@ -69,12 +69,26 @@ struct step_plan {
 
 using step_promise = caf::typed_response_promise<run_step_response>;
 
+/// A step's identity and budget across its attempts: with replicated
+/// variables a step that failed because a ps task was lost (or
+/// superseded) runs again on the promoted backup, with the same tag (its
+/// variable writes apply once) and inside its own deadline.
+struct step_retry {
+  /// run_graph_request::tag (0: the first attempt's step id).
+  int64_t tag = 0;
+  int attempts = 0;
+  /// When the run gives up (its deadline, or 30 s without one); unset
+  /// until its first attempt starts.
+  caf::actor_clock::time_point deadline{};
+};
+
 /// A run waiting for its plan to be registered (or for a plan being
 /// registered by a concurrent run of the same signature).
 struct pending_run {
   step_promise rp;
   run_step_request req;
   int64_t timeout_ms = 0;
+  step_retry retry;
 };
 
 /// A plan being registered and the runs that wait for it.
@@ -84,6 +98,8 @@ struct pending_plan {
   }
   std::shared_ptr<step_plan> plan = std::make_shared<step_plan>();
   plan_registration<pending_run> registration;
+  /// The device of the first partition whose registration failed.
+  std::string failed_device;
 };
 
 struct master_session {
@@ -142,6 +158,10 @@ struct master_step {
   /// Who asked for it (the client's session actor): when it dies or goes
   /// silent, the step is withdrawn everywhere.
   caf::actor_addr requester;
+  /// With replicated variables: the request, to run it again after a
+  /// failover, and its identity across attempts.
+  std::shared_ptr<run_step_request> req;
+  step_retry retry;
 };
 
 /// Called with the worker of a task, or why it could not be reached.
@@ -181,6 +201,22 @@ struct master_state {
   uint64_t next_session = 0;
   int64_t step_base = 0;
   int64_t next_step = 0;
+  // -- replicated variables (master_failover.cpp) --------------------------
+  /// The replicated ps tasks in order (replica_ring), empty without
+  /// replication.
+  std::vector<std::string> ring;
+  /// Which task serves each ps task's variables, where it is not the task
+  /// itself (after a failover).
+  std::map<std::string, std::string> routes;
+  /// Ps tasks whose variables must move to their backup before the next
+  /// attempt (their serving task was lost or superseded).
+  std::set<std::string> failover_needed;
+  /// Runs waiting to be tried again, by id (retry_step).
+  std::unordered_map<int64_t, pending_run> retries;
+  /// Of those, the last error (delivered if the run gives up) and the ps
+  /// task to fail over first ("" for none).
+  std::unordered_map<int64_t, std::pair<status, std::string>> retry_why;
+  int64_t next_retry = 0;
   static inline const char* name = "actorflow.master";
 };
 
@@ -199,7 +235,34 @@ void deliver_error(step_promise& rp, status err);
 /// Starts a step of `plan` for `req` on every partition.
 void start_step(master_self self, step_promise rp,
                 const std::shared_ptr<step_plan>& plan, run_step_request& req,
-                int64_t timeout_ms);
+                int64_t timeout_ms, step_retry retry = {});
+
+/// Runs a checked step of `sess` with its plan, planning it first if
+/// needed (or waiting for the plan a concurrent run registers).
+void run_planned(master_self self, step_promise rp, master_session& sess,
+                 run_step_request req, step_retry retry = {});
+
+// -- master_failover.cpp ---------------------------------------------------------
+
+/// The task that serves `home`'s variables (itself unless it failed over).
+const std::string& route_of(const master_state& st, const std::string& home);
+
+/// The replicated ps task a device belongs to, or "" (not replicated).
+std::string replicated_home(const master_state& st, const std::string& device);
+
+/// Whether a run that failed with `err` on `device` is tried again (after
+/// a failover when its task was lost or superseded): then it is taken
+/// over and true returned; `run` is left alone otherwise.
+bool retry_run(master_self self, pending_run& run, const std::string& device,
+               const status& err);
+
+/// The handler of retry_step: the next attempt of run `id`.
+void on_retry(master_self self, int64_t id);
+
+/// The serving task `task` was lost: the ps tasks it served fail over to
+/// their backups at their next step. True when `task` serves replicated
+/// variables (its loss costs no state).
+bool lost_replicated(master_self self, const std::string& task);
 
 /// The signature plans are cached by.
 std::string signature(const run_step_request& req);

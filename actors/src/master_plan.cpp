@@ -67,7 +67,8 @@ status build_partitions(master_state& st, const master_session& sess,
 // any, counts from here; the registration had the first run's).
 void start_waiting(master_self self, const std::shared_ptr<step_plan>& plan,
                    pending_run& run) {
-  start_step(self, std::move(run.rp), plan, run.req, run.timeout_ms);
+  start_step(self, std::move(run.rp), plan, run.req, run.timeout_ms,
+             run.retry);
 }
 
 // The registration of `sig` in session `handle` settled: every run that
@@ -98,7 +99,8 @@ void settle(master_self self, const std::string& handle,
                         "Session " + handle + " is not found."}
                : pp->registration.error();
   for (auto& run : runs)
-    deliver_error(run.rp, err);
+    if (!retry_run(self, run, pp->failed_device, err))
+      deliver_error(run.rp, err);
 }
 
 // Partition `p` of the plan answered its registration.
@@ -111,6 +113,8 @@ void on_registered(master_self self, const std::string& handle,
   auto& reg = pp->registration;
   auto s = st.sessions.find(handle);
   outcome result;
+  if (!err.ok() && pp->failed_device.empty())
+    pp->failed_device = pp->plan->parts[p].device;
   if (!err.ok())
     result = not_up ? reg.unreachable(p, err.message())
                     : reg.failed(p, std::move(err));
@@ -152,12 +156,19 @@ void register_part(master_self self, const std::string& handle,
                    caf::actor_clock::time_point deadline) {
   device_name parsed;
   device_name::parse(dev, parsed);
-  auto task = task_name(parsed.job.value_or(""), parsed.task.value_or(0));
+  // The task that serves it: after a failover, a ps task's backup.
+  auto task = route_of(self->state, task_name(parsed.job.value_or(""),
+                                              parsed.task.value_or(0)));
   auto answer = [self, handle, sig, pp, p](status err, executor_actor exec,
                                            std::string inbox, bool not_up) {
     on_registered(self, handle, sig, pp, p, std::move(err), std::move(exec),
                   std::move(inbox), not_up);
   };
+  // A replicated task out of reach fails over to its backup: not waited
+  // for until the run's deadline.
+  if (!replicated_home(self->state, dev).empty())
+    deadline = std::min(deadline,
+                        self->clock().now() + std::chrono::seconds(2));
   resolve_peer(
     self, task, deadline,
     [self, bytes = std::move(bytes), dev, handle, task,

@@ -42,6 +42,12 @@ void ask_worker(master_self self, const std::string& task,
           return;
         }
         self->state.peers[task] = worker;
+        // Reached again: the variables it serves need no failover unless
+        // it says it no longer serves them (Superseded).
+        auto& needed = self->state.failover_needed;
+        for (auto h = needed.begin(); h != needed.end();)
+          h = route_of(self->state, *h) == task ? needed.erase(h)
+                                                : std::next(h);
         monitoring::registry::instance().peer_changed(
           self->state.task_prefix,
           {task, self->state.opts.cluster[task], true, monitoring::wall_us(),

@@ -57,13 +57,39 @@ bool is_random_op(const std::string& op);
 // Each spawn_* below takes the name, container and task the monitor shows
 // the actor under (monitoring::identity); it sets the kind itself.
 
+/// A variable's part in replication (docs/DESIGN.md, "Replicated
+/// variables").
+enum class replica_role : uint8_t {
+  /// Not replicated, or a promoted backup without a backup of its own:
+  /// writes apply here alone.
+  solo,
+  /// Forwards each write to its backup and answers once the backup has it.
+  primary,
+  /// A primary whose backup was lost: refuses writes (Unavailable) until
+  /// its worker attaches a new backup. Going on alone could split the
+  /// brain: the lost backup may be silent, not dead, and promoted.
+  orphan,
+  /// Takes a primary's forwarded writes; serves nothing until promoted.
+  backup,
+  /// Superseded by a promoted backup: takes and serves nothing.
+  deposed,
+};
+
+/// How a variable starts: its role and epoch, the task whose variable it
+/// is (for messages) and the worker told about losses.
+struct replica_init {
+  replica_role role = replica_role::solo;
+  int64_t epoch = 0;
+  std::string home;
+  caf::actor worker;
+};
+
 /// A variable: owns one tensor (container/name on its task). Messages:
-/// (read) -> (status, tensor); (assign, tensor, bool validate_shape),
-/// (assign_add | assign_sub, tensor) -> (status, tensor);
-/// (is_init) -> bool.
+/// variable_actor in type_ids.hpp.
 variable_actor spawn_variable(caf::actor_system& sys, std::string name,
                               dtype type, tensor_shape shape,
-                              monitoring::identity who = {});
+                              monitoring::identity who = {},
+                              replica_init init = {});
 
 /// Where a variable actor keeps its value. The actor is the only writer
 /// and holds `mtx` while it changes the value (in place, when nothing
@@ -74,6 +100,10 @@ variable_actor spawn_variable(caf::actor_system& sys, std::string name,
 struct variable_cell {
   std::mutex mtx;
   tensor value;
+  /// Set when the variable was superseded (a deposed primary): its value
+  /// is no longer the variable's, and readers ask the actor (which says
+  /// so).
+  std::atomic<bool> stale{false};
 };
 
 /// The cell of a variable actor spawned by spawn_variable in its actor

@@ -2,6 +2,8 @@
 #include <cmath>
 #include <memory>
 #include <mutex>
+#include <cstring>
+#include <map>
 #include <unordered_map>
 
 #include <Eigen/Core>
@@ -9,6 +11,7 @@
 #include "actorflow/actors/instrumented.hpp"
 #include "actorflow/transport/system_data.hpp"
 #include "actorflow/transport/type_ids.hpp"
+#include "replica_log.hpp"
 #include "runtime.hpp"
 
 namespace actorflow {
@@ -26,7 +29,28 @@ struct variable_state {
   tensor& value() {
     return cell->value;
   }
+  // -- replication (docs/DESIGN.md, "Replicated variables") --------------
+  replica_role role = replica_role::solo;
+  replica_log log;
+  /// The backup (a primary's).
+  variable_actor backup;
+  /// Writes waiting for the backup's acknowledgement, by sequence number.
+  struct waiting_write {
+    int64_t tag = 0;
+    tensor reply;
+    std::vector<caf::typed_response_promise<status, tensor>> promises;
+  };
+  std::map<int64_t, waiting_write> waiting;
+  /// The sequence number of a waiting write, by its tag.
+  std::unordered_map<int64_t, int64_t> waiting_tags;
+  /// The task whose variable this is, and why it is orphaned or deposed.
+  std::string home;
+  std::string why;
+  /// Its worker, told when the backup is lost or this replica deposed.
+  caf::actor worker;
 };
+
+using variable_self = variable_actor::stateful_pointer<variable_state>;
 
 // The cells of an actor system's variables, by actor id, for its
 // executors (system_data.hpp).
@@ -249,19 +273,226 @@ status apply(variable_state& st, apply_kind kind,
   return {};
 }
 
+using write_promise = caf::typed_response_promise<status, tensor>;
+
+// What a write forwards to the backup: the new value, or the rows
+// [row_begin, row_begin + n) that changed.
+struct forwarded {
+  int64_t row_begin = -1;
+  tensor payload;
+};
+
+status superseded(const variable_state& st, const std::string& why) {
+  return {error_code::aborted,
+          "Superseded: variable " + st.name + " of " + st.home + " " + why};
+}
+
+// Whether the variable takes writes in its role.
+status writable(const variable_state& st) {
+  switch (st.role) {
+    case replica_role::solo:
+    case replica_role::primary:
+      return {};
+    case replica_role::orphan:
+      return {error_code::unavailable,
+              "Variable " + st.name + " of " + st.home
+                + " has no backup: " + st.why
+                + "; its writes wait until one joins"};
+    case replica_role::backup:
+      return superseded(st, "is a backup here (epoch "
+                              + std::to_string(st.log.epoch()) + ")");
+    case replica_role::deposed:
+      return superseded(st, st.why);
+  }
+  return {};
+}
+
+// Fails every write waiting for the backup's acknowledgement with `err`.
+void fail_waiting(variable_state& st, const status& err) {
+  auto waiting = std::move(st.waiting);
+  st.waiting.clear();
+  st.waiting_tags.clear();
+  for (auto& [seq, w] : waiting)
+    for (auto& rp : w.promises)
+      rp.deliver(err, tensor{});
+}
+
+// Tells the worker that this variable's replication changed (`what`:
+// "lost" its backup, or "deposed").
+void tell_worker(variable_self self, const std::string& what) {
+  if (self->state.worker)
+    self->send(caf::actor_cast<worker_actor>(self->state.worker),
+               replica_lost_atom_v, self->state.home, what);
+}
+
+// The backup is gone: writes wait (fail Unavailable, their steps retry)
+// until the worker attaches a new one.
+void lose_backup(variable_self self, const std::string& why) {
+  auto& st = self->state;
+  if (st.role != replica_role::primary)
+    return;
+  st.role = replica_role::orphan;
+  st.why = "its backup was lost (" + why + ")";
+  if (st.backup)
+    self->demonitor(st.backup.address());
+  st.backup = nullptr;
+  fail_waiting(st, writable(st));
+  tell_worker(self, "lost");
+}
+
+// A newer primary exists (its backup was promoted): this one takes no
+// write and serves no read again, even in its own process's executors.
+void depose(variable_self self, const std::string& why) {
+  auto& st = self->state;
+  if (st.role == replica_role::deposed)
+    return;
+  st.role = replica_role::deposed;
+  st.why = why;
+  st.cell->stale.store(true, std::memory_order_release);
+  if (st.backup)
+    self->demonitor(st.backup.address());
+  st.backup = nullptr;
+  fail_waiting(st, superseded(st, why));
+  tell_worker(self, "deposed");
+}
+
+// The backup's answer to write `seq`.
+void on_ack(variable_self self, int64_t seq, const status& ack) {
+  auto& st = self->state;
+  auto i = st.waiting.find(seq);
+  if (i == st.waiting.end())
+    return;
+  if (!ack.ok()) {
+    if (ack.code() == error_code::aborted)
+      depose(self, "(its backup refused a write: " + ack.message() + ")");
+    else
+      lose_backup(self, ack.message());
+    return;
+  }
+  auto w = std::move(i->second);
+  st.waiting.erase(i);
+  st.waiting_tags.erase(w.tag);
+  for (auto& rp : w.promises)
+    rp.deliver(status{}, w.reply);
+}
+
+// One write: `apply(reply, fw)` changes the value (or fails, changing
+// nothing). A write whose tag was applied changes nothing and answers the
+// value (once the backup holds the first one). A primary answers once
+// its backup holds the write.
+template <class Apply, class Updated>
+write_promise write(variable_self self, int64_t tag, Updated& updated,
+                    Apply apply) {
+  auto rp = self->make_response_promise<status, tensor>();
+  auto& st = self->state;
+  if (auto err = writable(st); !err.ok()) {
+    rp.deliver(err, tensor{});
+    return rp;
+  }
+  if (st.log.seen(tag)) {
+    if (auto w = st.waiting_tags.find(tag); w != st.waiting_tags.end())
+      st.waiting[w->second].promises.push_back(rp);
+    else
+      rp.deliver(status{}, st.value());
+    return rp;
+  }
+  tensor reply;
+  forwarded fw;
+  auto err = apply(reply, fw);
+  updated(err);
+  if (!err.ok()) {
+    rp.deliver(err, tensor{});
+    return rp;
+  }
+  st.log.record(tag);
+  if (st.role != replica_role::primary) {
+    rp.deliver(status{}, std::move(reply));
+    return rp;
+  }
+  auto seq = st.log.next_seq();
+  auto& w = st.waiting[seq];
+  w.tag = tag;
+  w.reply = std::move(reply);
+  w.promises.push_back(rp);
+  if (tag != 0)
+    st.waiting_tags[tag] = seq;
+  self
+    ->request(st.backup, caf::infinite, replicate_atom_v, st.log.epoch(), seq,
+              tag, fw.row_begin, std::move(fw.payload))
+    .then([self, seq](status& ack) { on_ack(self, seq, ack); },
+          [self](caf::error& err) {
+            lose_backup(self, to_status(err, "backup").message());
+          });
+  return rp;
+}
+
+// A backup takes write `seq` of `epoch`: the new value, or rows from
+// `row_begin` on.
+status replicate(variable_self self, int64_t epoch, int64_t seq, int64_t tag,
+                 int64_t row_begin, tensor& payload) {
+  auto& st = self->state;
+  if (st.role != replica_role::backup)
+    return st.log.epoch() >= epoch
+             ? superseded(st, "is no backup of epoch " + std::to_string(epoch)
+                                + " (it is at epoch "
+                                + std::to_string(st.log.epoch()) + ")")
+             : status{error_code::failed_precondition,
+                      "variable " + st.name + " is not a backup"};
+  switch (st.log.accept(epoch, seq)) {
+    case replica_log::verdict::fenced:
+      return superseded(st, "refuses epoch " + std::to_string(epoch)
+                              + ": it is at epoch "
+                              + std::to_string(st.log.epoch()));
+    case replica_log::verdict::gap:
+      return {error_code::failed_precondition,
+              "backup of " + st.name + " misses writes before "
+                + std::to_string(seq) + " of epoch " + std::to_string(epoch)};
+    case replica_log::verdict::duplicate:
+      return {};
+    case replica_log::verdict::apply:
+      break;
+  }
+  std::lock_guard<std::mutex> guard{st.cell->mtx};
+  if (row_begin < 0) {
+    st.value() = std::move(payload).owned();
+  } else {
+    auto& v = st.value();
+    auto rows = payload.shape().rank() > 0 ? payload.shape().dim(0) : -1;
+    if (!v.valid() || v.shape().rank() == 0 || rows < 0
+        || row_begin + rows > v.shape().dim(0) || payload.type() != v.type()
+        || payload.byte_size() != v.slice(row_begin, row_begin + rows)
+                                    .byte_size())
+      return internal_error("malformed row write to the backup of " + st.name);
+    auto next = v.unique() ? v : v.deep_copy();
+    auto block = next.slice(row_begin, row_begin + rows);
+    std::memcpy(block.raw(), payload.raw(), payload.byte_size());
+    st.value() = std::move(next);
+  }
+  st.log.accepted(seq, tag);
+  return {};
+}
+
 variable_actor::behavior_type
-variable(variable_actor::stateful_pointer<variable_state> self,
-         std::string name, dtype type, tensor_shape shape,
-         std::shared_ptr<variable_cell> cell) {
+variable(variable_self self, std::string name, dtype type, tensor_shape shape,
+         std::shared_ptr<variable_cell> cell, replica_init init) {
   self->state.cell = std::move(cell);
   self->state.name = std::move(name);
   self->state.type = type;
   self->state.shape = std::move(shape);
+  self->state.role = init.role;
+  self->state.home = std::move(init.home);
+  self->state.worker = std::move(init.worker);
+  self->state.why = "none has joined yet";
+  self->state.log.enter(init.epoch);
   if (auto* rec = record_of(self)) {
     self->state.record = rec;
     rec->set_detail(std::string{to_string(type)} + " "
                     + self->state.shape.to_string());
   }
+  self->set_down_handler([self](caf::down_msg& dm) {
+    if (self->state.backup && dm.source == self->state.backup.address())
+      lose_backup(self, caf::to_string(dm.reason));
+  });
   // After every write: the monitor's bytes, initialized and updates.
   auto updated = [self](const status& err) {
     auto* rec = self->state.record;
@@ -276,73 +507,157 @@ variable(variable_actor::stateful_pointer<variable_state> self,
   return {
     [self](read_atom) -> caf::result<status, tensor> {
       auto& st = self->state;
+      if (st.role == replica_role::backup || st.role == replica_role::deposed)
+        return {writable(st), tensor{}};
       if (!st.value().valid())
         return {uninitialized(st), tensor{}};
       return {status{}, st.value()};
     },
-    [self, updated](assign_atom, tensor& x, bool validate_shape)
-      -> caf::result<status, tensor> {
-      auto& st = self->state;
-      if (auto err = check_type(st, x); !err.ok())
-        return {err, tensor{}};
-      if (validate_shape && !st.shape.is_compatible_with(x.shape()))
-        return {invalid_argument("Assign requires shapes of both tensors to "
-                                 "match. lhs shape= "
-                                 + st.shape.to_string() + " rhs shape= "
-                                 + x.shape().to_string()),
-                tensor{}};
-      std::lock_guard<std::mutex> guard{st.cell->mtx};
-      // The value stays: not in a ring's room (tensor::borrow).
-      st.value() = std::move(x).owned();
-      updated(status{});
-      return {status{}, st.value()};
+    [self, updated](assign_atom, tensor& x, bool validate_shape,
+                    int64_t tag) mutable {
+      return write(self, tag, updated, [&](tensor& reply, forwarded& fw) {
+        auto& st = self->state;
+        if (auto err = check_type(st, x); !err.ok())
+          return err;
+        if (validate_shape && !st.shape.is_compatible_with(x.shape()))
+          return invalid_argument("Assign requires shapes of both tensors to "
+                                  "match. lhs shape= "
+                                  + st.shape.to_string() + " rhs shape= "
+                                  + x.shape().to_string());
+        std::lock_guard<std::mutex> guard{st.cell->mtx};
+        // The value stays: not in a ring's room (tensor::borrow).
+        st.value() = std::move(x).owned();
+        reply = fw.payload = st.value();
+        return status{};
+      });
     },
-    [self, updated](assign_add_atom,
-                    const tensor& x) -> caf::result<status, tensor> {
-      auto err = add_into(self->state, x, 1);
-      updated(err);
-      return {err, err.ok() ? self->state.value() : tensor{}};
+    [self, updated](assign_add_atom, const tensor& x, int64_t tag) mutable {
+      return write(self, tag, updated, [&](tensor& reply, forwarded& fw) {
+        auto err = add_into(self->state, x, 1);
+        if (err.ok())
+          reply = fw.payload = self->state.value();
+        return err;
+      });
     },
-    [self, updated](assign_sub_atom,
-                    const tensor& x) -> caf::result<status, tensor> {
-      auto err = add_into(self->state, x, -1);
-      updated(err);
-      return {err, err.ok() ? self->state.value() : tensor{}};
+    [self, updated](assign_sub_atom, const tensor& x, int64_t tag) mutable {
+      return write(self, tag, updated, [&](tensor& reply, forwarded& fw) {
+        auto err = add_into(self->state, x, -1);
+        if (err.ok())
+          reply = fw.payload = self->state.value();
+        return err;
+      });
     },
-    [self, updated](count_up_to_atom, int64_t limit) -> caf::result<status, tensor> {
-      auto& st = self->state;
-      if (!st.value().valid())
-        return {uninitialized(st), tensor{}};
-      if (st.value().shape().rank() != 0)
-        return {invalid_argument("Input is not a scalar: "
-                                 + st.value().shape().to_string() + " ("
-                                 + st.name + ")"),
-                tensor{}};
-      tensor before;
-      status err;
-      if (st.type == dtype::int32)
-        err = count_up<int32_t>(st, limit, before);
-      else if (st.type == dtype::int64)
-        err = count_up<int64_t>(st, limit, before);
-      else
-        err = invalid_argument("CountUpTo needs an int32 or int64 variable, "
-                               + st.name + " holds "
-                               + std::string{to_string(st.type)});
-      updated(err);
-      return {err, before};
+    [self, updated](count_up_to_atom, int64_t limit, int64_t tag) mutable {
+      return write(self, tag, updated, [&](tensor& reply, forwarded& fw) {
+        auto& st = self->state;
+        if (!st.value().valid())
+          return uninitialized(st);
+        if (st.value().shape().rank() != 0)
+          return invalid_argument("Input is not a scalar: "
+                                  + st.value().shape().to_string() + " ("
+                                  + st.name + ")");
+        status err;
+        if (st.type == dtype::int32)
+          err = count_up<int32_t>(st, limit, reply);
+        else if (st.type == dtype::int64)
+          err = count_up<int64_t>(st, limit, reply);
+        else
+          err = invalid_argument("CountUpTo needs an int32 or int64 "
+                                 "variable, "
+                                 + st.name + " holds "
+                                 + std::string{to_string(st.type)});
+        if (err.ok())
+          fw.payload = st.value();
+        return err;
+      });
     },
-    [self, updated](apply_atom, int32_t kind,
-                    const std::vector<tensor>& args,
-                    int64_t row_begin) -> caf::result<status, tensor> {
-      tensor result;
-      auto err = apply(self->state, static_cast<apply_kind>(kind), args,
-                       row_begin, result);
-      updated(err);
-      return {err, std::move(result)};
+    [self, updated](apply_atom, int32_t kind, const std::vector<tensor>& args,
+                    int64_t row_begin, int64_t tag) mutable {
+      return write(self, tag, updated, [&](tensor& reply, forwarded& fw) {
+        auto err = apply(self->state, static_cast<apply_kind>(kind), args,
+                         row_begin, reply);
+        if (err.ok()) {
+          fw.row_begin = row_begin;
+          fw.payload = row_begin < 0 ? self->state.value() : reply;
+        }
+        return err;
+      });
     },
     [self](is_initialized_atom) {
       return self->state.value().valid();
     },
+    [self, updated](replicate_atom, int64_t epoch, int64_t seq, int64_t tag,
+                    int64_t row_begin, tensor& payload) {
+      auto err = replicate(self, epoch, seq, tag, row_begin, payload);
+      updated(err);
+      return err;
+    },
+    [self, updated](replica_sync_atom, int64_t epoch, int64_t seq,
+                    tensor& value, const std::vector<int64_t>& tags) {
+      auto& st = self->state;
+      if (st.role != replica_role::backup || !st.log.may_sync(epoch))
+        return superseded(st, "refuses a sync of epoch "
+                                + std::to_string(epoch) + " (it is at epoch "
+                                + std::to_string(st.log.epoch()) + ")");
+      {
+        std::lock_guard<std::mutex> guard{st.cell->mtx};
+        st.value() = value.valid() ? std::move(value).owned() : tensor{};
+      }
+      st.log.reset(epoch, seq, tags);
+      updated(status{});
+      return status{};
+    },
+    [self](promote_atom, int64_t epoch) {
+      auto& st = self->state;
+      if (st.role == replica_role::deposed)
+        return superseded(st, st.why);
+      if (st.role == replica_role::backup) {
+        if (st.log.epoch() == 0)
+          return status{error_code::failed_precondition,
+                        "the backup of " + st.name
+                          + " was never synced: it holds nothing to serve"};
+        if (epoch <= st.log.epoch())
+          return status{error_code::failed_precondition,
+                        "promotion of " + st.name + " to epoch "
+                          + std::to_string(epoch) + ", which is not newer than "
+                          + std::to_string(st.log.epoch())};
+        st.log.enter(epoch);
+        st.role = replica_role::solo;
+      }
+      return status{};
+    },
+    [self](set_backup_atom, caf::actor& backup, int64_t epoch) {
+      auto& st = self->state;
+      if (st.role == replica_role::deposed || st.role == replica_role::backup
+          || !backup)
+        return;
+      if (st.backup)
+        self->demonitor(st.backup.address());
+      fail_waiting(st, {error_code::unavailable,
+                        "the backup of " + st.name + " was replaced"});
+      st.log.enter(epoch);
+      st.backup = caf::actor_cast<variable_actor>(backup);
+      st.role = replica_role::primary;
+      self->monitor(st.backup);
+      // The whole state first; writes from now on follow it in order.
+      self
+        ->request(st.backup, caf::infinite, replica_sync_atom_v,
+                  st.log.epoch(), st.log.seq(), st.value(), st.log.tags())
+        .then(
+          [self](status& ack) {
+            if (ack.ok())
+              return;
+            if (ack.code() == error_code::aborted)
+              depose(self, "(its new backup refused the sync: "
+                             + ack.message() + ")");
+            else
+              lose_backup(self, ack.message());
+          },
+          [self](caf::error& err) {
+            lose_backup(self, to_status(err, "backup").message());
+          });
+    },
+    [self](depose_atom, const std::string& why) { depose(self, why); },
   };
 }
 
@@ -350,14 +665,14 @@ variable(variable_actor::stateful_pointer<variable_state> self,
 
 variable_actor spawn_variable(caf::actor_system& sys, std::string name,
                               dtype type, tensor_shape shape,
-                              monitoring::identity who) {
+                              monitoring::identity who, replica_init init) {
   auto cell = std::make_shared<variable_cell>();
   who.kind = monitoring::actor_kind::variable;
   if (who.name.empty())
     who.name = name;
   auto var = spawn_instrumented(sys, std::move(who), variable,
                                 std::move(name), type, std::move(shape),
-                                cell);
+                                cell, std::move(init));
   auto cells = system_data<cell_registry>(sys);
   auto& r = *cells;
   std::lock_guard<std::mutex> guard{r.mtx};

@@ -10,50 +10,27 @@
 #include "actorflow/actors/instrumented.hpp"
 #include "actorflow/kernels/reader_core.hpp"
 #include "worker.hpp"
+#include "worker_state.hpp"
 
 namespace actorflow {
 
 namespace {
 
-struct worker_state {
-  task_options opts;
-  std::string task_prefix; // "/job:J/replica:0/task:T"
-  std::string device;      // task_prefix + "/device:CPU:0"
-  /// The host this task's executors receive tensors on (tensor_channel):
-  /// its address's host, "" without an address or with the channel off.
-  std::string channel_host;
-  std::map<std::pair<std::string, std::string>, variable_actor> variables;
-  struct queue_entry {
-    queue_options opts;
-    queue_actor handle;
-  };
-  std::map<std::pair<std::string, std::string>, queue_entry> queues;
-  struct reader_entry {
-    node_def def;
-    reader_actor handle;
-  };
-  std::map<std::pair<std::string, std::string>, reader_entry> readers;
-  struct accumulator_entry {
-    accumulator_options opts;
-    accumulator_actor handle;
-  };
-  std::map<std::pair<std::string, std::string>, accumulator_entry>
-    accumulators;
-  std::vector<executor_actor> executors;
-  /// Random generators per (session, node), shared by that session's
-  /// executors on this task; gone with the last of them.
-  std::map<std::pair<std::string, std::string>, std::weak_ptr<rng_cell>> rngs;
-  std::shared_ptr<task_counters> counters;
-  static inline const char* name = "actorflow.worker";
+bool valid_container(const std::string& c) {
+  static const std::regex re{"[A-Za-z0-9.][A-Za-z0-9_.\\-/]*"};
+  return std::regex_match(c, re);
+}
 
-  /// The gauges the master's statistics read.
-  void count_resources() {
-    counters->variables.store(variables.size(), std::memory_order_relaxed);
-    counters->partitions.store(executors.size(), std::memory_order_relaxed);
-  }
-};
+} // namespace
 
-using worker_self = worker_actor::stateful_pointer<worker_state>;
+status check_container(const std::string& container) {
+  if (!valid_container(container))
+    return invalid_argument("container contains invalid characters: "
+                            + container);
+  return {};
+}
+
+namespace {
 
 // Two reader nodes describe the same reader: same op and attributes,
 // wherever they sit in their graphs.
@@ -65,18 +42,6 @@ bool same_reader(const node_def& x, const node_def& y) {
     return attrs;
   };
   return x.op == y.op && relevant(x) == relevant(y);
-}
-
-bool valid_container(const std::string& c) {
-  static const std::regex re{"[A-Za-z0-9.][A-Za-z0-9_.\\-/]*"};
-  return std::regex_match(c, re);
-}
-
-status check_container(const std::string& container) {
-  if (!valid_container(container))
-    return invalid_argument("container contains invalid characters: "
-                            + container);
-  return {};
 }
 
 // The node a queue or reader lookup carries (one node, encoded), after
@@ -110,7 +75,9 @@ void clear_containers(worker_self self, std::vector<std::string> containers) {
       }
     }
   };
-  free(st.variables, [](auto& var) -> auto& { return var; });
+  // Every store: a replica must not outlive what it replicates.
+  for (auto& [home, store] : st.stores)
+    free(store.vars, [](auto& e) -> auto& { return e.handle; });
   free(st.queues, [](auto& q) -> auto& { return q.handle; });
   free(st.readers, [](auto& r) -> auto& { return r.handle; });
   free(st.accumulators, [](auto& a) -> auto& { return a.handle; });
@@ -126,10 +93,8 @@ register_graph(worker_self self, const std::string& bytes,
   graph_def g;
   if (auto err = from_bytes(bytes, g); !err.ok())
     return {err, executor_actor{}, std::string{}};
-  if (device != st.device)
-    return {invalid_argument("partition for " + device + " sent to "
-                             + st.device),
-            executor_actor{}, std::string{}};
+  if (auto err = check_partition_home(self, device, g); !err.ok())
+    return {err, executor_actor{}, std::string{}};
   rng_map rngs;
   for (auto& n : g.nodes) {
     if (!is_random_op(n.op))
@@ -177,30 +142,6 @@ register_graph(worker_self self, const std::string& bytes,
       });
   }
   return {status{}, exec, std::move(inbox)};
-}
-
-caf::result<status, variable_actor>
-get_variable(worker_self self, const std::string& container,
-             const std::string& name, int32_t type,
-             const std::string& shape_bytes) {
-  auto& st = self->state;
-  if (auto err = check_container(container); !err.ok())
-    return {err, variable_actor{}};
-  auto key = std::make_pair(container, name);
-  auto i = st.variables.find(key);
-  if (i == st.variables.end()) {
-    tensor_shape shape = tensor_shape::unknown();
-    byte_reader r{shape_bytes};
-    decode(r, shape);
-    auto var = spawn_variable(self->system(), name, static_cast<dtype>(type),
-                              shape,
-                              {.name = name,
-                               .container = container,
-                               .task = st.task_prefix});
-    i = st.variables.emplace(key, var).first;
-    st.count_resources();
-  }
-  return {status{}, i->second};
 }
 
 caf::result<status, queue_actor>
@@ -298,7 +239,13 @@ worker_actor::behavior_type worker(worker_self self, task_options opts,
   st.device = st.task_prefix + "/device:CPU:0";
   st.counters = std::move(counters);
   st.channel_host = channel_host_of(self->system(), st.opts);
+  init_stores(self);
   self->set_down_handler([self](caf::down_msg& dm) {
+    // A task's worker may be the primary of some stores here and the
+    // backup of others.
+    auto primary = lost_primary(self, dm.source, caf::to_string(dm.reason));
+    if (forget_backup(self, dm.source) || primary)
+      return;
     auto& xs = self->state.executors;
     xs.erase(std::remove_if(xs.begin(), xs.end(),
                             [&](const executor_actor& x) {
@@ -313,8 +260,9 @@ worker_actor::behavior_type worker(worker_self self, task_options opts,
     auto& st = self->state;
     for (auto& exec : st.executors)
       self->send_exit(exec, em.reason);
-    for (auto& [key, var] : st.variables)
-      self->send_exit(var, em.reason);
+    for (auto& [home, store] : st.stores)
+      for (auto& [key, e] : store.vars)
+        self->send_exit(e.handle, em.reason);
     for (auto& [key, q] : st.queues)
       self->send_exit(q.handle, em.reason);
     for (auto& [key, r] : st.readers)
@@ -334,9 +282,9 @@ worker_actor::behavior_type worker(worker_self self, task_options opts,
     },
     [self, count](get_variable_atom, const std::string& container,
                   const std::string& name, int32_t type,
-                  const std::string& shape_bytes) {
+                  const std::string& shape_bytes, const std::string& home) {
       count();
-      return get_variable(self, container, name, type, shape_bytes);
+      return get_variable(self, container, name, type, shape_bytes, home);
     },
     [self, count](get_queue_atom, const std::string& container,
                   const std::string& name, const std::string& node_bytes) {
@@ -357,6 +305,34 @@ worker_actor::behavior_type worker(worker_self self, task_options opts,
       count();
       clear_containers(self, std::move(containers));
       return status{};
+    },
+    [self](attach_replica_atom, const std::string& home, int64_t epoch,
+           const std::string& primary, bool complete) {
+      // The sender first: the promise takes it over.
+      auto sender = caf::actor_cast<caf::actor>(self->current_sender());
+      auto rp = self->make_response_promise<status>();
+      on_attach(self, rp, home, epoch, primary, complete, sender);
+      return rp;
+    },
+    [self](get_replica_atom, const std::string& home,
+           const std::string& container, const std::string& name,
+           int32_t type, const std::string& shape_bytes, int64_t epoch) {
+      return get_replica(self, home, container, name, type, shape_bytes,
+                         epoch);
+    },
+    [self](promote_atom, const std::string& home) {
+      return promote(self, home);
+    },
+    [self](serving_atom, const std::string& home) {
+      auto [task, epoch] = serving(self, home);
+      return caf::result<std::string, int64_t>{std::move(task), epoch};
+    },
+    [self](replica_lost_atom, const std::string& home,
+           const std::string& what) { on_replica_lost(self, home, what); },
+    [self](replica_tick_atom) { replica_tick(self); },
+    [self](find_peer_atom, caf::actor& master) {
+      self->state.master = std::move(master);
+      replica_tick(self);
     },
   };
 }

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "actorflow/transport/host_port.hpp"
 #include "actorflow/actors/task.hpp"
@@ -18,6 +19,17 @@ namespace actorflow {
 /// executors and resources when it gets an exit message.
 worker_actor spawn_worker(caf::actor_system& sys, task_options opts,
                           std::shared_ptr<task_counters> counters);
+
+/// The tasks of job "ps" in order when `opts` replicates variables
+/// (docs/DESIGN.md, "Replicated variables") and the job has two or more;
+/// nothing otherwise.
+std::vector<std::string> replica_ring(const task_options& opts);
+
+/// The task that holds the backup of `home`'s variables while `acting`
+/// serves them: the job's next task when the task serves its own, else
+/// the home task itself (its replacement).
+std::string backup_task_of(const std::vector<std::string>& ring,
+                           const std::string& home, const std::string& acting);
 
 /// The host a task's executors and master receive on over the tensor
 /// channel: its address's host; "" without an address or with the channel

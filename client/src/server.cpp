@@ -129,6 +129,15 @@ server::server(caf::actor_system& sys, const cluster_spec& cluster,
   task_options opts;
   opts.job = job;
   opts.task = task;
+  opts.replicate_variables = options.replicate_variables;
+  if (options.replicate_variables
+      && (!cluster.has_job("ps") || cluster.num_tasks("ps") < 2))
+    throw op_error(error_code::invalid_argument,
+                   "replicate_variables needs at least two tasks in job "
+                   "\"ps\"; the cluster has "
+                     + std::to_string(cluster.has_job("ps")
+                                        ? cluster.num_tasks("ps")
+                                        : 0));
   for (auto& name : cluster.task_names()) {
     device_name d;
     device_name::parse(name, d);

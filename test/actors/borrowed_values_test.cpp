@@ -59,7 +59,7 @@ TEST_CASE("borrowed values: a variable keeps a copy of an assigned value",
   std::weak_ptr<int> alive = owner;
   {
     auto value = borrowed(data, std::move(owner));
-    self->request(var, max_wait, assign_atom_v, value, true)
+    self->request(var, max_wait, assign_atom_v, value, true, int64_t{0})
       .receive([](status& err, tensor& now) {
                  REQUIRE(err.ok());
                  CHECK_FALSE(now.borrowed());

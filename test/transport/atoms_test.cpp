@@ -24,7 +24,13 @@ TEST_CASE("atoms: every runtime atom has its own text", "[atoms]") {
     check_deadlines_atom::value, caf::connect_atom::value,
     get_worker_atom::value,     step_reply_atom::value,
     get_monitor_atom::value,    commit_step_atom::value,
-    cancel_step_atom::value};
+    cancel_step_atom::value,    replicate_atom::value,
+    replica_sync_atom::value,   promote_atom::value,
+    set_backup_atom::value,     depose_atom::value,
+    attach_replica_atom::value, get_replica_atom::value,
+    serving_atom::value,        replica_lost_atom::value,
+    replica_tick_atom::value,   find_peer_atom::value,
+    retry_step_atom::value,     step_alive_atom::value};
   std::set<std::string> texts;
   for (auto a : atoms)
     texts.insert(caf::to_string(a));

@@ -19,6 +19,11 @@ struct task_options {
   /// Every task of the cluster: "/job:J/replica:0/task:T" -> "host:port".
   /// A private in-process engine lists only itself with an empty address.
   std::map<std::string, std::string> cluster;
+  /// Replicated variables (docs/DESIGN.md, "Replicated variables"): every
+  /// variable of a task of job "ps" has a backup on the job's next task,
+  /// and a task that is lost is replaced by its backup. Cluster-wide:
+  /// every task must agree. Needs at least two ps tasks.
+  bool replicate_variables = false;
 };
 
 /// Spawns the actor of one task: master service (sessions, placement,

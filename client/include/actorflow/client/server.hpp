@@ -22,6 +22,13 @@ struct server_options {
   /// cluster names. "0.0.0.0" or "::" binds every interface, as TF's gRPC
   /// server does; any other value must be an address of this host.
   std::string bind_host;
+  /// Replicated variables (docs/DESIGN.md, "Replicated variables"):
+  /// every variable of a task of job "ps" gets a backup on the job's next
+  /// task, which takes over when its task is lost; a step that used a
+  /// lost ps task runs again on the backup inside its deadline. A
+  /// cluster-wide setting (every task must agree); InvalidArgument with
+  /// fewer than two ps tasks.
+  bool replicate_variables = false;
 };
 
 /// One task of a cluster (TensorFlow's `tf.train.Server`): a task actor

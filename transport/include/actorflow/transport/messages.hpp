@@ -123,6 +123,10 @@ struct run_graph_request {
   /// This partition's position in the master's plan, which such an answer
   /// names.
   int64_t part = 0;
+  /// The step's identity across retries (a step retried after a failover
+  /// keeps it while its id changes): with a node's name it tags the node's
+  /// variable writes, which a variable applies once.
+  int64_t tag = 0;
 };
 
 /// A `_Send`'s value held for the master to pass on (see

@@ -266,7 +266,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_graph_request& x) {
   return f(caf::meta::type_name("actorflow::run_graph_request"), x.step_id,
            x.feeds, x.peer_devices, x.trace, x.sink_devices, x.peer_inboxes,
-           x.reply_inbox, x.part);
+           x.reply_inbox, x.part, x.tag);
 }
 
 template <class Inspector>
@@ -378,6 +378,31 @@ using count_up_to_atom = caf::atom_constant<caf::atom("count_up")>;
 inline constexpr count_up_to_atom count_up_to_atom_v = count_up_to_atom{};
 using apply_atom = caf::atom_constant<caf::atom("apply")>;
 inline constexpr apply_atom apply_atom_v = apply_atom{};
+// Replicated variables (docs/DESIGN.md, "Replicated variables").
+using replicate_atom = caf::atom_constant<caf::atom("rep_write")>;
+inline constexpr replicate_atom replicate_atom_v = replicate_atom{};
+using replica_sync_atom = caf::atom_constant<caf::atom("rep_sync")>;
+inline constexpr replica_sync_atom replica_sync_atom_v = replica_sync_atom{};
+using promote_atom = caf::atom_constant<caf::atom("rep_promo")>;
+inline constexpr promote_atom promote_atom_v = promote_atom{};
+using set_backup_atom = caf::atom_constant<caf::atom("rep_backup")>;
+inline constexpr set_backup_atom set_backup_atom_v = set_backup_atom{};
+using depose_atom = caf::atom_constant<caf::atom("rep_depose")>;
+inline constexpr depose_atom depose_atom_v = depose_atom{};
+using attach_replica_atom = caf::atom_constant<caf::atom("rep_attach")>;
+inline constexpr attach_replica_atom attach_replica_atom_v = attach_replica_atom{};
+using get_replica_atom = caf::atom_constant<caf::atom("rep_get")>;
+inline constexpr get_replica_atom get_replica_atom_v = get_replica_atom{};
+using serving_atom = caf::atom_constant<caf::atom("rep_where")>;
+inline constexpr serving_atom serving_atom_v = serving_atom{};
+using replica_lost_atom = caf::atom_constant<caf::atom("rep_lost")>;
+inline constexpr replica_lost_atom replica_lost_atom_v = replica_lost_atom{};
+using replica_tick_atom = caf::atom_constant<caf::atom("rep_tick")>;
+inline constexpr replica_tick_atom replica_tick_atom_v = replica_tick_atom{};
+using find_peer_atom = caf::atom_constant<caf::atom("find_peer")>;
+inline constexpr find_peer_atom find_peer_atom_v = find_peer_atom{};
+using retry_step_atom = caf::atom_constant<caf::atom("retry_step")>;
+inline constexpr retry_step_atom retry_step_atom_v = retry_step_atom{};
 using get_accumulator_atom = caf::atom_constant<caf::atom("get_accum")>;
 inline constexpr get_accumulator_atom get_accumulator_atom_v = get_accumulator_atom{};
 // An accumulator's operations (accumulator_actor below).
@@ -442,16 +467,34 @@ enum class apply_kind : int32_t {
   nesterov = 6,
 };
 
-/// A variable (one tensor in a container of its task).
+/// A variable (one tensor in a container of its task). Every write ends
+/// with its tag: the step that writes and the node (0 for none), so that a
+/// step retried after a failover is applied once (a write whose tag the
+/// variable has seen answers its current value and changes nothing).
+/// Replication (docs/DESIGN.md, "Replicated variables"): a primary
+/// forwards each write to its backup as `rep_write` (epoch, sequence
+/// number, tag, first row or -1, the new value or rows) and answers the
+/// writer once the backup holds it; `rep_sync` (epoch, sequence number,
+/// value, tags) hands a new backup the whole state; `rep_promo` (epoch)
+/// makes a backup the primary of a new epoch, after which writes of older
+/// epochs are refused (fenced); `rep_backup` gives a primary its backup
+/// (and the epoch), `rep_depose` ends a primary that was superseded.
 using variable_actor = caf::typed_actor<
   caf::replies_to<read_atom>::with<status, tensor>,
-  caf::replies_to<assign_atom, tensor, bool>::with<status, tensor>,
-  caf::replies_to<assign_add_atom, tensor>::with<status, tensor>,
-  caf::replies_to<assign_sub_atom, tensor>::with<status, tensor>,
+  caf::replies_to<assign_atom, tensor, bool, int64_t>::with<status, tensor>,
+  caf::replies_to<assign_add_atom, tensor, int64_t>::with<status, tensor>,
+  caf::replies_to<assign_sub_atom, tensor, int64_t>::with<status, tensor>,
   caf::replies_to<is_initialized_atom>::with<bool>,
-  caf::replies_to<count_up_to_atom, int64_t>::with<status, tensor>,
-  caf::replies_to<apply_atom, int32_t, std::vector<tensor>,
-                  int64_t>::with<status, tensor>>;
+  caf::replies_to<count_up_to_atom, int64_t, int64_t>::with<status, tensor>,
+  caf::replies_to<apply_atom, int32_t, std::vector<tensor>, int64_t,
+                  int64_t>::with<status, tensor>,
+  caf::replies_to<replicate_atom, int64_t, int64_t, int64_t, int64_t,
+                  tensor>::with<status>,
+  caf::replies_to<replica_sync_atom, int64_t, int64_t, tensor,
+                  std::vector<int64_t>>::with<status>,
+  caf::replies_to<promote_atom, int64_t>::with<status>,
+  caf::reacts_to<set_backup_atom, caf::actor, int64_t>,
+  caf::reacts_to<depose_atom, std::string>>;
 
 /// What a resource's operation answers: its status and its outputs.
 template <class... Ts>
@@ -559,14 +602,23 @@ using worker_actor = caf::typed_actor<
   caf::replies_to<register_graph_atom, std::string, std::string,
                   std::string>::with<status, executor_actor, std::string>,
   caf::replies_to<get_variable_atom, std::string, std::string, int32_t,
-                  std::string>::with<status, variable_actor>,
+                  std::string, std::string>::with<status, variable_actor>,
   caf::replies_to<get_queue_atom, std::string, std::string,
                   std::string>::with<status, queue_actor>,
   caf::replies_to<get_reader_atom, std::string, std::string,
                   std::string>::with<status, reader_actor>,
   caf::replies_to<get_accumulator_atom, std::string, std::string,
                   std::string>::with<status, accumulator_actor>,
-  caf::replies_to<cleanup_atom, std::vector<std::string>>::with<status>>;
+  caf::replies_to<cleanup_atom, std::vector<std::string>>::with<status>,
+  caf::replies_to<attach_replica_atom, std::string, int64_t, std::string,
+                  bool>::with<status>,
+  caf::reacts_to<find_peer_atom, caf::actor>,
+  caf::replies_to<get_replica_atom, std::string, std::string, std::string,
+                  int32_t, std::string, int64_t>::with<status, caf::actor>,
+  caf::replies_to<promote_atom, std::string>::with<status, int64_t>,
+  caf::replies_to<serving_atom, std::string>::with<std::string, int64_t>,
+  caf::reacts_to<replica_lost_atom, std::string, std::string>,
+  caf::reacts_to<replica_tick_atom>>;
 
 /// A task's master service (TF's Master), the actor a task publishes:
 /// sessions and their steps, `reset` of containers on every task, the
@@ -584,6 +636,9 @@ using master_actor = caf::typed_actor<
   caf::replies_to<get_stats_atom>::with<task_stats>,
   caf::replies_to<get_monitor_atom>::with<monitor_actor>,
   caf::replies_to<step_alive_atom, int64_t>::with<bool>,
+  caf::replies_to<find_peer_atom, std::string, int64_t>::with<status,
+                                                                worker_actor>,
+  caf::reacts_to<retry_step_atom, int64_t>,
   caf::reacts_to<caf::connect_atom, std::string, int64_t, int>,
   caf::reacts_to<check_deadlines_atom>,
   caf::reacts_to<step_reply_atom, int64_t, int64_t, run_graph_response>>;
@@ -616,5 +671,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(actorflow, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(actorflow, (actorflow::wire_chunk))
   CAF_ADD_TYPE_ID(actorflow, (actorflow::monitor_actor))
   CAF_ADD_TYPE_ID(actorflow, (actorflow::worker_actor))
+  CAF_ADD_TYPE_ID(actorflow, (std::vector<int64_t>))
 
 CAF_END_TYPE_ID_BLOCK(actorflow)

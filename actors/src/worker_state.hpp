@@ -1,0 +1,159 @@
+#pragma once
+
+// Private to actors/: the state of a task's worker (worker.cpp: graph
+// registration and resources; worker_replicas.cpp: its stores of
+// variables and their replication).
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runtime.hpp"
+
+namespace actorflow {
+
+/// The variables of one task (its home) that this worker holds, as the
+/// task itself, as its backup, or acting for it after a failover
+/// (docs/DESIGN.md, "Replicated variables").
+struct variable_store {
+  enum class role_t : uint8_t {
+    /// A replicated task that has just started: it asks its backup
+    /// whether that serves its variables already (it was replaced) before
+    /// it serves them itself.
+    starting,
+    /// Serves the variables (as the task itself, or acting for it).
+    primary,
+    /// Holds a primary's copy; serves nothing until promoted.
+    backup,
+    /// Superseded by a promoted backup.
+    deposed,
+  };
+  role_t role = role_t::primary;
+  /// Raised by each promotion; writes of older epochs are refused.
+  int64_t epoch = 1;
+  /// A primary that may write without a backup (unreplicated, or a
+  /// promoted backup until a backup of its own joins).
+  bool alone = true;
+  /// A primary's backup: its task and, once attached, its worker.
+  std::string backup_task;
+  worker_actor backup;
+  bool attaching = false;
+  /// A backup: its primary's task; whether the primary finished handing
+  /// over its variables (a backup promoted before serves what it has).
+  std::string primary_task;
+  bool complete = false;
+  /// A backup: its primary's worker, watched.
+  caf::actor_addr primary_worker;
+  struct entry {
+    variable_actor handle;
+    int32_t type = 0;
+    std::string shape_bytes;
+  };
+  std::map<std::pair<std::string, std::string>, entry> vars;
+  /// A primary's variables given a backup variable on `backup`.
+  std::set<std::pair<std::string, std::string>> replicated_keys;
+};
+
+struct worker_state {
+  task_options opts;
+  std::string task_prefix; // "/job:J/replica:0/task:T"
+  std::string device;      // task_prefix + "/device:CPU:0"
+  /// The host this task's executors receive tensors on (tensor_channel):
+  /// its address's host, "" without an address or with the channel off.
+  std::string channel_host;
+  /// Variables by home task (this task's own: task_prefix).
+  std::map<std::string, variable_store> stores;
+  /// This task's job is replicated (task_options::replicate_variables and
+  /// job "ps" with two tasks or more); its tasks in order.
+  bool replicated = false;
+  std::vector<std::string> ring;
+  /// The master that finds other tasks' workers (find_peer).
+  caf::actor master;
+  /// A replica tick is scheduled.
+  bool ticking = false;
+  struct queue_entry {
+    queue_options opts;
+    queue_actor handle;
+  };
+  std::map<std::pair<std::string, std::string>, queue_entry> queues;
+  struct reader_entry {
+    node_def def;
+    reader_actor handle;
+  };
+  std::map<std::pair<std::string, std::string>, reader_entry> readers;
+  struct accumulator_entry {
+    accumulator_options opts;
+    accumulator_actor handle;
+  };
+  std::map<std::pair<std::string, std::string>, accumulator_entry>
+    accumulators;
+  std::vector<executor_actor> executors;
+  /// Random generators per (session, node), shared by that session's
+  /// executors on this task; gone with the last of them.
+  std::map<std::pair<std::string, std::string>, std::weak_ptr<rng_cell>> rngs;
+  std::shared_ptr<task_counters> counters;
+  static inline const char* name = "actorflow.worker";
+
+  /// The gauges the master's statistics read.
+  void count_resources() {
+    size_t n = 0;
+    for (auto& [home, store] : stores)
+      if (store.role == variable_store::role_t::primary)
+        n += store.vars.size();
+    counters->variables.store(n, std::memory_order_relaxed);
+    counters->partitions.store(executors.size(), std::memory_order_relaxed);
+  }
+};
+
+using worker_self = worker_actor::stateful_pointer<worker_state>;
+
+/// InvalidArgument for a container name TF refuses (worker.cpp).
+status check_container(const std::string& container);
+
+// -- worker_replicas.cpp ---------------------------------------------------
+
+/// Sets up this task's own store (replicated: starting).
+void init_stores(worker_self self);
+
+/// The variable (container, name) of `home` (this task's own for ""),
+/// created on first lookup; Aborted ("Superseded: ...") when this worker
+/// does not serve `home`'s variables.
+caf::typed_response_promise<status, variable_actor>
+get_variable(worker_self self, const std::string& container,
+             const std::string& name, int32_t type,
+             const std::string& shape_bytes, const std::string& home);
+
+/// Whether this worker may register a partition for `device` (its own, or
+/// of a task it serves after a failover); the partition's queues, readers
+/// and accumulators are not replicated: a failed-over partition that uses
+/// them is refused naming the first.
+status check_partition_home(worker_self self, const std::string& device,
+                            const graph_def& g);
+
+/// The handlers of replication (attach, get_replica, promote, serving,
+/// replica_lost, the tick).
+void on_attach(worker_self self, caf::typed_response_promise<status> rp,
+               const std::string& home, int64_t epoch,
+               const std::string& primary, bool complete,
+               const caf::actor& primary_worker);
+caf::result<status, caf::actor>
+get_replica(worker_self self, const std::string& home,
+            const std::string& container, const std::string& name,
+            int32_t type, const std::string& shape_bytes, int64_t epoch);
+caf::typed_response_promise<status, int64_t>
+promote(worker_self self, const std::string& home);
+std::pair<std::string, int64_t> serving(worker_self self,
+                                        const std::string& home);
+void on_replica_lost(worker_self self, const std::string& home,
+                     const std::string& what);
+void replica_tick(worker_self self);
+/// A store's backup worker went down; true when it was one.
+bool forget_backup(worker_self self, const caf::actor_addr& source);
+/// A backup store's primary worker went down (`reason`): the store is
+/// promoted; true when it was one.
+bool lost_primary(worker_self self, const caf::actor_addr& source,
+                  const std::string& reason);
+
+} // namespace actorflow
