@@ -598,6 +598,15 @@ int run(int argc, char** argv) {
       plan.self = argv[0];
     plan.common_args = opts.forwarded;
     plan.num_ps = opts.local_ps;
+    if (opts.cluster.replicate_variables) {
+      if (opts.local_ps < 2)
+        throw usage_error("--replicate_variables needs at least two ps "
+                          "tasks: give --local_ps 2 or more");
+      // Every task replicates; a ps that ends is started again and joins
+      // as the backup of the task that took over its variables.
+      plan.common_args.push_back("--replicate_variables");
+      plan.restart_ps = true;
+    }
     plan.num_workers = *opts.local;
     plan.startup_timeout = std::chrono::milliseconds{
       static_cast<int64_t>(opts.startup_timeout * 1000)};

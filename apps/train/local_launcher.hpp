@@ -121,6 +121,10 @@ struct local_plan {
   std::vector<std::string> common_args;
   int num_ps = 1;
   int num_workers = 2;
+  /// A ps task that ends during training is started again on its address
+  /// (with replicated variables, --replicate_variables); otherwise the
+  /// run stops.
+  bool restart_ps = false;
   /// How long the tasks may take to print their serving lines.
   std::chrono::milliseconds startup_timeout = std::chrono::seconds{60};
   int attempts = 3;
@@ -268,9 +272,18 @@ inline int run_local(const local_plan& plan, const sigset_t& stop_signals) {
         stop_all();
         return exit_code_of(*chief);
       }
-      for (auto& p : ps)
-        if (auto st = p->poll_exit(); st && !workers_done) {
-          plan.log(p->label() + " ended during training ("
+      for (size_t i = 0; i < ps.size(); ++i)
+        if (auto st = ps[i]->poll_exit(); st && !workers_done) {
+          if (plan.restart_ps) {
+            plan.log(ps[i]->label() + " ended during training ("
+                     + st->to_string()
+                     + "); starting it again: it joins as the backup of "
+                       "the task that took over its variables");
+            ps[i]->drain(2s);
+            ps[i] = start("ps", static_cast<int>(i));
+            continue;
+          }
+          plan.log(ps[i]->label() + " ended during training ("
                    + st->to_string() + "); stopping the cluster");
           stop_all();
           return 1;

@@ -10,6 +10,7 @@
 #include <signal.h>
 
 #include <random>
+#include <regex>
 #include <string>
 
 #include "integration_util.hpp"
@@ -185,4 +186,54 @@ TEST_CASE("replication: --replicate_variables needs two ps tasks",
   CHECK_THAT(r.err, Catch::Contains("--replicate_variables needs at least "
                                     "two tasks in job \"ps\"; the cluster "
                                     "has 1"));
+}
+
+TEST_CASE("replication: actorflow-train --local trains through ps kills "
+          "without a restore",
+          "[integration][replication][train]") {
+  if (!have_fashion_mnist()) {
+    WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
+    return;
+  }
+  child_process trainer{{ACTORFLOW_TRAIN_PATH, "--local", "2", "--local_ps",
+                         "2", "--replicate_variables", "--model", "mlp",
+                         "--hidden", "32", "--train_steps", "3000",
+                         "--log_every", "100", "--step_timeout", "30"}};
+  // The launcher names each task's process ("started /job:ps/task:1 (pid
+  // N)"); the latest one of a task is the one to kill.
+  auto pid_of = [&](int task) -> pid_t {
+    static const std::regex started{R"(started /job:ps/task:(\d) \(pid (\d+)\))"};
+    pid_t pid = -1;
+    auto err = trainer.err();
+    for (std::sregex_iterator i{err.begin(), err.end(), started}, end;
+         i != end; ++i)
+      if (std::stoi((*i)[1].str()) == task)
+        pid = std::stoi((*i)[2].str());
+    return pid;
+  };
+  int kills = 0;
+  for (auto [at, task] : {std::pair{"step 300 ", 0}, {"step 800 ", 1},
+                          {"step 1300 ", 0}}) {
+    if (!trainer.wait_for_line(std::string{"worker 0: "} + at, 90s))
+      break; // finished early: the kills so far count
+    auto pid = pid_of(task);
+    REQUIRE(pid > 0);
+    ::kill(pid, SIGKILL);
+    ++kills;
+    // The next kill after the replacement joined as the backup.
+    std::this_thread::sleep_for(1500ms);
+  }
+  auto st = trainer.wait(180s);
+  INFO("stdout:\n" << trainer.out() << "\nstderr:\n" << trainer.err());
+  REQUIRE(st);
+  CHECK(st->success());
+  CHECK(kills >= 2);
+  auto all = trainer.out() + trainer.err();
+  using Catch::Contains;
+  CHECK_THAT(all, Contains("starting it again"));
+  CHECK_THAT(all, Contains("promoted: serves the variables of"));
+  // Nothing was lost: no new session, no restore from a checkpoint.
+  CHECK_THAT(all, !Contains("a new session will be created"));
+  CHECK_THAT(all, !Contains("Restoring parameters"));
+  CHECK(test_accuracy(trainer.out()) > 0.6);
 }
