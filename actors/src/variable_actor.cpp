@@ -307,6 +307,39 @@ status writable(const variable_state& st) {
   return {};
 }
 
+// What the monitor shows of the variable: its dtype and shape, and its
+// part in replication (the console's actor detail).
+void show_role(variable_state& st) {
+  if (st.record == nullptr)
+    return;
+  auto text = std::string{to_string(st.type)} + " " + st.shape.to_string();
+  // Whose variable, where this task holds another's (a backup, or after a
+  // failover).
+  auto of = st.home.empty() || st.home == st.record->who.task
+              ? std::string{}
+              : " of " + st.home;
+  auto epoch = " (epoch " + std::to_string(st.log.epoch()) + ")";
+  switch (st.role) {
+    case replica_role::solo:
+      if (st.log.epoch() > 0)
+        text += ", primary" + of + " alone" + epoch;
+      break;
+    case replica_role::primary:
+      text += ", primary" + of + ", replicated" + epoch;
+      break;
+    case replica_role::orphan:
+      text += ", primary" + of + " without a backup, writes wait" + epoch;
+      break;
+    case replica_role::backup:
+      text += ", backup" + of + epoch;
+      break;
+    case replica_role::deposed:
+      text += ", superseded";
+      break;
+  }
+  st.record->set_detail(std::move(text));
+}
+
 // Fails every write waiting for the backup's acknowledgement with `err`.
 void fail_waiting(variable_state& st, const status& err) {
   auto waiting = std::move(st.waiting);
@@ -333,6 +366,7 @@ void lose_backup(variable_self self, const std::string& why) {
     return;
   st.role = replica_role::orphan;
   st.why = "its backup was lost (" + why + ")";
+  show_role(st);
   if (st.backup)
     self->demonitor(st.backup.address());
   st.backup = nullptr;
@@ -348,6 +382,7 @@ void depose(variable_self self, const std::string& why) {
     return;
   st.role = replica_role::deposed;
   st.why = why;
+  show_role(st);
   st.cell->stale.store(true, std::memory_order_release);
   if (st.backup)
     self->demonitor(st.backup.address());
@@ -484,11 +519,8 @@ variable(variable_self self, std::string name, dtype type, tensor_shape shape,
   self->state.worker = std::move(init.worker);
   self->state.why = "none has joined yet";
   self->state.log.enter(init.epoch);
-  if (auto* rec = record_of(self)) {
-    self->state.record = rec;
-    rec->set_detail(std::string{to_string(type)} + " "
-                    + self->state.shape.to_string());
-  }
+  self->state.record = record_of(self);
+  show_role(self->state);
   self->set_down_handler([self](caf::down_msg& dm) {
     if (self->state.backup && dm.source == self->state.backup.address())
       lose_backup(self, caf::to_string(dm.reason));
@@ -604,6 +636,7 @@ variable(variable_self self, std::string name, dtype type, tensor_shape shape,
         st.value() = value.valid() ? std::move(value).owned() : tensor{};
       }
       st.log.reset(epoch, seq, tags);
+      show_role(st);
       updated(status{});
       return status{};
     },
@@ -623,6 +656,7 @@ variable(variable_self self, std::string name, dtype type, tensor_shape shape,
                           + std::to_string(st.log.epoch())};
         st.log.enter(epoch);
         st.role = replica_role::solo;
+        show_role(st);
       }
       return status{};
     },
@@ -638,6 +672,7 @@ variable(variable_self self, std::string name, dtype type, tensor_shape shape,
       st.log.enter(epoch);
       st.backup = caf::actor_cast<variable_actor>(backup);
       st.role = replica_role::primary;
+      show_role(st);
       self->monitor(st.backup);
       // The whole state first; writes from now on follow it in order.
       self

@@ -400,9 +400,7 @@ get_variable(worker_self self, const std::string& container,
                             shape,
                             {.name = name,
                              .container = container,
-                             .task = home == st.task_prefix
-                                       ? st.task_prefix
-                                       : st.task_prefix + " for " + home},
+                             .task = st.task_prefix},
                             std::move(init));
   store.vars.emplace(key, variable_store::entry{var, type, shape_bytes});
   st.count_resources();
@@ -550,7 +548,7 @@ get_replica(worker_self self, const std::string& home,
                               shape,
                               {.name = name,
                                .container = container,
-                               .task = st.task_prefix + " backup of " + home},
+                               .task = st.task_prefix},
                               std::move(init));
     i = store.vars.emplace(key, variable_store::entry{var, type, shape_bytes})
           .first;

@@ -9,7 +9,12 @@
 
 #include <signal.h>
 
+#include <functional>
+#include <map>
 #include <random>
+#include <set>
+
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
 
@@ -151,6 +156,40 @@ TEST_CASE("replication: counters stay exact while ps tasks are killed and "
   for (int w = 0; w < 3; ++w)
     worker_logs += c.workers.process("worker", w).err();
   CHECK_THAT(worker_logs, Catch::Contains("failover: the variables of"));
+  // The console shows each variable's part: every counter has a primary
+  // and a backup, on two tasks.
+  auto console = run_process({ACTORFLOW_CONSOLE_PATH, "--cluster",
+                              c.workers.spec().to_json(), "--once", "--json"},
+                             30s);
+  REQUIRE(console.status.success());
+  auto doc = nlohmann::json::parse(console.out);
+  std::map<std::string, std::set<std::string>> parts;
+  std::function<void(const nlohmann::json&)> walk =
+    [&](const nlohmann::json& x) {
+      if (x.is_object()) {
+        if (x.value("kind", "") == "variable") {
+          auto detail = x.value("detail", "");
+          auto role = detail.find("primary") != std::string::npos ? "primary"
+                      : detail.find("backup") != std::string::npos
+                        ? "backup"
+                        : "other";
+          parts[x.value("name", "")].insert(role + std::string{" on "}
+                                            + x.value("task", ""));
+        }
+        for (auto& [k, v] : x.items())
+          walk(v);
+      } else if (x.is_array()) {
+        for (auto& v : x)
+          walk(v);
+      }
+    };
+  walk(doc);
+  for (auto name : {"c0", "c1", "global_step"}) {
+    INFO(name << ": " << console.out);
+    REQUIRE(parts[name].size() == 2);
+    CHECK(parts[name].begin()->rfind("backup on ", 0) == 0);
+    CHECK(parts[name].rbegin()->rfind("primary on ", 0) == 0);
+  }
 }
 
 TEST_CASE("replication: a primary stopped past the heartbeat bound is "
