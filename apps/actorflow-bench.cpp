@@ -85,6 +85,7 @@ const std::vector<figure_group>& registry() {
     peers_group(),        // fetch.cpp
     monitoring_group(),   // overhead.cpp
     tls_group(),
+    replication_group(),  // replication.cpp
     rss_group(),          // system.cpp
     scale_group(),        // scale.cpp
     train_group()};       // system.cpp

@@ -188,6 +188,7 @@ figure_group tls_group();
 figure_group scale_group(); // scale.cpp
 figure_group rss_group();   // system.cpp
 figure_group train_group();
+figure_group replication_group(); // replication.cpp
 
 // -- what main needs of the groups --------------------------------------------
 

@@ -1,0 +1,168 @@
+// actorflow-bench's replication group (issue 31 §3): what replicated
+// variables cost a small remote step, against the same cluster without
+// them in alternating slices of this run, and how long a ps's death
+// stops the steps (SIGKILL to the first step completed on the promoted
+// backup).
+
+#include <signal.h>
+
+#include <optional>
+#include <thread>
+
+#include "bench/common.hpp"
+
+namespace actorflow::bench {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+/// Two ps nodes and /job:worker/task:0 as a server in this process, with
+/// or without replicated variables.
+class ps_pair_cluster {
+public:
+  ps_pair_cluster(const std::string& node, bool replicate)
+    : nodes_(node, {{"ps", 2}, {"worker", 1}}, options(replicate)) {
+    server_options o;
+    o.replicate_variables = replicate;
+    srv_.emplace(nodes_.spec(), "worker", 0, o);
+  }
+
+  ~ps_pair_cluster() {
+    if (srv_)
+      srv_->stop();
+  }
+
+  std::string target() const {
+    return srv_->target();
+  }
+
+  void kill_ps(int task) {
+    nodes_.process("ps", task).send_signal(SIGKILL);
+  }
+
+  static std::unique_ptr<ps_pair_cluster> start(const std::string& node,
+                                                bool replicate) {
+    for (int attempt = 1;; ++attempt) {
+      try {
+        return std::make_unique<ps_pair_cluster>(node, replicate);
+      } catch (const op_error& e) {
+        if (attempt >= 3)
+          throw;
+        note("retrying the cluster start: " + std::string{e.what()});
+      }
+    }
+  }
+
+private:
+  static support::cluster_options options(bool replicate) {
+    auto o = quiet_nodes({{"worker", 0}});
+    if (replicate)
+      o.args = {"--replicate_variables"};
+    return o;
+  }
+
+  support::local_cluster nodes_;
+  std::optional<server> srv_;
+};
+
+void run_replication(context& ctx) {
+  const auto& node = ctx.node;
+  graph g;
+  auto as_default = g.as_default();
+  auto counter = counter_on_ps();
+  auto increment = counter.assign_add(1.0);
+  auto plain_cluster = ps_pair_cluster::start(node, false);
+  auto replicated_cluster = ps_pair_cluster::start(node, true);
+  session plain{plain_cluster->target(), bounded_config(), &g};
+  session replicated{replicated_cluster->target(), bounded_config(), &g};
+  for (auto* s : {&plain, &replicated}) {
+    s->run(counter.initializer());
+    s->run(increment);
+  }
+  if (ctx.wanted("replication", "replication_step_remote_small")) {
+    auto before = tensor_channel::totals_received();
+    auto [on, off] = measure_interleaved(
+      [&] { replicated.run(increment); }, [&] { plain.run(increment); },
+      {.budget = ctx.budget(2.0, 0.4), .min_reps = 10, .warmup = 10},
+      slice_pick::median);
+    figure f{.name = "replication_step_remote_small",
+             .value = 1e6 / on.per_second,
+             .unit = "us/step",
+             .baseline = "step_remote_small_unreplicated",
+             .baseline_value = 1e6 / off.per_second,
+             .path = received_path(before, tensor_channel::totals_received(),
+                                   0, uint64_t(on.reps + off.reps))};
+    f.note = "assign_add on ps:0 from the worker, the variable replicated "
+             "on ps:1 (the write is answered once ps:1 holds it) against "
+             "the same two-ps cluster without replication; lower is better";
+    ctx.out->add(f);
+  }
+  if (!ctx.wanted("replication", "replication_failover_ms"))
+    return;
+  // Steps run one after another; ps:0, the counter's primary, dies
+  // between two of them. The figure: from the SIGKILL to the first step
+  // that completes after it (on ps:1, promoted).
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> killed_at{0};
+  std::atomic<int64_t> first_after{0};
+  std::atomic<int> failed{0};
+  auto now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+  };
+  std::thread stepper{[&] {
+    while (!stop) {
+      try {
+        replicated.run(increment);
+      } catch (const op_error&) {
+        ++failed;
+        continue;
+      }
+      auto k = killed_at.load();
+      int64_t none = 0;
+      if (k != 0)
+        first_after.compare_exchange_strong(none, now_ns());
+    }
+  }};
+  std::this_thread::sleep_for(ctx.opts.quick ? 200ms : 500ms);
+  killed_at = now_ns();
+  replicated_cluster->kill_ps(0);
+  auto until = std::chrono::steady_clock::now() + 20s;
+  while (first_after == 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(1ms);
+  stop = true;
+  stepper.join();
+  figure f{.name = "replication_failover_ms", .unit = "ms"};
+  if (first_after == 0) {
+    f.error = "no step completed within 20 s of the SIGKILL";
+  } else {
+    f.value = static_cast<double>(first_after - killed_at) / 1e6;
+    f.path = "tcp";
+  }
+  f.note = "SIGKILL to ps:0 (the primary of the counter) while a worker "
+           "runs assign_add steps back to back, to the first step that "
+           "completes after it on ps:1, promoted; " + std::to_string(failed)
+           + " steps failed meanwhile (the caller's errors, target 0)";
+  ctx.out->add(f);
+}
+
+} // namespace
+
+figure_group replication_group() {
+  target within_a_second{"<= 1000 ms",
+                         [](const figure& f) {
+                           return f.value && *f.value <= 1000;
+                         },
+                         false};
+  return {.name = "replication",
+          .figures = {"replication_step_remote_small",
+                      "replication_failover_ms"},
+          .targets = {{"replication_step_remote_small", at_most(2)},
+                      {"replication_failover_ms", within_a_second}},
+          .needs_node = true,
+          .run = run_replication};
+}
+
+} // namespace actorflow::bench
