@@ -82,6 +82,9 @@ struct replica_init {
   int64_t epoch = 0;
   std::string home;
   caf::actor worker;
+  /// Where its tensor channel inbox listens ("" for none: its writes and
+  /// acknowledgements take CAF's connection).
+  std::string inbox_host;
 };
 
 /// A variable: owns one tensor (container/name on its task). Messages:

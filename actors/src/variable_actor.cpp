@@ -10,6 +10,7 @@
 
 #include "actorflow/actors/instrumented.hpp"
 #include "actorflow/transport/system_data.hpp"
+#include "actorflow/transport/tensor_channel.hpp"
 #include "actorflow/transport/type_ids.hpp"
 #include "replica_log.hpp"
 #include "runtime.hpp"
@@ -48,6 +49,15 @@ struct variable_state {
   std::string why;
   /// Its worker, told when the backup is lost or this replica deposed.
   caf::actor worker;
+  /// Its tensor channel inbox ("" for none), and the routes to the other
+  /// replica's: a primary's writes and a backup's acknowledgements go
+  /// there (CAF's connection when there is none, or the link is down).
+  std::string inbox;
+  tensor_channel::route backup_route;
+  tensor_channel::route primary_route;
+  /// A backup's primary (the sender of its sync): acknowledgements that
+  /// cannot take the channel go there.
+  caf::actor primary;
 };
 
 using variable_self = variable_actor::stateful_pointer<variable_state>;
@@ -370,6 +380,7 @@ void lose_backup(variable_self self, const std::string& why) {
   if (st.backup)
     self->demonitor(st.backup.address());
   st.backup = nullptr;
+  st.backup_route = {};
   fail_waiting(st, writable(st));
   tell_worker(self, "lost");
 }
@@ -387,6 +398,7 @@ void depose(variable_self self, const std::string& why) {
   if (st.backup)
     self->demonitor(st.backup.address());
   st.backup = nullptr;
+  st.backup_route = {};
   fail_waiting(st, superseded(st, why));
   tell_worker(self, "deposed");
 }
@@ -410,6 +422,8 @@ void on_ack(variable_self self, int64_t seq, const status& ack) {
   for (auto& rp : w.promises)
     rp.deliver(status{}, w.reply);
 }
+
+std::string write_key(int64_t epoch, int64_t tag, int64_t row_begin);
 
 // One write: `apply(reply, fw)` changes the value (or fails, changing
 // nothing). A write whose tag was applied changes nothing and answers the
@@ -451,6 +465,14 @@ write_promise write(variable_self self, int64_t tag, Updated& updated,
   w.promises.push_back(rp);
   if (tag != 0)
     st.waiting_tags[tag] = seq;
+  // Over the tensor channel when both ends have it: the backup answers
+  // there too (an acknowledgement frame), without CAF's round trip.
+  if (st.backup_route
+      && tensor_channel::send(st.backup_route, seq,
+                              write_key(st.log.epoch(), tag, fw.row_begin),
+                              fw.payload,
+                              caf::actor_cast<caf::actor>(st.backup), true))
+    return rp;
   self
     ->request(st.backup, caf::infinite, replicate_atom_v, st.log.epoch(), seq,
               tag, fw.row_begin, std::move(fw.payload))
@@ -459,6 +481,53 @@ write_promise write(variable_self self, int64_t tag, Updated& updated,
             lose_backup(self, to_status(err, "backup").message());
           });
   return rp;
+}
+
+// A write frame on the tensor channel: its key says "w:EPOCH:TAG:ROW".
+std::string write_key(int64_t epoch, int64_t tag, int64_t row_begin) {
+  return "w:" + std::to_string(epoch) + ":" + std::to_string(tag) + ":"
+         + std::to_string(row_begin);
+}
+
+// The fields of a frame key after its kind ("w:1:2:3" -> 1, 2, 3); false
+// for a malformed one.
+bool key_fields(const std::string& key, size_t n, std::vector<int64_t>& out,
+                std::string* rest = nullptr) {
+  out.clear();
+  size_t at = 2;
+  for (size_t i = 0; i < n; ++i) {
+    auto end = key.find(':', at);
+    auto field = key.substr(at, end == std::string::npos ? end : end - at);
+    try {
+      size_t used = 0;
+      out.push_back(std::stoll(field, &used));
+      if (used != field.size())
+        return false;
+    } catch (const std::exception&) {
+      return false;
+    }
+    if (end == std::string::npos)
+      return i + 1 == n && rest == nullptr;
+    at = end + 1;
+  }
+  if (rest != nullptr)
+    *rest = key.substr(at);
+  return true;
+}
+
+// A backup's answer to write `seq`, the way the write came.
+void acknowledge(variable_self self, int64_t seq, const status& err) {
+  auto& st = self->state;
+  auto key = "a:" + std::to_string(static_cast<int>(err.code())) + ":"
+             + err.message();
+  if (st.primary_route
+      && tensor_channel::send(st.primary_route, seq, key,
+                              tensor::scalar(int64_t{0}), st.primary, true))
+    return;
+  if (st.primary)
+    caf::anon_send(caf::actor_cast<variable_actor>(st.primary),
+                   recv_tensor_atom_v, seq, std::move(key),
+                   tensor::scalar(int64_t{0}));
 }
 
 // A backup takes write `seq` of `epoch`: the new value, or rows from
@@ -521,6 +590,15 @@ variable(variable_self self, std::string name, dtype type, tensor_shape shape,
   self->state.log.enter(init.epoch);
   self->state.record = record_of(self);
   show_role(self->state);
+  if (!init.inbox_host.empty()) {
+    auto& inbox = self->state.inbox;
+    inbox = tensor_channel::open_inbox(init.inbox_host,
+                                       caf::actor_cast<caf::actor>(self));
+    if (!inbox.empty())
+      self->attach_functor([inbox, sys = &self->system()] {
+        tensor_channel::close_inbox(*sys, inbox);
+      });
+  }
   self->set_down_handler([self](caf::down_msg& dm) {
     if (self->state.backup && dm.source == self->state.backup.address())
       lose_backup(self, caf::to_string(dm.reason));
@@ -625,12 +703,20 @@ variable(variable_self self, std::string name, dtype type, tensor_shape shape,
       return err;
     },
     [self, updated](replica_sync_atom, int64_t epoch, int64_t seq,
-                    tensor& value, const std::vector<int64_t>& tags) {
+                    tensor& value, const std::vector<int64_t>& tags,
+                    const std::string& primary_inbox)
+      -> caf::result<status, std::string> {
       auto& st = self->state;
       if (st.role != replica_role::backup || !st.log.may_sync(epoch))
-        return superseded(st, "refuses a sync of epoch "
-                                + std::to_string(epoch) + " (it is at epoch "
-                                + std::to_string(st.log.epoch()) + ")");
+        return {superseded(st, "refuses a sync of epoch "
+                                 + std::to_string(epoch) + " (it is at epoch "
+                                 + std::to_string(st.log.epoch()) + ")"),
+                std::string{}};
+      st.primary = caf::actor_cast<caf::actor>(self->current_sender());
+      st.primary_route = primary_inbox.empty()
+                           ? tensor_channel::route{}
+                           : tensor_channel::route_to(primary_inbox,
+                                                      self->home_system());
       {
         std::lock_guard<std::mutex> guard{st.cell->mtx};
         st.value() = value.valid() ? std::move(value).owned() : tensor{};
@@ -638,7 +724,7 @@ variable(variable_self self, std::string name, dtype type, tensor_shape shape,
       st.log.reset(epoch, seq, tags);
       show_role(st);
       updated(status{});
-      return status{};
+      return {status{}, st.inbox};
     },
     [self](promote_atom, int64_t epoch) {
       auto& st = self->state;
@@ -677,11 +763,19 @@ variable(variable_self self, std::string name, dtype type, tensor_shape shape,
       // The whole state first; writes from now on follow it in order.
       self
         ->request(st.backup, caf::infinite, replica_sync_atom_v,
-                  st.log.epoch(), st.log.seq(), st.value(), st.log.tags())
+                  st.log.epoch(), st.log.seq(), st.value(), st.log.tags(),
+                  st.inbox)
         .then(
-          [self](status& ack) {
-            if (ack.ok())
+          [self, backup = st.backup](status& ack, std::string& inbox) {
+            auto& st = self->state;
+            if (ack.ok()) {
+              // Later writes take the channel (until then, CAF keeps
+              // them in order behind the sync).
+              if (!inbox.empty() && st.backup == backup)
+                st.backup_route = tensor_channel::route_to(
+                  inbox, self->home_system());
               return;
+            }
             if (ack.code() == error_code::aborted)
               depose(self, "(its new backup refused the sync: "
                              + ack.message() + ")");
@@ -693,6 +787,25 @@ variable(variable_self self, std::string name, dtype type, tensor_shape shape,
           });
     },
     [self](depose_atom, const std::string& why) { depose(self, why); },
+    [self, updated](recv_tensor_atom, int64_t seq, const std::string& key,
+                    tensor& value) {
+      // A write frame at a backup, an acknowledgement at a primary
+      // (anything else is dropped: the channel names no sender).
+      std::vector<int64_t> f;
+      if (key.rfind("w:", 0) == 0) {
+        if (!key_fields(key, 3, f))
+          return;
+        auto err = replicate(self, f[0], seq, f[1], f[2], value);
+        updated(err);
+        acknowledge(self, seq, err);
+        return;
+      }
+      std::string text;
+      if (key.rfind("a:", 0) == 0 && key_fields(key, 1, f, &text))
+        on_ack(self, seq,
+               f[0] == 0 ? status{}
+                         : status{static_cast<error_code>(f[0]), text});
+    },
   };
 }
 

@@ -396,6 +396,8 @@ get_variable(worker_self self, const std::string& container,
   init.epoch = store.epoch;
   init.home = home;
   init.worker = caf::actor_cast<caf::actor>(self);
+  if (st.replicated)
+    init.inbox_host = st.channel_host;
   auto var = spawn_variable(self->system(), name, static_cast<dtype>(type),
                             shape,
                             {.name = name,
@@ -544,6 +546,7 @@ get_replica(worker_self self, const std::string& home,
     init.epoch = 0; // until its primary syncs it
     init.home = home;
     init.worker = caf::actor_cast<caf::actor>(self);
+    init.inbox_host = st.channel_host;
     auto var = spawn_variable(self->system(), name, static_cast<dtype>(type),
                               shape,
                               {.name = name,

@@ -121,7 +121,7 @@ TEST_CASE("replication: counters stay exact while ps tasks are killed and "
           "replaced",
           "[integration][replication]") {
   replicated_cluster c;
-  constexpr int steps = 2000;
+  constexpr int steps = 5000;
   std::vector<std::unique_ptr<child_process>> clients;
   start_counting(c, steps, clients);
   std::mt19937 rng{std::random_device{}()};

@@ -474,8 +474,12 @@ enum class apply_kind : int32_t {
 /// Replication (docs/DESIGN.md, "Replicated variables"): a primary
 /// forwards each write to its backup as `rep_write` (epoch, sequence
 /// number, tag, first row or -1, the new value or rows) and answers the
-/// writer once the backup holds it; `rep_sync` (epoch, sequence number,
-/// value, tags) hands a new backup the whole state; `rep_promo` (epoch)
+/// writer once the backup holds it; with both ends on the tensor channel
+/// the write and its acknowledgement are tensor frames instead
+/// (`recv_tens`, the sequence number as the step, what the write or the
+/// acknowledgement says in the key); `rep_sync` (epoch, sequence
+/// number, value, tags, the primary's inbox) hands a new backup the whole
+/// state and answers with the backup's inbox; `rep_promo` (epoch)
 /// makes a backup the primary of a new epoch, after which writes of older
 /// epochs are refused (fenced); `rep_backup` gives a primary its backup
 /// (and the epoch), `rep_depose` ends a primary that was superseded.
@@ -491,10 +495,12 @@ using variable_actor = caf::typed_actor<
   caf::replies_to<replicate_atom, int64_t, int64_t, int64_t, int64_t,
                   tensor>::with<status>,
   caf::replies_to<replica_sync_atom, int64_t, int64_t, tensor,
-                  std::vector<int64_t>>::with<status>,
+                  std::vector<int64_t>, std::string>::with<status,
+                                                          std::string>,
   caf::replies_to<promote_atom, int64_t>::with<status>,
   caf::reacts_to<set_backup_atom, caf::actor, int64_t>,
-  caf::reacts_to<depose_atom, std::string>>;
+  caf::reacts_to<depose_atom, std::string>,
+  caf::reacts_to<recv_tensor_atom, int64_t, std::string, tensor>>;
 
 /// What a resource's operation answers: its status and its outputs.
 template <class... Ts>
