@@ -438,7 +438,10 @@ write_promise write(variable_self self, int64_t tag, Updated& updated,
     rp.deliver(err, tensor{});
     return rp;
   }
-  if (st.log.seen(tag)) {
+  // Tags matter only where a step may run again after a failover: a
+  // replicated variable (epoch 1 on), which remembers the last 4 096.
+  const bool replicated = st.log.epoch() > 0;
+  if (replicated && st.log.seen(tag)) {
     if (auto w = st.waiting_tags.find(tag); w != st.waiting_tags.end())
       st.waiting[w->second].promises.push_back(rp);
     else
@@ -453,7 +456,8 @@ write_promise write(variable_self self, int64_t tag, Updated& updated,
     rp.deliver(err, tensor{});
     return rp;
   }
-  st.log.record(tag);
+  if (replicated)
+    st.log.record(tag);
   if (st.role != replica_role::primary) {
     rp.deliver(status{}, std::move(reply));
     return rp;

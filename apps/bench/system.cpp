@@ -179,6 +179,53 @@ bool have_fashion_mnist(const std::string& dir) {
   return true;
 }
 
+/// The examples/s of one `actorflow-train --local` run of the MLP with
+/// `workers` workers and `ps` ps tasks (`replicate`: with
+/// --replicate_variables); `detail` gets each worker's median.
+double trainer_rate(context& ctx, const std::string& train, int workers,
+                    int ps, bool replicate, std::string& detail) {
+  // Enough logged windows for a median after the first one, within a
+  // bounded time (the mlp runs ~100 steps/s per worker here).
+  int64_t steps = ctx.opts.quick ? 250 * workers : 2000 * workers;
+  int64_t log_every = ctx.opts.quick ? 50 : 100;
+  std::vector<std::string> argv{train,           "--local",
+                                std::to_string(workers),
+                                "--local_ps",    std::to_string(ps),
+                                "--model",       "mlp",
+                                "--train_steps", std::to_string(steps),
+                                "--log_every",   std::to_string(log_every),
+                                "--data_dir",    ctx.opts.data_dir};
+  if (replicate)
+    argv.push_back("--replicate_variables");
+  support::spawn_options sopts;
+  sopts.capture_stderr = true;
+  auto command = "actorflow-train --local " + std::to_string(workers)
+                 + " --local_ps " + std::to_string(ps)
+                 + (replicate ? " --replicate_variables" : "");
+  note("running " + command + " --model mlp --train_steps "
+       + std::to_string(steps));
+  support::child_process child{argv, sopts};
+  trainer_pid = child.pid();
+  auto limit = ctx.opts.quick ? 90s : 240s;
+  auto status = child.wait(std::chrono::duration_cast<milliseconds>(limit));
+  if (!status)
+    child.stop(5s);
+  trainer_pid = 0;
+  auto out = child.out();
+  if (!status || !status->success()) {
+    auto err = child.err();
+    if (err.size() > 600)
+      err = "..." + err.substr(err.size() - 600);
+    throw std::runtime_error(
+      command
+      + (status ? " ended with " + status->to_string()
+                : " did not finish within " + std::to_string(limit.count())
+                    + " s")
+      + ": " + err);
+  }
+  return trainer_examples_per_s(out, workers, detail);
+}
+
 void run_train(context& ctx) {
   const std::vector<std::pair<std::string, int>> runs = {
     {"train_examples_per_s_1worker", 1}, {"train_examples_per_s_2workers", 2}};
@@ -212,41 +259,9 @@ void run_train(context& ctx) {
   for (const auto& [name, workers] : runs) {
     if (!ctx.wanted("train", name))
       continue;
-    // Enough logged windows for a median after the first one, within a
-    // bounded time (the mlp runs ~100 steps/s per worker here).
-    int64_t steps = ctx.opts.quick ? 250 * workers : 2000 * workers;
-    int64_t log_every = ctx.opts.quick ? 50 : 100;
-    std::vector<std::string> argv{train,           "--local",
-                                  std::to_string(workers),
-                                  "--model",       "mlp",
-                                  "--train_steps", std::to_string(steps),
-                                  "--log_every",   std::to_string(log_every),
-                                  "--data_dir",    ctx.opts.data_dir};
-    support::spawn_options sopts;
-    sopts.capture_stderr = true;
-    note("running actorflow-train --local " + std::to_string(workers)
-         + " --model mlp --train_steps " + std::to_string(steps));
-    support::child_process child{argv, sopts};
-    trainer_pid = child.pid();
-    auto limit = ctx.opts.quick ? 90s : 240s;
-    auto status = child.wait(std::chrono::duration_cast<milliseconds>(limit));
-    if (!status)
-      child.stop(5s);
-    trainer_pid = 0;
-    auto out = child.out();
-    if (!status || !status->success()) {
-      auto err = child.err();
-      if (err.size() > 600)
-        err = "..." + err.substr(err.size() - 600);
-      throw std::runtime_error(
-        "actorflow-train --local " + std::to_string(workers)
-        + (status ? " ended with " + status->to_string()
-                  : " did not finish within "
-                      + std::to_string(limit.count()) + " s")
-        + ": " + err);
-    }
     std::string detail;
-    auto ours = trainer_examples_per_s(out, workers, detail);
+    auto steps = ctx.opts.quick ? 250 * workers : 2000 * workers;
+    auto ours = trainer_rate(ctx, train, workers, 1, false, detail);
     auto plain_after = plain_rate();
     detail += "; eigen loop " + fixed(plain_before, 0) + " before, "
               + fixed(plain_after, 0) + " after";
@@ -261,6 +276,25 @@ void run_train(context& ctx) {
                                 + std::to_string(workers) + " worker(s), "
                                 + std::to_string(steps) + " global steps; "
                                 + detail});
+  }
+  // Replicated variables (issue 31): one worker and two ps tasks, with
+  // and without --replicate_variables, one run after the other.
+  if (ctx.wanted("train", "replication_train_examples_per_s_1worker")) {
+    std::string plain_detail;
+    std::string replicated_detail;
+    auto plain = trainer_rate(ctx, train, 1, 2, false, plain_detail);
+    auto replicated = trainer_rate(ctx, train, 1, 2, true, replicated_detail);
+    ctx.out->add(figure{
+      .name = "replication_train_examples_per_s_1worker",
+      .value = replicated,
+      .unit = "examples/s",
+      .baseline = "train_examples_per_s_1worker_2ps",
+      .baseline_value = plain,
+      .note = "mlp 784-256-128-10, adam, batch 100, 2 ps + 1 worker, every "
+              "variable replicated on the other ps (each update answered "
+              "once the backup holds it) against the same cluster without "
+              "replication, run before it; "
+              + replicated_detail + " against " + plain_detail});
   }
 }
 
@@ -285,9 +319,12 @@ figure_group rss_group() {
 figure_group train_group() {
   return {.name = "train",
           .figures = {"train_examples_per_s_1worker",
-                      "train_examples_per_s_2workers"},
+                      "train_examples_per_s_2workers",
+                      "replication_train_examples_per_s_1worker"},
           .aliases = {"train_examples_per_s"},
-          .targets = {{"train_examples_per_s_1worker", at_least(0.7)}},
+          .targets = {{"train_examples_per_s_1worker", at_least(0.7)},
+                      {"replication_train_examples_per_s_1worker",
+                       at_least(0.8)}},
           .run = run_train,
           .check = check_train};
 }
