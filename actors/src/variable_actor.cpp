@@ -560,6 +560,13 @@ status replicate(variable_self self, int64_t epoch, int64_t seq, int64_t tag,
     case replica_log::verdict::apply:
       break;
   }
+  // What a primary of this variable can send: its dtype, a shape its
+  // own would accept (a frame is checked like any input from outside).
+  if (payload.type() != st.type
+      || (row_begin < 0 && !st.shape.is_compatible_with(payload.shape())))
+    return internal_error("malformed write to the backup of " + st.name
+                          + ": " + std::string{to_string(payload.type())}
+                          + " " + payload.shape().to_string());
   std::lock_guard<std::mutex> guard{st.cell->mtx};
   if (row_begin < 0) {
     st.value() = std::move(payload).owned();

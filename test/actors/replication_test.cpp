@@ -334,4 +334,11 @@ TEST_CASE_METHOD(replication_fixture,
         == error_code::aborted); // epoch 2 < 3: fenced
   CHECK(ask_status(backup, promote_atom_v, int64_t{3}).code()
         == error_code::failed_precondition); // not newer
+  // A write of another dtype (a forged frame) changes nothing.
+  CHECK(ask_status(backup, replicate_atom_v, int64_t{3}, int64_t{1},
+                   int64_t{9}, int64_t{-1}, tensor::scalar(int64_t{7}))
+          .code()
+        == error_code::internal);
+  CHECK(ask_status(backup, promote_atom_v, int64_t{4}).ok());
+  CHECK_FALSE(value_of(backup).valid()); // still the synced (no) value
 }
