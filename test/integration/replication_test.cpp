@@ -276,3 +276,33 @@ TEST_CASE("replication: actorflow-train --local trains through ps kills "
   CHECK_THAT(all, !Contains("Restoring parameters"));
   CHECK(test_accuracy(trainer.out()) > 0.6);
 }
+
+TEST_CASE("replication: a busy ps is not taken for lost (training beside "
+          "two busy loops)",
+          "[integration][replication][train]") {
+  if (!have_fashion_mnist()) {
+    WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
+    return;
+  }
+  // Two loops that keep both cores busy, beside every task.
+  std::vector<std::unique_ptr<child_process>> busy;
+  for (int i = 0; i < 2; ++i)
+    busy.push_back(std::make_unique<child_process>(
+      std::vector<std::string>{"/bin/sh", "-c", "while :; do :; done"}));
+  auto result = run_process({ACTORFLOW_TRAIN_PATH, "--local", "2",
+                             "--local_ps", "2", "--replicate_variables",
+                             "--model", "mlp", "--hidden", "64",
+                             "--train_steps", "2500", "--log_every", "500"},
+                            170s);
+  busy.clear();
+  INFO("stdout:\n" << result.out << "\nstderr:\n" << result.err);
+  REQUIRE_FALSE(result.timed_out);
+  CHECK(result.status.success());
+  auto all = result.out + result.err;
+  using Catch::Contains;
+  // No task was declared lost, so nothing failed over.
+  CHECK_THAT(all, !Contains("warning: lost "));
+  CHECK_THAT(all, !Contains("promoted"));
+  CHECK_THAT(all, !Contains("failover"));
+  CHECK(test_accuracy(result.out) > 0.6);
+}
