@@ -165,10 +165,11 @@ void register_part(master_self self, const std::string& handle,
                   std::move(inbox), not_up);
   };
   // A replicated task out of reach fails over to its backup: not waited
-  // for until the run's deadline.
+  // for until the run's deadline (a task that is only starting is asked
+  // again by the run's next attempt).
   if (!replicated_home(self->state, dev).empty())
-    deadline = std::min(deadline,
-                        self->clock().now() + std::chrono::seconds(2));
+    deadline = std::min(deadline, self->clock().now()
+                                    + std::chrono::milliseconds(250));
   resolve_peer(
     self, task, deadline,
     [self, bytes = std::move(bytes), dev, handle, task,

@@ -68,6 +68,27 @@ void depose_store(worker_self self, const std::string& home,
   self->state.count_resources();
 }
 
+// Calls `k` with the worker of `task`, reached through this task's
+// master (at most a second's try), or `fail` (no master yet, or the task
+// cannot be reached).
+template <class OnWorker, class OnFail>
+void with_worker_of(worker_self self, const std::string& task, OnWorker k,
+                    OnFail fail) {
+  auto& st = self->state;
+  if (!st.master)
+    return fail();
+  self
+    ->request(caf::actor_cast<master_actor>(st.master),
+              std::chrono::seconds(5), find_peer_atom_v, task, int64_t{1000})
+    .then(
+      [k, fail](status& err, worker_actor& w) mutable {
+        if (!err.ok())
+          return fail();
+        k(w);
+      },
+      [fail](caf::error&) mutable { fail(); });
+}
+
 // Gives variable `key` of store `home` its backup on the store's backup
 // worker (a variable created after the store's backup joined).
 void replicate_var(worker_self self, const std::string& home,
@@ -165,43 +186,38 @@ void attach_backup(worker_self self, const std::string& home) {
     return;
   s.attaching = true;
   auto epoch = s.epoch;
-  auto fail = [self, home](const std::string&) {
+  auto fail = [self, home] {
     if (auto s = self->state.stores.find(home); s != self->state.stores.end())
       s->second.attaching = false;
     schedule_tick(self);
   };
-  self
-    ->request(caf::actor_cast<master_actor>(st.master),
-              std::chrono::seconds(5), find_peer_atom_v, s.backup_task,
-              int64_t{1000})
-    .then(
-      [self, home, epoch, fail](status& err, worker_actor& backup) {
-        if (!err.ok())
-          return fail(err.message());
-        self
-          ->request(backup, std::chrono::seconds(5), attach_replica_atom_v,
-                    home, epoch, self->state.task_prefix, false)
-          .then(
-            [self, home, epoch, backup, fail](status& err) {
-              auto s = self->state.stores.find(home);
-              if (s == self->state.stores.end())
-                return;
-              if (err.code() == error_code::aborted) {
-                s->second.attaching = false;
-                depose_store(self, home, s->second, err.message());
-                return;
-              }
-              if (!err.ok())
-                return fail(err.message());
-              s->second.replicated_keys.clear();
-              std::vector<std::pair<std::pair<std::string, std::string>,
-                                    variable_store::entry>>
-                todo(s->second.vars.begin(), s->second.vars.end());
-              attach_vars(self, home, backup, epoch, std::move(todo));
-            },
-            [fail](caf::error& err) { fail(to_status(err).message()); });
-      },
-      [fail](caf::error& err) { fail(to_status(err).message()); });
+  with_worker_of(
+    self, s.backup_task,
+    [self, home, epoch, fail](worker_actor& backup) {
+      self
+        ->request(backup, std::chrono::seconds(5), attach_replica_atom_v,
+                  home, epoch, self->state.task_prefix, false)
+        .then(
+          [self, home, epoch, backup, fail](status& err) {
+            auto s = self->state.stores.find(home);
+            if (s == self->state.stores.end())
+              return;
+            if (err.code() == error_code::aborted) {
+              s->second.attaching = false;
+              depose_store(self, home, s->second, err.message());
+              return;
+            }
+            if (!err.ok())
+              return fail();
+            s->second.replicated_keys.clear();
+            std::vector<std::pair<std::pair<std::string, std::string>,
+                                  variable_store::entry>>
+              todo(s->second.vars.begin(), s->second.vars.end());
+            attach_vars(self, home, backup, epoch, std::move(todo));
+          },
+          [fail](caf::error&) { fail(); });
+    },
+    fail);
 }
 
 // This task restarted while its backup still holds its variables as a
@@ -211,49 +227,40 @@ void promote_backup_of_self(worker_self self) {
   auto& s = st.stores.at(st.task_prefix);
   s.attaching = true;
   auto own = st.task_prefix;
-  self
-    ->request(caf::actor_cast<master_actor>(st.master),
-              std::chrono::seconds(5), find_peer_atom_v, s.backup_task,
-              int64_t{1000})
-    .then(
-      [self, own](status& err, worker_actor& backup) {
-        if (!err.ok()) {
-          self->state.stores.at(own).attaching = false;
-          return schedule_tick(self);
-        }
-        self->request(backup, std::chrono::seconds(5), promote_atom_v, own)
-          .then(
-            [self, own](status& err, int64_t epoch) {
-              auto& s = self->state.stores.at(own);
-              s.attaching = false;
-              if (s.role != role_t::starting)
-                return;
-              if (!err.ok()) {
-                // No complete replica: what this task served is lost.
-                log_line(self, "restarted, and no replica of its variables "
-                               "survived ("
-                                 + err.message() + ")");
-                s.role = role_t::primary;
-                return schedule_tick(self);
-              }
-              s.role = role_t::backup;
-              s.epoch = 0;
-              s.primary_task = s.backup_task;
-              log_line(self, "restarted: " + s.backup_task
-                               + " was promoted to serve its variables "
-                                 "(epoch "
-                               + std::to_string(epoch)
-                               + "); this task becomes their backup");
-            },
-            [self, own](caf::error&) {
-              self->state.stores.at(own).attaching = false;
-              schedule_tick(self);
-            });
-      },
-      [self, own](caf::error&) {
-        self->state.stores.at(own).attaching = false;
-        schedule_tick(self);
-      });
+  auto fail = [self, own] {
+    self->state.stores.at(own).attaching = false;
+    schedule_tick(self);
+  };
+  with_worker_of(
+    self, s.backup_task,
+    [self, own, fail](worker_actor& backup) {
+      self->request(backup, std::chrono::seconds(5), promote_atom_v, own)
+        .then(
+          [self, own](status& err, int64_t epoch) {
+            auto& s = self->state.stores.at(own);
+            s.attaching = false;
+            if (s.role != role_t::starting)
+              return;
+            if (!err.ok()) {
+              // No complete replica: what this task served is lost.
+              log_line(self, "restarted, and no replica of its variables "
+                             "survived ("
+                               + err.message() + ")");
+              s.role = role_t::primary;
+              return schedule_tick(self);
+            }
+            s.role = role_t::backup;
+            s.epoch = 0;
+            s.primary_task = s.backup_task;
+            log_line(self, "restarted: " + s.backup_task
+                             + " was promoted to serve its variables "
+                               "(epoch "
+                             + std::to_string(epoch)
+                             + "); this task becomes their backup");
+          },
+          [fail](caf::error&) { fail(); });
+    },
+    fail);
 }
 
 // A replicated task that has just started asks its backup whether that
@@ -270,46 +277,41 @@ void resolve_start(worker_self self) {
     st.stores.at(st.task_prefix).attaching = false;
     schedule_tick(self);
   };
-  self
-    ->request(caf::actor_cast<master_actor>(st.master),
-              std::chrono::seconds(5), find_peer_atom_v, s.backup_task,
-              int64_t{1000})
-    .then(
-      [self, fail](status& err, worker_actor& backup) {
-        if (!err.ok())
-          return fail();
-        auto own = self->state.task_prefix;
-        self->request(backup, std::chrono::seconds(5), serving_atom_v, own)
-          .then(
-            [self, own](std::string& task, int64_t epoch) {
-              auto& s = self->state.stores.at(own);
-              s.attaching = false;
-              if (s.role != role_t::starting)
-                return;
-              if (task.empty()) {
-                s.role = role_t::primary;
-                s.epoch = std::max<int64_t>(s.epoch, epoch + 1);
-                schedule_tick(self);
-                return;
-              }
-              if (task == own) {
-                // Restarted before any master noticed: the backup holds
-                // what this task served, so it takes over.
-                promote_backup_of_self(self);
-                return;
-              }
-              // Replaced: the backup that took over feeds this task now.
-              s.role = role_t::backup;
-              s.epoch = 0;
-              s.primary_task = task;
-              log_line(self, "restarted: " + task + " serves its variables "
-                               "(epoch "
-                               + std::to_string(epoch)
-                               + "); this task becomes their backup");
-            },
-            [fail](caf::error&) { fail(); });
-      },
-      [fail](caf::error&) { fail(); });
+  with_worker_of(
+    self, s.backup_task,
+    [self, fail](worker_actor& backup) {
+      auto own = self->state.task_prefix;
+      self->request(backup, std::chrono::seconds(5), serving_atom_v, own)
+        .then(
+          [self, own](std::string& task, int64_t epoch) {
+            auto& s = self->state.stores.at(own);
+            s.attaching = false;
+            if (s.role != role_t::starting)
+              return;
+            if (task.empty()) {
+              s.role = role_t::primary;
+              s.epoch = std::max<int64_t>(s.epoch, epoch + 1);
+              schedule_tick(self);
+              return;
+            }
+            if (task == own) {
+              // Restarted before any master noticed: the backup holds
+              // what this task served, so it takes over.
+              promote_backup_of_self(self);
+              return;
+            }
+            // Replaced: the backup that took over feeds this task now.
+            s.role = role_t::backup;
+            s.epoch = 0;
+            s.primary_task = task;
+            log_line(self, "restarted: " + task + " serves its variables "
+                             "(epoch "
+                             + std::to_string(epoch)
+                             + "); this task becomes their backup");
+          },
+          [fail](caf::error&) { fail(); });
+    },
+    fail);
 }
 
 } // namespace
