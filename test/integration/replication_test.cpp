@@ -208,11 +208,13 @@ TEST_CASE("replication: a primary stopped past the heartbeat bound is "
   check_counted(c, steps, clients);
   // Back, the old primary found itself superseded: it became the backup
   // of the task that took over, instead of serving (or writing) again.
-  auto log = c.ps[0]->err().substr(from);
-  CHECK_THAT(log, Catch::Contains("becomes the backup of "
-                                  + std::string{ps_name[1]}
-                                  + " for the variables of "
-                                  + ps_name[0]));
+  auto expected = "becomes the backup of " + std::string{ps_name[1]}
+                  + " for the variables of " + ps_name[0];
+  auto until = std::chrono::steady_clock::now() + 30s;
+  while (c.ps[0]->err().find(expected, from) == std::string::npos
+         && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(50ms);
+  CHECK_THAT(c.ps[0]->err().substr(from), Catch::Contains(expected));
 }
 
 TEST_CASE("replication: --replicate_variables needs two ps tasks",
