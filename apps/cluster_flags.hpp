@@ -109,22 +109,6 @@ struct cluster_flags {
   }
 };
 
-/// Whether TF_CONFIG asks for replicated variables (its top-level
-/// "replicate_variables": true), when the cluster comes from it.
-inline bool tf_config_replicates(const cluster_flags& flags) {
-  if (flags.any_cluster_flag())
-    return false;
-  const char* text = std::getenv("TF_CONFIG");
-  if (text == nullptr || *text == 0)
-    return false;
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (!j.is_object() || !j.contains("replicate_variables"))
-    return false;
-  if (!j["replicate_variables"].is_boolean())
-    throw usage_error("TF_CONFIG: replicate_variables must be true or false");
-  return j["replicate_variables"].get<bool>();
-}
-
 /// --parent-pid PID: the process (our parent, the launcher) this one must
 /// not outlive.
 struct parent_flag {
@@ -169,12 +153,14 @@ struct task_config {
 };
 
 /// The cluster alone (the console's view), and the job and task that
-/// TF_CONFIG names, if it does, in `job`/`task` with their sources.
+/// TF_CONFIG names, if it does, in `job`/`task` with their sources; when
+/// TF_CONFIG says `"replicate_variables": true`, `*replicate` is set.
 inline cluster_spec resolve_cluster(const cluster_flags& flags,
                                     std::optional<std::string>& job,
                                     std::optional<std::string>& task,
                                     std::string& job_source,
-                                    std::string& task_source) {
+                                    std::string& task_source,
+                                    bool* replicate = nullptr) {
   task_config cfg;
   if (flags.cluster_json && (flags.ps_hosts || flags.worker_hosts))
     throw usage_error("--cluster cannot be combined with --ps_hosts or "
@@ -205,6 +191,13 @@ inline cluster_spec resolve_cluster(const cluster_flags& flags,
       cfg.cluster = cluster_spec::from_json(tf_config["cluster"].dump());
     } catch (const op_error& e) {
       throw usage_error("TF_CONFIG: cluster: " + e.get_status().message());
+    }
+    if (tf_config.contains("replicate_variables")) {
+      if (!tf_config["replicate_variables"].is_boolean())
+        throw usage_error("TF_CONFIG: replicate_variables must be true or "
+                          "false");
+      if (replicate != nullptr && tf_config["replicate_variables"].get<bool>())
+        *replicate = true;
     }
     // Flags win over TF_CONFIG's task, as TF_CONFIG is often inherited.
     if (tf_config.contains("task")) {
@@ -241,17 +234,13 @@ inline task_config resolve(const cluster_flags& flags) {
   auto task = flags.task;
   auto job_source = flags.job_flag;
   auto task_source = flags.task_flag;
-  cfg.cluster = resolve_cluster(flags, job, task, job_source, task_source);
+  cfg.options.replicate_variables = flags.replicate_variables;
+  cfg.cluster = resolve_cluster(flags, job, task, job_source, task_source,
+                                &cfg.options.replicate_variables);
   cfg.options.bind_host = flags.bind_host;
-  cfg.options.replicate_variables = flags.replicate_variables
-                                    || tf_config_replicates(flags);
-  if (cfg.options.replicate_variables
-      && (!cfg.cluster.has_job("ps") || cfg.cluster.num_tasks("ps") < 2))
-    throw usage_error("--replicate_variables needs at least two tasks in job "
-                      "\"ps\"; the cluster has "
-                      + std::to_string(cfg.cluster.has_job("ps")
-                                         ? cfg.cluster.num_tasks("ps")
-                                         : 0));
+  if (cfg.options.replicate_variables)
+    if (auto err = check_replicate_variables(cfg.cluster); !err.ok())
+      throw usage_error("--" + err.message());
   if (!job || job->empty())
     throw usage_error("missing " + flags.job_flag + " (which job of the "
                       "cluster this task belongs to)");

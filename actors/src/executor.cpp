@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "actorflow/graph/device_name.hpp"
 #include "actorflow/actors/instrumented.hpp"
 #include "actorflow/transport/type_ids.hpp"
 #include "actorflow/kernels/kernel.hpp"
@@ -40,8 +41,7 @@ int64_t write_tag(const executor_state& st, const step_state& step, int i) {
   // splitmix64 of the step's tag and the node's name: a retry of the step
   // (another plan, maybe other positions) names its nodes the same.
   auto x = static_cast<uint64_t>(step.tag)
-           ^ std::hash<std::string>{}(
-             st.nodes[static_cast<size_t>(i)].def.name);
+           ^ st.nodes[static_cast<size_t>(i)].name_hash;
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
@@ -440,7 +440,7 @@ executor_actor::behavior_type executor(executor_self self,
   auto& st = self->state;
   st.worker = std::move(opts.worker);
   st.device = std::move(opts.device);
-  st.home = st.device.substr(0, st.device.find("/device:"));
+  st.home = task_of_device(st.device);
   st.default_container = std::move(opts.default_container);
   st.counters = std::move(opts.counters);
   st.landing = chunk_landing::of(self->system());
@@ -454,6 +454,7 @@ executor_actor::behavior_type executor(executor_self self,
     plan.def = std::move(partition.nodes[i]);
     index.emplace(plan.def.name, static_cast<int>(i));
     plan.cls = classify(plan.def, st.session, st.default_container);
+    plan.name_hash = std::hash<std::string>{}(plan.def.name);
     // The worker made a generator for every random op (register_graph).
     if (auto r = rngs.find(plan.def.name); r != rngs.end())
       plan.rng = r->second;

@@ -38,6 +38,8 @@ struct node_plan {
   node_def def;
   /// What this node is and needs, decided at registration (node_class.hpp).
   node_class cls;
+  /// Its name's hash, a part of its variable writes' tags (write_tag).
+  uint64_t name_hash = 0;
   /// Data inputs as (producer, output index).
   std::vector<std::pair<int, int>> inputs;
   /// Consumers, one entry per edge (data or control).

@@ -80,6 +80,9 @@ struct step_retry {
   /// When the run gives up (its deadline, or 30 s without one); unset
   /// until its first attempt starts.
   caf::actor_clock::time_point deadline{};
+  /// Why the last attempt failed: what the caller gets if the run gives
+  /// up.
+  status last_error;
 };
 
 /// A run waiting for its plan to be registered (or for a plan being
@@ -213,9 +216,6 @@ struct master_state {
   std::set<std::string> failover_needed;
   /// Runs waiting to be tried again, by id (retry_step).
   std::unordered_map<int64_t, pending_run> retries;
-  /// Of those, the last error (delivered if the run gives up) and the ps
-  /// task to fail over first ("" for none).
-  std::unordered_map<int64_t, std::pair<status, std::string>> retry_why;
   int64_t next_retry = 0;
   static inline const char* name = "actorflow.master";
 };
@@ -245,7 +245,7 @@ void run_planned(master_self self, step_promise rp, master_session& sess,
 // -- master_failover.cpp ---------------------------------------------------------
 
 /// The task that serves `home`'s variables (itself unless it failed over).
-const std::string& route_of(const master_state& st, const std::string& home);
+std::string route_of(const master_state& st, const std::string& home);
 
 /// The replicated ps task a device belongs to, or "" (not replicated).
 std::string replicated_home(const master_state& st, const std::string& device);

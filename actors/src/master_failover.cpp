@@ -49,11 +49,10 @@ void schedule(master_self self, int64_t id, caf::timespan delay) {
 void give_up(master_self self, int64_t id) {
   auto& st = self->state;
   auto run = st.retries.find(id);
-  auto why = st.retry_why.find(id);
-  if (run != st.retries.end() && why != st.retry_why.end())
-    deliver_error(run->second.rp, why->second.first);
-  st.retries.erase(id);
-  st.retry_why.erase(id);
+  if (run == st.retries.end())
+    return;
+  deliver_error(run->second.rp, run->second.retry.last_error);
+  st.retries.erase(run);
 }
 
 // Attempt again later, or give up past the deadline.
@@ -82,10 +81,10 @@ void fail_over(master_self self, int64_t id, const std::string& home,
                            self->clock().now() + std::chrono::seconds(2));
   auto next = [self, id, home, second](status err) {
     auto& st = self->state;
-    if (st.retries.count(id) == 0)
+    auto run = st.retries.find(id);
+    if (run == st.retries.end())
       return;
-    if (st.retry_why.count(id) > 0)
-      st.retry_why[id].first = std::move(err);
+    run->second.retry.last_error = std::move(err);
     if (!second)
       return fail_over(self, id, home, true);
     // Neither holds a complete replica: the next attempt asks the serving
@@ -127,14 +126,14 @@ void fail_over(master_self self, int64_t id, const std::string& home,
 
 } // namespace
 
-const std::string& route_of(const master_state& st, const std::string& home) {
+std::string route_of(const master_state& st, const std::string& home) {
   auto i = st.routes.find(home);
   return i == st.routes.end() ? home : i->second;
 }
 
 std::string replicated_home(const master_state& st,
                             const std::string& device) {
-  auto home = device.substr(0, device.find("/device:"));
+  auto home = task_of_device(device);
   return std::find(st.ring.begin(), st.ring.end(), home) != st.ring.end()
            ? home
            : std::string{};
@@ -168,7 +167,7 @@ bool retry_run(master_self self, pending_run& run, const std::string& device,
     return false;
   auto id = st.next_retry++;
   auto delay = backoff(run.retry.attempts++);
-  st.retry_why[id] = {err, home};
+  run.retry.last_error = err;
   st.retries.emplace(id, std::move(run));
   // A failover goes at once; a store waiting for its backup gets a moment.
   schedule(self, id,
@@ -189,7 +188,6 @@ void on_retry(master_self self, int64_t id) {
     return fail_over(self, id, *st.failover_needed.begin());
   auto run = std::move(i->second);
   st.retries.erase(i);
-  st.retry_why.erase(id);
   auto s = st.sessions.find(run.req.session_handle);
   if (s == st.sessions.end())
     return deliver_error(run.rp, {error_code::aborted,

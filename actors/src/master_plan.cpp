@@ -154,11 +154,8 @@ void register_part(master_self self, const std::string& handle,
                    const std::shared_ptr<pending_plan>& pp, size_t p,
                    const std::string& dev, std::string bytes,
                    caf::actor_clock::time_point deadline) {
-  device_name parsed;
-  device_name::parse(dev, parsed);
   // The task that serves it: after a failover, a ps task's backup.
-  auto task = route_of(self->state, task_name(parsed.job.value_or(""),
-                                              parsed.task.value_or(0)));
+  auto task = route_of(self->state, task_of_device(dev));
   auto answer = [self, handle, sig, pp, p](status err, executor_actor exec,
                                            std::string inbox, bool not_up) {
     on_registered(self, handle, sig, pp, p, std::move(err), std::move(exec),

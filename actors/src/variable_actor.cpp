@@ -250,19 +250,26 @@ status apply(variable_state& st, apply_kind kind,
 }
 
 // One write: `apply(reply, fw)` changes the value (or fails, changing
-// nothing); admit_write and commit_write are replication's part
-// (variable_replication.cpp). A primary answers once its backup holds the
-// write.
-template <class Apply, class Updated>
-write_promise write(variable_self self, int64_t tag, Updated& updated,
-                    Apply apply) {
+// nothing). An unreplicated variable answers at once; otherwise
+// admit_write and commit_write are replication's part
+// (variable_replication.cpp), and a primary answers once its backup holds
+// the write.
+template <class Apply>
+caf::result<status, tensor> write(variable_self self, int64_t tag,
+                                  Apply apply) {
+  tensor reply;
+  forwarded fw;
+  auto& st = self->state;
+  if (st.role == replica_role::solo && st.log.epoch() == 0) {
+    auto err = apply(reply, fw);
+    note_update(st, err);
+    return {err, err.ok() ? std::move(reply) : tensor{}};
+  }
   auto rp = self->make_response_promise<status, tensor>();
   if (!admit_write(self, tag, rp))
     return rp;
-  tensor reply;
-  forwarded fw;
   auto err = apply(reply, fw);
-  updated(err);
+  note_update(st, err);
   if (!err.ok()) {
     rp.deliver(err, tensor{});
     return rp;
@@ -298,9 +305,6 @@ variable(variable_self self, std::string name, dtype type, tensor_shape shape,
     if (self->state.backup && dm.source == self->state.backup.address())
       lose_backup(self, caf::to_string(dm.reason));
   });
-  auto updated = [self](const status& err) {
-    note_update(self->state, err);
-  };
   return {
     [self](read_atom) -> caf::result<status, tensor> {
       auto& st = self->state;
@@ -310,9 +314,9 @@ variable(variable_self self, std::string name, dtype type, tensor_shape shape,
         return {uninitialized(st), tensor{}};
       return {status{}, st.value()};
     },
-    [self, updated](assign_atom, tensor& x, bool validate_shape,
-                    int64_t tag) mutable {
-      return write(self, tag, updated, [&](tensor& reply, forwarded& fw) {
+    [self](assign_atom, tensor& x, bool validate_shape,
+                    int64_t tag) {
+      return write(self, tag, [&](tensor& reply, forwarded& fw) {
         auto& st = self->state;
         if (auto err = check_type(st, x); !err.ok())
           return err;
@@ -328,24 +332,24 @@ variable(variable_self self, std::string name, dtype type, tensor_shape shape,
         return status{};
       });
     },
-    [self, updated](assign_add_atom, const tensor& x, int64_t tag) mutable {
-      return write(self, tag, updated, [&](tensor& reply, forwarded& fw) {
+    [self](assign_add_atom, const tensor& x, int64_t tag) {
+      return write(self, tag, [&](tensor& reply, forwarded& fw) {
         auto err = add_into(self->state, x, 1);
         if (err.ok())
           reply = fw.payload = self->state.value();
         return err;
       });
     },
-    [self, updated](assign_sub_atom, const tensor& x, int64_t tag) mutable {
-      return write(self, tag, updated, [&](tensor& reply, forwarded& fw) {
+    [self](assign_sub_atom, const tensor& x, int64_t tag) {
+      return write(self, tag, [&](tensor& reply, forwarded& fw) {
         auto err = add_into(self->state, x, -1);
         if (err.ok())
           reply = fw.payload = self->state.value();
         return err;
       });
     },
-    [self, updated](count_up_to_atom, int64_t limit, int64_t tag) mutable {
-      return write(self, tag, updated, [&](tensor& reply, forwarded& fw) {
+    [self](count_up_to_atom, int64_t limit, int64_t tag) {
+      return write(self, tag, [&](tensor& reply, forwarded& fw) {
         auto& st = self->state;
         if (!st.value().valid())
           return uninitialized(st);
@@ -368,9 +372,9 @@ variable(variable_self self, std::string name, dtype type, tensor_shape shape,
         return err;
       });
     },
-    [self, updated](apply_atom, int32_t kind, const std::vector<tensor>& args,
-                    int64_t row_begin, int64_t tag) mutable {
-      return write(self, tag, updated, [&](tensor& reply, forwarded& fw) {
+    [self](apply_atom, int32_t kind, const std::vector<tensor>& args,
+                    int64_t row_begin, int64_t tag) {
+      return write(self, tag, [&](tensor& reply, forwarded& fw) {
         auto err = apply(self->state, static_cast<apply_kind>(kind), args,
                          row_begin, reply);
         if (err.ok()) {

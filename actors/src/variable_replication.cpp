@@ -20,6 +20,105 @@ status superseded(const variable_state& st, const std::string& why) {
           "Superseded: variable " + st.name + " of " + st.home + " " + why};
 }
 
+// Fails every write waiting for the backup's acknowledgement with `err`.
+void fail_waiting(variable_state& st, const status& err) {
+  auto waiting = std::move(st.waiting);
+  st.waiting.clear();
+  st.waiting_tags.clear();
+  for (auto& [seq, w] : waiting)
+    for (auto& rp : w.promises)
+      rp.deliver(err, tensor{});
+}
+
+// Ends the pairing with the backup: the variable takes `role` (orphan:
+// the backup was lost; deposed: superseded) for reason `why`, the writes
+// waiting for the backup fail as writable() now says, and the worker
+// learns it.
+void leave_backup(variable_self self, replica_role role, std::string why) {
+  auto& st = self->state;
+  st.role = role;
+  st.why = std::move(why);
+  show_role(st);
+  if (role == replica_role::deposed)
+    st.cell->stale.store(true, std::memory_order_release);
+  if (st.backup)
+    self->demonitor(st.backup.address());
+  st.backup = nullptr;
+  st.backup_route = {};
+  fail_waiting(st, writable(st));
+  if (st.worker)
+    self->send(caf::actor_cast<worker_actor>(st.worker), replica_lost_atom_v,
+               st.home, role == replica_role::deposed);
+}
+
+// A write frame on the tensor channel: its key says "w:EPOCH:TAG:ROW".
+std::string write_key(int64_t epoch, int64_t tag, int64_t row_begin) {
+  return "w:" + std::to_string(epoch) + ":" + std::to_string(tag) + ":"
+         + std::to_string(row_begin);
+}
+
+// The fields of a frame key after its kind ("w:1:2:3" -> 1, 2, 3); false
+// for a malformed one.
+bool key_fields(const std::string& key, size_t n, std::vector<int64_t>& out,
+                std::string* rest = nullptr) {
+  out.clear();
+  size_t at = 2;
+  for (size_t i = 0; i < n; ++i) {
+    auto end = key.find(':', at);
+    auto field = key.substr(at, end == std::string::npos ? end : end - at);
+    try {
+      size_t used = 0;
+      out.push_back(std::stoll(field, &used));
+      if (used != field.size())
+        return false;
+    } catch (const std::exception&) {
+      return false;
+    }
+    if (end == std::string::npos)
+      return i + 1 == n && rest == nullptr;
+    at = end + 1;
+  }
+  if (rest != nullptr)
+    *rest = key.substr(at);
+  return true;
+}
+
+// A backup's answer to write `seq`, the way the write came.
+void acknowledge(variable_self self, int64_t seq, const status& err) {
+  auto& st = self->state;
+  auto key = "a:" + std::to_string(static_cast<int>(err.code())) + ":"
+             + err.message();
+  if (st.primary_route
+      && tensor_channel::send(st.primary_route, seq, key,
+                              tensor::scalar(int64_t{0}), st.primary, true))
+    return;
+  if (st.primary)
+    caf::anon_send(caf::actor_cast<variable_actor>(st.primary),
+                   recv_tensor_atom_v, seq, std::move(key),
+                   tensor::scalar(int64_t{0}));
+}
+
+// The backup's answer to write `seq`.
+void on_ack(variable_self self, int64_t seq, const status& ack) {
+  auto& st = self->state;
+  auto i = st.waiting.find(seq);
+  if (i == st.waiting.end())
+    return;
+  if (!ack.ok()) {
+    if (ack.code() == error_code::aborted)
+      depose(self, "(its backup refused a write: " + ack.message() + ")");
+    else
+      lose_backup(self, ack.message());
+    return;
+  }
+  auto w = std::move(i->second);
+  st.waiting.erase(i);
+  st.waiting_tags.erase(w.tag);
+  for (auto& rp : w.promises)
+    rp.deliver(status{}, w.reply);
+}
+
+
 } // namespace
 
 // Whether the variable takes writes in its role.
@@ -75,88 +174,20 @@ void show_role(variable_state& st) {
   st.record->set_detail(std::move(text));
 }
 
-namespace {
-
-// Fails every write waiting for the backup's acknowledgement with `err`.
-void fail_waiting(variable_state& st, const status& err) {
-  auto waiting = std::move(st.waiting);
-  st.waiting.clear();
-  st.waiting_tags.clear();
-  for (auto& [seq, w] : waiting)
-    for (auto& rp : w.promises)
-      rp.deliver(err, tensor{});
-}
-
-// Tells the worker that this variable's replication changed (`what`:
-// "lost" its backup, or "deposed").
-void tell_worker(variable_self self, const std::string& what) {
-  if (self->state.worker)
-    self->send(caf::actor_cast<worker_actor>(self->state.worker),
-               replica_lost_atom_v, self->state.home, what);
-}
-
-} // namespace
-
 // The backup is gone: writes wait (fail Unavailable, their steps retry)
 // until the worker attaches a new one.
 void lose_backup(variable_self self, const std::string& why) {
-  auto& st = self->state;
-  if (st.role != replica_role::primary)
-    return;
-  st.role = replica_role::orphan;
-  st.why = "its backup was lost (" + why + ")";
-  show_role(st);
-  if (st.backup)
-    self->demonitor(st.backup.address());
-  st.backup = nullptr;
-  st.backup_route = {};
-  fail_waiting(st, writable(st));
-  tell_worker(self, "lost");
+  if (self->state.role == replica_role::primary)
+    leave_backup(self, replica_role::orphan,
+                 "its backup was lost (" + why + ")");
 }
 
 // A newer primary exists (its backup was promoted): this one takes no
 // write and serves no read again, even in its own process's executors.
 void depose(variable_self self, const std::string& why) {
-  auto& st = self->state;
-  if (st.role == replica_role::deposed)
-    return;
-  st.role = replica_role::deposed;
-  st.why = why;
-  show_role(st);
-  st.cell->stale.store(true, std::memory_order_release);
-  if (st.backup)
-    self->demonitor(st.backup.address());
-  st.backup = nullptr;
-  st.backup_route = {};
-  fail_waiting(st, superseded(st, why));
-  tell_worker(self, "deposed");
+  if (self->state.role != replica_role::deposed)
+    leave_backup(self, replica_role::deposed, why);
 }
-
-namespace {
-
-// The backup's answer to write `seq`.
-void on_ack(variable_self self, int64_t seq, const status& ack) {
-  auto& st = self->state;
-  auto i = st.waiting.find(seq);
-  if (i == st.waiting.end())
-    return;
-  if (!ack.ok()) {
-    if (ack.code() == error_code::aborted)
-      depose(self, "(its backup refused a write: " + ack.message() + ")");
-    else
-      lose_backup(self, ack.message());
-    return;
-  }
-  auto w = std::move(i->second);
-  st.waiting.erase(i);
-  st.waiting_tags.erase(w.tag);
-  for (auto& rp : w.promises)
-    rp.deliver(status{}, w.reply);
-}
-
-std::string write_key(int64_t epoch, int64_t tag, int64_t row_begin);
-
-} // namespace
 
 // A write whose tag was applied changes nothing and answers the value
 // (once the backup holds the first one).
@@ -210,57 +241,6 @@ void commit_write(variable_self self, int64_t tag, write_promise& rp,
             lose_backup(self, to_status(err, "backup").message());
           });
 }
-
-namespace {
-
-// A write frame on the tensor channel: its key says "w:EPOCH:TAG:ROW".
-std::string write_key(int64_t epoch, int64_t tag, int64_t row_begin) {
-  return "w:" + std::to_string(epoch) + ":" + std::to_string(tag) + ":"
-         + std::to_string(row_begin);
-}
-
-// The fields of a frame key after its kind ("w:1:2:3" -> 1, 2, 3); false
-// for a malformed one.
-bool key_fields(const std::string& key, size_t n, std::vector<int64_t>& out,
-                std::string* rest = nullptr) {
-  out.clear();
-  size_t at = 2;
-  for (size_t i = 0; i < n; ++i) {
-    auto end = key.find(':', at);
-    auto field = key.substr(at, end == std::string::npos ? end : end - at);
-    try {
-      size_t used = 0;
-      out.push_back(std::stoll(field, &used));
-      if (used != field.size())
-        return false;
-    } catch (const std::exception&) {
-      return false;
-    }
-    if (end == std::string::npos)
-      return i + 1 == n && rest == nullptr;
-    at = end + 1;
-  }
-  if (rest != nullptr)
-    *rest = key.substr(at);
-  return true;
-}
-
-// A backup's answer to write `seq`, the way the write came.
-void acknowledge(variable_self self, int64_t seq, const status& err) {
-  auto& st = self->state;
-  auto key = "a:" + std::to_string(static_cast<int>(err.code())) + ":"
-             + err.message();
-  if (st.primary_route
-      && tensor_channel::send(st.primary_route, seq, key,
-                              tensor::scalar(int64_t{0}), st.primary, true))
-    return;
-  if (st.primary)
-    caf::anon_send(caf::actor_cast<variable_actor>(st.primary),
-                   recv_tensor_atom_v, seq, std::move(key),
-                   tensor::scalar(int64_t{0}));
-}
-
-} // namespace
 
 // A backup takes write `seq` of `epoch`: the new value, or rows from
 // `row_begin` on.

@@ -14,17 +14,9 @@
 
 namespace actorflow {
 
-namespace {
-
-bool valid_container(const std::string& c) {
-  static const std::regex re{"[A-Za-z0-9.][A-Za-z0-9_.\\-/]*"};
-  return std::regex_match(c, re);
-}
-
-} // namespace
-
 status check_container(const std::string& container) {
-  if (!valid_container(container))
+  static const std::regex valid{"[A-Za-z0-9.][A-Za-z0-9_.\\-/]*"};
+  if (!std::regex_match(container, valid))
     return invalid_argument("container contains invalid characters: "
                             + container);
   return {};
@@ -327,8 +319,9 @@ worker_actor::behavior_type worker(worker_self self, task_options opts,
       auto [task, epoch] = serving(self, home);
       return caf::result<std::string, int64_t>{std::move(task), epoch};
     },
-    [self](replica_lost_atom, const std::string& home,
-           const std::string& what) { on_replica_lost(self, home, what); },
+    [self](replica_lost_atom, const std::string& home, bool deposed) {
+      on_replica_lost(self, home, deposed);
+    },
     [self](replica_tick_atom) { replica_tick(self); },
     [self](find_peer_atom, caf::actor& master) {
       self->state.master = std::move(master);

@@ -7,6 +7,7 @@
 // old primary.
 
 #include <algorithm>
+#include <functional>
 #include <iostream>
 
 #include "actorflow/graph/device_name.hpp"
@@ -20,6 +21,10 @@ namespace actorflow {
 namespace {
 
 using role_t = variable_store::role_t;
+
+/// A store's variables with their keys, to hand over one at a time.
+using var_list = std::vector<
+  std::pair<std::pair<std::string, std::string>, variable_store::entry>>;
 
 /// How often a store without its backup tries to attach one.
 constexpr auto tick_interval = std::chrono::milliseconds(250);
@@ -90,10 +95,14 @@ void with_worker_of(worker_self self, const std::string& task, OnWorker k,
 }
 
 // Gives variable `key` of store `home` its backup on the store's backup
-// worker (a variable created after the store's backup joined).
+// worker (a variable created after the store's backup joined), then
+// calls `done` either way (the variable's first write is replicated when
+// it succeeded; otherwise the variable learns that its backup is gone
+// from its writes).
 void replicate_var(worker_self self, const std::string& home,
                    const std::pair<std::string, std::string>& key,
-                   const variable_store::entry& e) {
+                   const variable_store::entry& e,
+                   std::function<void()> done = [] {}) {
   auto& store = self->state.stores.at(home);
   auto epoch = store.epoch;
   store.replicated_keys.insert(key);
@@ -101,13 +110,51 @@ void replicate_var(worker_self self, const std::string& home,
     ->request(store.backup, std::chrono::seconds(5), get_replica_atom_v, home,
               key.first, key.second, e.type, e.shape_bytes, epoch)
     .then(
-      [self, var = e.handle, epoch](status& err, caf::actor& replica) {
+      [self, var = e.handle, epoch, done](status& err, caf::actor& replica) {
         if (err.ok())
           self->send(var, set_backup_atom_v, replica, epoch);
+        done();
       },
-      [](caf::error&) {
-        // The backup is gone: the variable learns it from its own writes.
-      });
+      [done](caf::error&) { done(); });
+}
+
+// Spawns variable (container, name) of `home` in this worker's store as
+// `role` of `epoch`.
+variable_actor spawn_store_var(worker_self self, const std::string& home,
+                               const std::string& container,
+                               const std::string& name, int32_t type,
+                               const std::string& shape_bytes,
+                               replica_role role, int64_t epoch) {
+  auto& st = self->state;
+  tensor_shape shape = tensor_shape::unknown();
+  byte_reader r{shape_bytes};
+  decode(r, shape);
+  replica_init init;
+  init.role = role;
+  init.epoch = epoch;
+  init.home = home;
+  init.worker = caf::actor_cast<caf::actor>(self);
+  if (st.replicated)
+    init.inbox_host = st.channel_host;
+  auto var = spawn_variable(self->system(), name, static_cast<dtype>(type),
+                            shape,
+                            {.name = name,
+                             .container = container,
+                             .task = st.task_prefix},
+                            std::move(init));
+  st.stores.at(home).vars.emplace(std::make_pair(container, name),
+                                  variable_store::entry{var, type,
+                                                        shape_bytes});
+  st.count_resources();
+  return var;
+}
+
+// Unavailable: this task is starting and does not serve its variables
+// yet.
+status starting_error(const worker_state& st, const variable_store& s) {
+  return {error_code::unavailable,
+          st.task_prefix + " is starting: it waits for " + s.backup_task
+            + " to learn who serves its variables"};
 }
 
 // The last steps of attaching `backup` to store `home`: the variables
@@ -115,8 +162,7 @@ void replicate_var(worker_self self, const std::string& home,
 // "complete".
 void attach_vars(worker_self self, const std::string& home,
                  worker_actor backup, int64_t epoch,
-                 std::vector<std::pair<std::pair<std::string, std::string>,
-                                       variable_store::entry>> todo) {
+                 var_list pending) {
   auto& st = self->state;
   auto s = st.stores.find(home);
   if (s == st.stores.end() || s->second.role != role_t::primary
@@ -130,7 +176,7 @@ void attach_vars(worker_self self, const std::string& home,
     log_line(self, "could not attach the backup of " + home + ": " + why);
     schedule_tick(self);
   };
-  if (todo.empty()) {
+  if (pending.empty()) {
     self
       ->request(backup, std::chrono::seconds(5), attach_replica_atom_v, home,
                 epoch, st.task_prefix, true)
@@ -158,21 +204,22 @@ void attach_vars(worker_self self, const std::string& home,
         [fail](caf::error& err) { fail(to_status(err).message()); });
     return;
   }
-  auto [key, e] = std::move(todo.back());
-  todo.pop_back();
+  auto [key, e] = std::move(pending.back());
+  pending.pop_back();
   self
     ->request(backup, std::chrono::seconds(5), get_replica_atom_v, home,
               key.first, key.second, e.type, e.shape_bytes, epoch)
     .then(
-      [self, home, backup, epoch, todo = std::move(todo), handle = e.handle,
-       key = key, fail](status& err, caf::actor& replica) mutable {
+      [self, home, backup, epoch, pending = std::move(pending),
+       handle = e.handle, key = key, fail](status& err,
+                                           caf::actor& replica) mutable {
         if (!err.ok())
           return fail(err.message());
         self->send(handle, set_backup_atom_v, replica, epoch);
         if (auto s = self->state.stores.find(home);
             s != self->state.stores.end())
           s->second.replicated_keys.insert(key);
-        attach_vars(self, home, backup, epoch, std::move(todo));
+        attach_vars(self, home, backup, epoch, std::move(pending));
       },
       [fail](caf::error& err) { fail(to_status(err).message()); });
 }
@@ -210,10 +257,9 @@ void attach_backup(worker_self self, const std::string& home) {
             if (!err.ok())
               return fail();
             s->second.replicated_keys.clear();
-            std::vector<std::pair<std::pair<std::string, std::string>,
-                                  variable_store::entry>>
-              todo(s->second.vars.begin(), s->second.vars.end());
-            attach_vars(self, home, backup, epoch, std::move(todo));
+            attach_vars(self, home, backup, epoch,
+                        var_list(s->second.vars.begin(),
+                                 s->second.vars.end()));
           },
           [fail](caf::error&) { fail(); });
     },
@@ -371,11 +417,7 @@ get_variable(worker_self self, const std::string& container,
   auto s = st.stores.find(home);
   if (s == st.stores.end() || s->second.role != role_t::primary) {
     if (s != st.stores.end() && s->second.role == role_t::starting) {
-      rp.deliver(status{error_code::unavailable,
-                        st.task_prefix + " is starting: it waits for "
-                          + s->second.backup_task
-                          + " to learn who serves its variables"},
-                 variable_actor{});
+      rp.deliver(starting_error(st, s->second), variable_actor{});
       return rp;
     }
     rp.deliver(superseded(self, home,
@@ -389,45 +431,22 @@ get_variable(worker_self self, const std::string& container,
     rp.deliver(status{}, i->second.handle);
     return rp;
   }
-  tensor_shape shape = tensor_shape::unknown();
-  byte_reader r{shape_bytes};
-  decode(r, shape);
-  replica_init init;
-  init.role = !st.replicated || store.alone ? replica_role::solo
-                                            : replica_role::orphan;
-  init.epoch = store.epoch;
-  init.home = home;
-  init.worker = caf::actor_cast<caf::actor>(self);
-  if (st.replicated)
-    init.inbox_host = st.channel_host;
-  auto var = spawn_variable(self->system(), name, static_cast<dtype>(type),
-                            shape,
-                            {.name = name,
-                             .container = container,
-                             .task = st.task_prefix},
-                            std::move(init));
-  store.vars.emplace(key, variable_store::entry{var, type, shape_bytes});
-  st.count_resources();
-  if (!st.replicated || store.alone)
+  // Unreplicated: epoch 0 (no tags remembered, no promise per write).
+  auto var = spawn_store_var(self, home, container, name, type, shape_bytes,
+                             !st.replicated || store.alone
+                               ? replica_role::solo
+                               : replica_role::orphan,
+                             st.replicated ? store.epoch : 0);
+  if (!st.replicated || store.alone) {
     rp.deliver(status{}, var);
-  else if (!store.backup || store.attaching) {
+  } else if (!store.backup || store.attaching) {
     // Attached with the others (attach_vars) when the backup joins.
     rp.deliver(status{}, var);
     schedule_tick(self);
   } else {
     // The backup variable first: the first write is replicated.
-    auto epoch = store.epoch;
-    store.replicated_keys.insert(key);
-    self
-      ->request(store.backup, std::chrono::seconds(5), get_replica_atom_v,
-                home, container, name, type, shape_bytes, epoch)
-      .then(
-        [self, rp, var, epoch](status& err, caf::actor& replica) mutable {
-          if (err.ok())
-            self->send(var, set_backup_atom_v, replica, epoch);
-          rp.deliver(status{}, var);
-        },
-        [rp, var](caf::error&) mutable { rp.deliver(status{}, var); });
+    replicate_var(self, home, key, store.vars.at(key),
+                  [rp, var]() mutable { rp.deliver(status{}, var); });
   }
   return rp;
 }
@@ -435,16 +454,13 @@ get_variable(worker_self self, const std::string& container,
 status check_partition_home(worker_self self, const std::string& device,
                             const graph_def& g) {
   auto& st = self->state;
-  auto home = device.substr(0, device.find("/device:"));
+  auto home = task_of_device(device);
   auto s = st.stores.find(home);
   if (home == st.task_prefix) {
     if (!st.replicated || s->second.role == role_t::primary)
       return {};
     if (s->second.role == role_t::starting)
-      return {error_code::unavailable,
-              st.task_prefix + " is starting: it waits for "
-                + s->second.backup_task
-                + " to learn who serves its variables"};
+      return starting_error(st, s->second);
     return superseded(self, home, &s->second);
   }
   if (std::find(st.ring.begin(), st.ring.end(), home) == st.ring.end())
@@ -538,27 +554,13 @@ get_replica(worker_self self, const std::string& home,
             caf::actor{}};
   auto& store = s->second;
   auto key = std::make_pair(container, name);
-  auto i = store.vars.find(key);
-  if (i == store.vars.end()) {
-    tensor_shape shape = tensor_shape::unknown();
-    byte_reader r{shape_bytes};
-    decode(r, shape);
-    replica_init init;
-    init.role = replica_role::backup;
-    init.epoch = 0; // until its primary syncs it
-    init.home = home;
-    init.worker = caf::actor_cast<caf::actor>(self);
-    init.inbox_host = st.channel_host;
-    auto var = spawn_variable(self->system(), name, static_cast<dtype>(type),
-                              shape,
-                              {.name = name,
-                               .container = container,
-                               .task = st.task_prefix},
-                              std::move(init));
-    i = store.vars.emplace(key, variable_store::entry{var, type, shape_bytes})
-          .first;
-  }
-  return {status{}, caf::actor_cast<caf::actor>(i->second.handle)};
+  if (auto i = store.vars.find(key); i != store.vars.end())
+    return {status{}, caf::actor_cast<caf::actor>(i->second.handle)};
+  // Epoch 0 until its primary syncs it.
+  return {status{},
+          caf::actor_cast<caf::actor>(spawn_store_var(
+            self, home, container, name, type, shape_bytes,
+            replica_role::backup, 0))};
 }
 
 status promote_store(worker_self self, const std::string& home,
@@ -601,14 +603,12 @@ status promote_store(worker_self self, const std::string& home,
   return {};
 }
 
-caf::typed_response_promise<status, int64_t>
-promote(worker_self self, const std::string& home) {
-  auto rp = self->make_response_promise<status, int64_t>();
+caf::result<status, int64_t> promote(worker_self self,
+                                     const std::string& home) {
   int64_t epoch = 0;
   auto err = promote_store(self, home, "asked by a master or its restart",
                            epoch);
-  rp.deliver(std::move(err), epoch);
-  return rp;
+  return {std::move(err), epoch};
 }
 
 bool lost_primary(worker_self self, const caf::actor_addr& source,
@@ -647,12 +647,12 @@ std::pair<std::string, int64_t> serving(worker_self self,
 }
 
 void on_replica_lost(worker_self self, const std::string& home,
-                     const std::string& what) {
+                     bool deposed) {
   auto& st = self->state;
   auto s = st.stores.find(home);
   if (s == st.stores.end())
     return;
-  if (what == "deposed") {
+  if (deposed) {
     depose_store(self, home, s->second,
                  "a backup was promoted in its place");
     return;

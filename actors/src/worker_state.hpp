@@ -142,12 +142,12 @@ caf::result<status, caf::actor>
 get_replica(worker_self self, const std::string& home,
             const std::string& container, const std::string& name,
             int32_t type, const std::string& shape_bytes, int64_t epoch);
-caf::typed_response_promise<status, int64_t>
-promote(worker_self self, const std::string& home);
+caf::result<status, int64_t> promote(worker_self self,
+                                     const std::string& home);
 std::pair<std::string, int64_t> serving(worker_self self,
                                         const std::string& home);
 void on_replica_lost(worker_self self, const std::string& home,
-                     const std::string& what);
+                     bool deposed);
 void replica_tick(worker_self self);
 /// A store's backup worker went down; true when it was one.
 bool forget_backup(worker_self self, const caf::actor_addr& source);

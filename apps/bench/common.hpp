@@ -168,4 +168,28 @@ std::string received_path(const tensor_channel::received_totals& before,
 /// what step_remote_small adds to.
 variable counter_on_ps();
 
+/// A small remote step with a feature (`with`, e.g. TLS or replication)
+/// against the same step without it (`without`), in alternating slices of
+/// this run (the median slices), as a us/step figure named `name` whose
+/// baseline is `baseline`; its path from the channel's counters.
+template <class With, class Without>
+figure step_against(const context& ctx, std::string name,
+                    std::string baseline, With&& with, Without&& without,
+                    std::string note) {
+  auto before = tensor_channel::totals_received();
+  auto [on, off] = measure_interleaved(
+    std::forward<With>(with), std::forward<Without>(without),
+    {.budget = ctx.budget(2.0, 0.4), .min_reps = 10, .warmup = 10},
+    slice_pick::median);
+  figure f{.name = std::move(name),
+           .value = 1e6 / on.per_second,
+           .unit = "us/step",
+           .baseline = std::move(baseline),
+           .baseline_value = 1e6 / off.per_second,
+           .path = received_path(before, tensor_channel::totals_received(), 0,
+                                 uint64_t(on.reps + off.reps))};
+  f.note = std::move(note);
+  return f;
+}
+
 } // namespace actorflow::bench

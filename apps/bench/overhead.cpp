@@ -220,24 +220,12 @@ void run_tls(context& ctx) {
              "memory either way";
     ctx.out->add(f);
   }
-  if (ctx.wanted("tls", "tls_step_remote_small")) {
-    auto before = tensor_channel::totals_received();
-    auto [tls, clear] = measure_interleaved(
+  if (ctx.wanted("tls", "tls_step_remote_small"))
+    ctx.out->add(step_against(
+      ctx, "tls_step_remote_small", "step_remote_small_plain",
       [&] { tls_sess.run(increment); }, [&] { plain_sess.run(increment); },
-      {.budget = ctx.budget(2.0, 0.4), .min_reps = 10, .warmup = 10},
-      slice_pick::median);
-    figure f{.name = "tls_step_remote_small",
-             .value = 1e6 / tls.per_second,
-             .unit = "us/step",
-             .baseline = "step_remote_small_plain",
-             .baseline_value = 1e6 / clear.per_second,
-             .path = received_path(before, tensor_channel::totals_received(),
-                                   0, uint64_t(tls.reps + clear.reps))};
-    f.note = "assign_add on the ps from the worker, TLS against plain "
-             "(steps after the first ride the tensor channel); lower is "
-             "better";
-    ctx.out->add(f);
-  }
+      "assign_add on the ps from the worker, TLS against plain (steps "
+      "after the first ride the tensor channel); lower is better"));
 }
 
 } // namespace

@@ -83,24 +83,13 @@ void run_replication(context& ctx) {
     s->run(counter.initializer());
     s->run(increment);
   }
-  if (ctx.wanted("replication", "replication_step_remote_small")) {
-    auto before = tensor_channel::totals_received();
-    auto [on, off] = measure_interleaved(
+  if (ctx.wanted("replication", "replication_step_remote_small"))
+    ctx.out->add(step_against(
+      ctx, "replication_step_remote_small", "step_remote_small_unreplicated",
       [&] { replicated.run(increment); }, [&] { plain.run(increment); },
-      {.budget = ctx.budget(2.0, 0.4), .min_reps = 10, .warmup = 10},
-      slice_pick::median);
-    figure f{.name = "replication_step_remote_small",
-             .value = 1e6 / on.per_second,
-             .unit = "us/step",
-             .baseline = "step_remote_small_unreplicated",
-             .baseline_value = 1e6 / off.per_second,
-             .path = received_path(before, tensor_channel::totals_received(),
-                                   0, uint64_t(on.reps + off.reps))};
-    f.note = "assign_add on ps:0 from the worker, the variable replicated "
-             "on ps:1 (the write is answered once ps:1 holds it) against "
-             "the same two-ps cluster without replication; lower is better";
-    ctx.out->add(f);
-  }
+      "assign_add on ps:0 from the worker, the variable replicated on ps:1 "
+      "(the write is answered once ps:1 holds it) against the same two-ps "
+      "cluster without replication; lower is better"));
   if (!ctx.wanted("replication", "replication_failover_ms"))
     return;
   // Steps run one after another; ps:0, the counter's primary, dies

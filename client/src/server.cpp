@@ -104,6 +104,15 @@ struct server::impl {
   bool stopped = false;
 };
 
+status check_replicate_variables(const cluster_spec& cluster) {
+  auto n = cluster.has_job("ps") ? cluster.num_tasks("ps") : 0;
+  if (n >= 2)
+    return {};
+  return invalid_argument("replicate_variables needs at least two tasks in "
+                          "job \"ps\"; the cluster has "
+                          + std::to_string(n));
+}
+
 server::server(const cluster_spec& cluster, const std::string& job, int task,
                const server_options& options)
   : server(default_system(), cluster, job, task, options) {
@@ -130,14 +139,9 @@ server::server(caf::actor_system& sys, const cluster_spec& cluster,
   opts.job = job;
   opts.task = task;
   opts.replicate_variables = options.replicate_variables;
-  if (options.replicate_variables
-      && (!cluster.has_job("ps") || cluster.num_tasks("ps") < 2))
-    throw op_error(error_code::invalid_argument,
-                   "replicate_variables needs at least two tasks in job "
-                   "\"ps\"; the cluster has "
-                     + std::to_string(cluster.has_job("ps")
-                                        ? cluster.num_tasks("ps")
-                                        : 0));
+  if (options.replicate_variables)
+    if (auto err = check_replicate_variables(cluster); !err.ok())
+      throw op_error(err);
   for (auto& name : cluster.task_names()) {
     device_name d;
     device_name::parse(name, d);

@@ -270,6 +270,13 @@ std::string task_name(std::string_view job, int task, int replica) {
          + "/task:" + std::to_string(task);
 }
 
+std::string task_of_device(std::string_view device) {
+  device_name d;
+  if (!device_name::parse(device, d).ok() || !d.job || !d.task)
+    return {};
+  return task_name(*d.job, *d.task, d.replica.value_or(0));
+}
+
 std::string full_device_name(std::string_view job, int replica, int task,
                              std::string_view type, int id) {
   return task_name(job, task, replica) + "/device:" + std::string{type} + ":"

@@ -17,10 +17,12 @@
 #include <caf/scheduler/test_coordinator.hpp>
 
 #include "actorflow/transport/type_ids.hpp"
+#include "common/test_system.hpp"
 #include "replica_log.hpp"
 #include "runtime.hpp"
 
 using namespace actorflow;
+using actorflow::testing::deterministic;
 
 TEST_CASE("replica log: tags are remembered within the window",
           "[replication]") {
@@ -63,14 +65,6 @@ TEST_CASE("replica log: a backup takes writes in order, of its epoch only",
 }
 
 namespace {
-
-caf::actor_system_config& deterministic(caf::actor_system_config& cfg) {
-  cfg.set("scheduler.policy", caf::atom("testing"));
-  cfg.set("logger.inline-output", true);
-  cfg.add_message_types<caf::id_block::actorflow>();
-  add_options_impl(cfg);
-  return cfg;
-}
 
 /// The answers a client actor got: (status, value) or a CAF error.
 struct replies {

@@ -18,30 +18,17 @@
 
 #include "actorflow/actors/task.hpp"
 #include "actorflow/transport/type_ids.hpp"
+#include "common/test_system.hpp"
 #include "actorflow/graph/ops.hpp"
 #include "actorflow/graph/queue_ops.hpp"
 
 using namespace actorflow;
+using actorflow::testing::deterministic;
 
 namespace {
 
 constexpr const char* task0 = "/job:localhost/replica:0/task:0";
 constexpr const char* device0 = "/job:localhost/replica:0/task:0/device:CPU:0";
-
-caf::actor_system_config& deterministic(caf::actor_system_config& cfg) {
-  // Before actorflow's options, which pick their own scheduler unless one
-  // is set.
-  cfg.set("scheduler.policy", caf::atom("testing"));
-  cfg.set("logger.inline-output", true);
-  // actorflow's types without CAF's middleman (add_types_impl loads it):
-  // its network thread and detached actor would enqueue into the test
-  // coordinator, which only the test's thread may touch (under load that
-  // race hung or crashed about one run in a hundred). An in-process task
-  // needs no network.
-  cfg.add_message_types<caf::id_block::actorflow>();
-  add_options_impl(cfg);
-  return cfg;
-}
 
 /// What a client actor got back: one response, or a CAF error.
 struct answer {

@@ -11,6 +11,22 @@
 
 namespace actorflow::testing {
 
+/// `cfg` for a system under CAF's deterministic test coordinator
+/// (caf/scheduler/test_coordinator.hpp): nothing runs until the test runs
+/// it. Before actorflow's options, which pick their own scheduler unless
+/// one is set. actorflow's types without CAF's middleman (add_types_impl
+/// loads it): its network thread and detached actor would enqueue into
+/// the test coordinator, which only the test's thread may touch (under
+/// load that race hung or crashed about one run in a hundred). In-process
+/// actors need no network.
+inline caf::actor_system_config& deterministic(caf::actor_system_config& cfg) {
+  cfg.set("scheduler.policy", caf::atom("testing"));
+  cfg.set("logger.inline-output", true);
+  cfg.add_message_types<caf::id_block::actorflow>();
+  add_options_impl(cfg);
+  return cfg;
+}
+
 inline caf::actor_system& test_system() {
   struct holder {
     holder() : sys(init(cfg)) {

@@ -31,30 +31,6 @@ std::string cluster_of(const std::string& log) {
   return std::regex_search(log, m, pattern) ? m[1].str() : std::string{};
 }
 
-/// The pid of "started /job:J/task:T (pid N)".
-pid_t pid_of(const std::string& log, const std::string& task) {
-  std::regex pattern{"started " + task + R"( \(pid (\d+)\))"};
-  std::smatch m;
-  return std::regex_search(log, m, pattern)
-           ? static_cast<pid_t>(std::stol(m[1].str()))
-           : 0;
-}
-
-const json* task_entry(const json& doc, const std::string& task) {
-  for (auto& t : doc["tasks"])
-    if (t["task"] == task)
-      return &t;
-  return nullptr;
-}
-
-std::vector<json> actors_of_kind(const json& task, const std::string& kind) {
-  std::vector<json> out;
-  for (auto& a : task["node"]["actors"])
-    if (a["kind"] == kind)
-      out.push_back(a);
-  return out;
-}
-
 } // namespace
 
 TEST_CASE("console: a JSON snapshot of a training cluster lists every task "
@@ -132,6 +108,8 @@ TEST_CASE("console: a JSON snapshot of a training cluster lists every task "
     CHECK(v["gauges"]["bytes"].get<int64_t>() > 0);
     CHECK(v["messages"].get<uint64_t>() > 0);
     CHECK(v["mailbox_max"].get<uint32_t>() >= v["mailbox"].get<uint32_t>());
+    // Not replicated: no part in replication (an epoch) to show.
+    CHECK(v["detail"].get<std::string>().find("epoch") == std::string::npos);
     if (v["name"].get<std::string>().find("weights") != std::string::npos
         && v["detail"].get<std::string>().find("float32 [784,10]")
              != std::string::npos) {

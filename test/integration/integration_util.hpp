@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "actorflow/actorflow.hpp"
 
 #include "actorflow/support/local_cluster.hpp"
@@ -94,6 +96,38 @@ inline std::vector<pid_t> started_pids(const std::string& err) {
        i != end; ++i)
     result.push_back(static_cast<pid_t>(std::stol((*i)[1].str())));
   return result;
+}
+
+/// The pid of the latest "started /job:J/task:T (pid N)" line of
+/// actorflow-train --local for `task` ("/job:J/task:T"), 0 for none (a
+/// task started again after it died has a line per start).
+inline pid_t pid_of(const std::string& log, const std::string& task) {
+  std::regex pattern{"started " + task + R"( \(pid (\d+)\))"};
+  pid_t pid = 0;
+  for (std::sregex_iterator i{log.begin(), log.end(), pattern}, end; i != end;
+       ++i)
+    pid = static_cast<pid_t>(std::stol((*i)[1].str()));
+  return pid;
+}
+
+/// The entry of `task` in actorflow-console's --once --json document
+/// (nullptr for none).
+inline const nlohmann::json* task_entry(const nlohmann::json& doc,
+                                        const std::string& task) {
+  for (auto& t : doc["tasks"])
+    if (t["task"] == task)
+      return &t;
+  return nullptr;
+}
+
+/// The actors of `kind` of a task entry of that document.
+inline std::vector<nlohmann::json> actors_of_kind(const nlohmann::json& task,
+                                                  const std::string& kind) {
+  std::vector<nlohmann::json> out;
+  for (auto& a : task["node"]["actors"])
+    if (a["kind"] == kind)
+      out.push_back(a);
+  return out;
 }
 
 /// True while `pid` is a process running `program` (a zombie waiting for

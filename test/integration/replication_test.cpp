@@ -9,13 +9,11 @@
 
 #include <signal.h>
 
-#include <functional>
 #include <map>
 #include <random>
 #include <set>
 
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <string>
 
 #include "integration_util.hpp"
@@ -164,26 +162,17 @@ TEST_CASE("replication: counters stay exact while ps tasks are killed and "
   REQUIRE(console.status.success());
   auto doc = nlohmann::json::parse(console.out);
   std::map<std::string, std::set<std::string>> parts;
-  std::function<void(const nlohmann::json&)> walk =
-    [&](const nlohmann::json& x) {
-      if (x.is_object()) {
-        if (x.value("kind", "") == "variable") {
-          auto detail = x.value("detail", "");
-          auto role = detail.find("primary") != std::string::npos ? "primary"
-                      : detail.find("backup") != std::string::npos
-                        ? "backup"
-                        : "other";
-          parts[x.value("name", "")].insert(role + std::string{" on "}
-                                            + x.value("task", ""));
-        }
-        for (auto& [k, v] : x.items())
-          walk(v);
-      } else if (x.is_array()) {
-        for (auto& v : x)
-          walk(v);
-      }
-    };
-  walk(doc);
+  for (auto* ps : ps_name) {
+    auto* entry = task_entry(doc, ps);
+    REQUIRE(entry != nullptr);
+    for (auto& v : actors_of_kind(*entry, "variable")) {
+      auto detail = v.value("detail", "");
+      auto role = detail.find("primary") != std::string::npos  ? "primary"
+                  : detail.find("backup") != std::string::npos ? "backup"
+                                                               : "other";
+      parts[v.value("name", "")].insert(role + std::string{" on "} + ps);
+    }
+  }
   for (auto name : {"c0", "c1", "global_step"}) {
     INFO(name << ": " << console.out);
     REQUIRE(parts[name].size() == 2);
@@ -242,22 +231,15 @@ TEST_CASE("replication: actorflow-train --local trains through ps kills "
                          "--log_every", "100", "--step_timeout", "30"}};
   // The launcher names each task's process ("started /job:ps/task:1 (pid
   // N)"); the latest one of a task is the one to kill.
-  auto pid_of = [&](int task) -> pid_t {
-    static const std::regex started{R"(started /job:ps/task:(\d) \(pid (\d+)\))"};
-    pid_t pid = -1;
-    auto err = trainer.err();
-    for (std::sregex_iterator i{err.begin(), err.end(), started}, end;
-         i != end; ++i)
-      if (std::stoi((*i)[1].str()) == task)
-        pid = std::stoi((*i)[2].str());
-    return pid;
+  auto pid_of_ps = [&](int task) {
+    return pid_of(trainer.err(), "/job:ps/task:" + std::to_string(task));
   };
   int kills = 0;
   for (auto [at, task] : {std::pair{"step 300 ", 0}, {"step 800 ", 1},
                           {"step 1300 ", 0}}) {
     if (!trainer.wait_for_line(std::string{"worker 0: "} + at, 90s))
       break; // finished early: the kills so far count
-    auto pid = pid_of(task);
+    auto pid = pid_of_ps(task);
     REQUIRE(pid > 0);
     ::kill(pid, SIGKILL);
     ++kills;

@@ -31,6 +31,11 @@ struct server_options {
   bool replicate_variables = false;
 };
 
+/// InvalidArgument ("replicate_variables needs at least two tasks in job
+/// \"ps\"; the cluster has N") when `cluster` cannot replicate its
+/// variables (server_options::replicate_variables); OK otherwise.
+status check_replicate_variables(const cluster_spec& cluster);
+
 /// One task of a cluster (TensorFlow's `tf.train.Server`): a task actor
 /// offering the master and worker services, published on the port of its
 /// address in the cluster spec.

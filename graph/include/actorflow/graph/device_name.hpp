@@ -68,6 +68,10 @@ std::string full_device_name(std::string_view job, int replica, int task,
 /// devices' names).
 std::string task_name(std::string_view job, int task, int replica = 0);
 
+/// The name of the task a device belongs to (`/job:J/replica:R/task:T`),
+/// or "" when `device` names no job and task.
+std::string task_of_device(std::string_view device);
+
 /// True if every field set in `less` is set in `more` with the same value
 /// (TensorFlow's IsSpecification).
 bool is_specification(const device_name& less, const device_name& more);

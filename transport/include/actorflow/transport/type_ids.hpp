@@ -623,7 +623,7 @@ using worker_actor = caf::typed_actor<
                   int32_t, std::string, int64_t>::with<status, caf::actor>,
   caf::replies_to<promote_atom, std::string>::with<status, int64_t>,
   caf::replies_to<serving_atom, std::string>::with<std::string, int64_t>,
-  caf::reacts_to<replica_lost_atom, std::string, std::string>,
+  caf::reacts_to<replica_lost_atom, std::string, bool>,
   caf::reacts_to<replica_tick_atom>>;
 
 /// A task's master service (TF's Master), the actor a task publishes:
