@@ -45,6 +45,7 @@ void leave_backup(variable_self self, replica_role role, std::string why) {
     self->demonitor(st.backup.address());
   st.backup = nullptr;
   st.backup_route = {};
+  st.syncing = false;
   fail_waiting(st, writable(st));
   if (st.worker)
     self->send(caf::actor_cast<worker_actor>(st.worker), replica_lost_atom_v,
@@ -98,6 +99,54 @@ void acknowledge(variable_self self, int64_t seq, const status& err) {
                    tensor::scalar(int64_t{0}));
 }
 
+// Answers the writes waiting for the backup up to `seq` (it holds them).
+void answer_through(variable_state& st, int64_t seq) {
+  while (!st.waiting.empty() && st.waiting.begin()->first <= seq) {
+    auto w = std::move(st.waiting.begin()->second);
+    st.waiting.erase(st.waiting.begin());
+    st.waiting_tags.erase(w.tag);
+    for (auto& rp : w.promises)
+      rp.deliver(status{}, w.reply);
+  }
+}
+
+// Sends the backup the whole state: epoch, last write, value and tags.
+// The writes after it go over CAF's connection, which keeps them behind
+// the sync, until the backup answers; then over the channel. A frame
+// sent before could otherwise overtake the sync and meet a backup that
+// misses the writes before it. The writes the sync holds are answered.
+void sync_backup(variable_self self) {
+  auto& st = self->state;
+  st.backup_route = {};
+  st.syncing = true;
+  auto id = ++st.last_sync;
+  auto seq = st.log.seq();
+  self
+    ->request(st.backup, caf::infinite, replica_sync_atom_v, st.log.epoch(),
+              seq, st.value(), st.log.tags(), st.inbox)
+    .then(
+      [self, id, seq](status& ack, std::string& inbox) {
+        auto& st = self->state;
+        if (id != st.last_sync || !st.syncing)
+          return; // a newer sync follows, or the backup is gone
+        st.syncing = false;
+        if (ack.ok()) {
+          if (!inbox.empty())
+            st.backup_route = tensor_channel::route_to(inbox,
+                                                       self->home_system());
+          answer_through(st, seq);
+        } else if (ack.code() == error_code::aborted) {
+          depose(self, "(its backup refused the sync: " + ack.message() + ")");
+        } else {
+          lose_backup(self, ack.message());
+        }
+      },
+      [self, id](caf::error& err) {
+        if (id == self->state.last_sync && self->state.syncing)
+          lose_backup(self, to_status(err, "backup").message());
+      });
+}
+
 // The backup's answer to write `seq`.
 void on_ack(variable_self self, int64_t seq, const status& ack) {
   auto& st = self->state;
@@ -107,7 +156,12 @@ void on_ack(variable_self self, int64_t seq, const status& ack) {
   if (!ack.ok()) {
     if (ack.code() == error_code::aborted)
       depose(self, "(its backup refused a write: " + ack.message() + ")");
-    else
+    else if (ack.code() == error_code::out_of_range) {
+      // The backup misses writes before this one: it gets the whole
+      // state again (once), which answers this write and those before.
+      if (!st.syncing)
+        sync_backup(self);
+    } else
       lose_backup(self, ack.message());
     return;
   }
@@ -117,7 +171,6 @@ void on_ack(variable_self self, int64_t seq, const status& ack) {
   for (auto& rp : w.promises)
     rp.deliver(status{}, w.reply);
 }
-
 
 } // namespace
 
@@ -237,8 +290,9 @@ void commit_write(variable_self self, int64_t tag, write_promise& rp,
     ->request(st.backup, caf::infinite, replicate_atom_v, st.log.epoch(), seq,
               tag, fw.row_begin, std::move(fw.payload))
     .then([self, seq](status& ack) { on_ack(self, seq, ack); },
-          [self](caf::error& err) {
-            lose_backup(self, to_status(err, "backup").message());
+          [self, backup = st.backup](caf::error& err) {
+            if (self->state.backup == backup)
+              lose_backup(self, to_status(err, "backup").message());
           });
 }
 
@@ -260,7 +314,9 @@ status on_replicate(variable_self self, int64_t epoch, int64_t seq,
                               + ": it is at epoch "
                               + std::to_string(st.log.epoch()));
     case replica_log::verdict::gap:
-      return {error_code::failed_precondition,
+      // OutOfRange: past the write the backup expects (its primary syncs
+      // it again).
+      return {error_code::out_of_range,
               "backup of " + st.name + " misses writes before "
                 + std::to_string(seq) + " of epoch " + std::to_string(epoch)};
     case replica_log::verdict::duplicate:
@@ -305,15 +361,20 @@ on_sync(variable_self self, int64_t epoch, int64_t seq, tensor& value,
                              + std::to_string(st.log.epoch()) + ")"),
             std::string{}};
   st.primary = caf::actor_cast<caf::actor>(self->current_sender());
+  // A sync behind writes this backup already holds (a frame overtook it)
+  // would take them back: the backup keeps its newer state.
+  auto behind = epoch == st.log.epoch() && seq < st.log.seq();
   st.primary_route = primary_inbox.empty()
                        ? tensor_channel::route{}
                        : tensor_channel::route_to(primary_inbox,
                                                   self->home_system());
-  {
-    std::lock_guard<std::mutex> guard{st.cell->mtx};
-    st.value() = value.valid() ? std::move(value).owned() : tensor{};
+  if (!behind) {
+    {
+      std::lock_guard<std::mutex> guard{st.cell->mtx};
+      st.value() = value.valid() ? std::move(value).owned() : tensor{};
+    }
+    st.log.reset(epoch, seq, tags);
   }
-  st.log.reset(epoch, seq, tags);
   show_role(st);
   note_update(st, status{});
   return {status{}, st.inbox};
@@ -345,39 +406,24 @@ void on_set_backup(variable_self self, caf::actor& backup, int64_t epoch) {
   if (st.role == replica_role::deposed || st.role == replica_role::backup
       || !backup)
     return;
+  auto next = caf::actor_cast<variable_actor>(backup);
+  if (st.role == replica_role::primary && next == st.backup
+      && epoch <= st.log.epoch()) {
+    // Attached again (a retried attach): the same backup, synced again;
+    // the writes waiting for it are answered by the sync.
+    sync_backup(self);
+    return;
+  }
   if (st.backup)
     self->demonitor(st.backup.address());
   fail_waiting(st, {error_code::unavailable,
                     "the backup of " + st.name + " was replaced"});
   st.log.enter(epoch);
-  st.backup = caf::actor_cast<variable_actor>(backup);
+  st.backup = std::move(next);
   st.role = replica_role::primary;
   show_role(st);
   self->monitor(st.backup);
-  // The whole state first; writes from now on follow it in order.
-  self
-    ->request(st.backup, caf::infinite, replica_sync_atom_v, st.log.epoch(),
-              st.log.seq(), st.value(), st.log.tags(), st.inbox)
-    .then(
-      [self, backup = st.backup](status& ack, std::string& inbox) {
-        auto& st = self->state;
-        if (ack.ok()) {
-          // Later writes take the channel (until then, CAF keeps them in
-          // order behind the sync).
-          if (!inbox.empty() && st.backup == backup)
-            st.backup_route = tensor_channel::route_to(inbox,
-                                                       self->home_system());
-          return;
-        }
-        if (ack.code() == error_code::aborted)
-          depose(self,
-                 "(its new backup refused the sync: " + ack.message() + ")");
-        else
-          lose_backup(self, ack.message());
-      },
-      [self](caf::error& err) {
-        lose_backup(self, to_status(err, "backup").message());
-      });
+  sync_backup(self);
 }
 
 void on_frame(variable_self self, int64_t seq, const std::string& key,

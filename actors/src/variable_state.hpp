@@ -35,6 +35,10 @@ struct variable_state {
   replica_log log;
   /// The backup (a primary's).
   variable_actor backup;
+  /// True while the last sync sent to the backup (number `last_sync`) is
+  /// unanswered: writes go behind it over CAF.
+  bool syncing = false;
+  uint64_t last_sync = 0;
   /// Writes waiting for the backup's acknowledgement, by sequence number.
   struct waiting_write {
     int64_t tag = 0;

@@ -320,7 +320,8 @@ worker_actor::behavior_type worker(worker_self self, task_options opts,
       return caf::result<std::string, int64_t>{std::move(task), epoch};
     },
     [self](replica_lost_atom, const std::string& home, bool deposed) {
-      on_replica_lost(self, home, deposed);
+      on_replica_lost(self, home, deposed,
+                      caf::actor_cast<caf::actor_addr>(self->current_sender()));
     },
     [self](replica_tick_atom) { replica_tick(self); },
     [self](find_peer_atom, caf::actor& master) {

@@ -647,7 +647,7 @@ std::pair<std::string, int64_t> serving(worker_self self,
 }
 
 void on_replica_lost(worker_self self, const std::string& home,
-                     bool deposed) {
+                     bool deposed, const caf::actor_addr& var) {
   auto& st = self->state;
   auto s = st.stores.find(home);
   if (s == st.stores.end())
@@ -657,6 +657,11 @@ void on_replica_lost(worker_self self, const std::string& home,
                  "a backup was promoted in its place");
     return;
   }
+  // Lost while the store attaches its backup: the attach gives it its
+  // backup again when it completes (the others' are whole).
+  for (auto& [key, e] : s->second.vars)
+    if (e.handle.address() == var)
+      s->second.replicated_keys.erase(key);
   if (s->second.role == role_t::primary && s->second.backup) {
     self->demonitor(s->second.backup.address());
     s->second.backup = nullptr;

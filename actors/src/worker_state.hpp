@@ -147,7 +147,7 @@ caf::result<status, int64_t> promote(worker_self self,
 std::pair<std::string, int64_t> serving(worker_self self,
                                         const std::string& home);
 void on_replica_lost(worker_self self, const std::string& home,
-                     bool deposed);
+                     bool deposed, const caf::actor_addr& var);
 void replica_tick(worker_self self);
 /// A store's backup worker went down; true when it was one.
 bool forget_backup(worker_self self, const caf::actor_addr& source);
