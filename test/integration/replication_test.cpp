@@ -282,7 +282,11 @@ TEST_CASE("replication: a busy ps is not taken for lost (training beside "
   INFO("stdout:\n" << result.out << "\nstderr:\n" << result.err);
   REQUIRE_FALSE(result.timed_out);
   CHECK(result.status.success());
-  auto all = result.out + result.err;
+  // What happened while training: once the workers finished, the
+  // launcher stops the ps tasks one by one, and a ps that outlives the
+  // other may promote itself (rightly: its primary left).
+  auto err = result.err.substr(0, result.err.find("the workers finished"));
+  auto all = result.out + err;
   using Catch::Contains;
   // No task was declared lost, so nothing failed over.
   CHECK_THAT(all, !Contains("warning: lost "));
