@@ -480,6 +480,8 @@ master_actor::behavior_type master(master_self self, task_options opts,
         });
   }
   st.ring = replica_ring(st.opts);
+  st.spec = st.opts.cluster;
+  st.members = membership{st.opts.cluster};
   // The worker reaches other tasks (its backups) through this master.
   self->send(st.worker, find_peer_atom_v, caf::actor_cast<caf::actor>(self));
   std::random_device rd;
@@ -499,6 +501,7 @@ master_actor::behavior_type master(master_self self, task_options opts,
         self->state.task_prefix,
         {task, "", false, monitoring::wall_us(), reason});
       lost_task(self, task, reason, dm.source);
+      member_lost(self, task, reason);
       return;
     }
     lost_executor(self, dm.source, caf::to_string(dm.reason));
@@ -565,6 +568,21 @@ master_actor::behavior_type master(master_self self, task_options opts,
       auto deadline = caf::actor_clock::time_point{
         caf::actor_clock::duration_type{deadline_ns}};
       connect_peer(self, task, deadline, attempt);
+    },
+    [self](membership_atom) {
+      auto& m = self->state.members;
+      return caf::result<int64_t, std::vector<std::string>>{m.version(),
+                                                            m.flat()};
+    },
+    [self](join_atom, const std::string& job, const std::string& address) {
+      return on_join(self, job, address);
+    },
+    [self](leave_atom, const std::string& task) {
+      return on_leave(self, task);
+    },
+    [self](membership_update_atom, int64_t version,
+           const std::vector<std::string>& flat) {
+      on_membership_update(self, version, flat);
     },
     [self](check_deadlines_atom) { check_step_deadlines(self); },
     [self](retry_step_atom, int64_t id) { on_retry(self, id); },

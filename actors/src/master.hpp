@@ -22,6 +22,7 @@
 #include "actorflow/actors/monitoring.hpp"
 #include "actorflow/actors/task.hpp"
 #include "actorflow/transport/type_ids.hpp"
+#include "membership.hpp"
 #include "plan_registration.hpp"
 #include "runtime.hpp"
 #include "actorflow/transport/tensor_channel.hpp"
@@ -217,6 +218,14 @@ struct master_state {
   /// Runs waiting to be tried again, by id (retry_step).
   std::unordered_map<int64_t, pending_run> retries;
   int64_t next_retry = 0;
+  // -- elastic membership (membership.cpp) ---------------------------------
+  /// Who is a member, at which version; `opts.cluster` follows it.
+  membership members;
+  /// The ClusterSpec the task started with (its static members).
+  membership::member_map spec;
+  /// The masters of other tasks, by task, once reached: membership
+  /// changes and requests to the authority go there.
+  std::unordered_map<std::string, master_actor> peer_masters;
   static inline const char* name = "actorflow.master";
 };
 
@@ -266,6 +275,40 @@ bool lost_replicated(master_self self, const std::string& task);
 
 /// The signature plans are cached by.
 std::string signature(const run_step_request& req);
+
+/// One line to stderr: "actorflow: TASK: text" (what the nodes' logs
+/// name: failovers, membership changes).
+void log_line(master_self self, const std::string& text);
+
+// -- membership.cpp ---------------------------------------------------------------
+
+/// A task of `job` at `address` joins (the authority decides; another
+/// task forwards): its name, the new version and the members.
+/// InvalidArgument for job "ps" or an address that is not host:port;
+/// Unavailable when the authority cannot be reached.
+caf::result<status, std::string, int64_t, std::vector<std::string>>
+on_join(master_self self, const std::string& job, const std::string& address);
+
+/// Elastic member `task` leaves (forwarded to the authority).
+/// FailedPrecondition for a member of the ClusterSpec, NotFound for no
+/// member.
+caf::result<status> on_leave(master_self self, const std::string& task);
+
+/// A membership at `version` (the authority's broadcast, or a task's view
+/// the authority missed): adopted when newer, and logged.
+void on_membership_update(master_self self, int64_t version,
+                          const std::vector<std::string>& flat);
+
+/// The worker of `task` went down (`reason`): the authority removes an
+/// elastic member.
+void member_lost(master_self self, const std::string& task,
+                 const std::string& reason);
+
+/// `task`'s master was reached: it is remembered, and the authority is
+/// told this task's view when it is newer than a ClusterSpec's (the
+/// authority restarted).
+void peer_reached(master_self self, const std::string& task,
+                  const master_actor& master);
 
 // -- master_plan.cpp -------------------------------------------------------------
 

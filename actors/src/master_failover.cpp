@@ -21,11 +21,6 @@ caf::timespan backoff(int attempts) {
   return std::chrono::milliseconds(ms);
 }
 
-void log_line(master_self self, const std::string& text) {
-  std::cerr << "actorflow: " + self->state.task_prefix + ": " + text + "\n"
-            << std::flush;
-}
-
 // Forgets the plans with a partition of `home`'s (their executors serve
 // a store that moved): the next run registers again where it is served.
 void drop_plans_of(master_self self, const std::string& home) {
@@ -125,6 +120,11 @@ void fail_over(master_self self, int64_t id, const std::string& home,
 }
 
 } // namespace
+
+void log_line(master_self self, const std::string& text) {
+  std::cerr << "actorflow: " + self->state.task_prefix + ": " + text + "\n"
+            << std::flush;
+}
 
 std::string route_of(const master_state& st, const std::string& home) {
   auto i = st.routes.find(home);

@@ -33,7 +33,7 @@ void ask_worker(master_self self, const std::string& task,
                 master_actor master) {
   self->request(master, std::chrono::seconds(5), get_worker_atom_v)
     .then(
-      [self, task](worker_actor& worker) {
+      [self, task, master](worker_actor& worker) {
         if (!worker) {
           finish_connect(self, task,
                          {error_code::unavailable,
@@ -42,6 +42,7 @@ void ask_worker(master_self self, const std::string& task,
           return;
         }
         self->state.peers[task] = worker;
+        peer_reached(self, task, master);
         // Reached again: the variables it serves need no failover unless
         // it says it no longer serves them (Superseded).
         auto& needed = self->state.failover_needed;
@@ -145,6 +146,7 @@ bool forget_peer(master_self self, const caf::actor_addr& source,
     if (i->second.address() == source) {
       task = i->first;
       st.peers.erase(i);
+      st.peer_masters.erase(task);
       return true;
     }
   return false;

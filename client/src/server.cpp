@@ -245,6 +245,112 @@ server server::create_local_server() {
                 "local", 0};
 }
 
+server server::join_cluster(const std::string& contact, const std::string& job,
+                            const std::string& address,
+                            const server_options& options) {
+  return join_cluster(default_system(), contact, job, address, options);
+}
+
+server server::join_cluster(caf::actor_system& sys, const std::string& contact,
+                            const std::string& job, const std::string& address,
+                            const server_options& options) {
+  host_port hp;
+  if (!host_port::parse(contact, hp).ok())
+    throw op_error(error_code::invalid_argument,
+                   "Could not interpret \"" + contact
+                     + "\" as the host:port of a task of the cluster to join");
+  caf::scoped_actor self{sys};
+  master_actor master;
+  status err;
+  self
+    ->request(transport_actor(sys), std::chrono::seconds(10),
+              caf::connect_atom::value, hp.host, hp.port)
+    .receive(
+      [&](const caf::node_id&, caf::strong_actor_ptr& ptr,
+          const std::set<std::string>&) {
+        master = caf::actor_cast<master_actor>(ptr);
+      },
+      [&](caf::error& e) { err = to_status(e, contact); });
+  if (err.ok() && !master)
+    err = {error_code::unavailable, "no task is published at " + contact};
+  if (!err.ok())
+    throw op_error(error_code::unavailable,
+                   "Could not reach " + contact + " to join its cluster: "
+                     + err.message());
+  std::string name;
+  int64_t version = 0;
+  std::vector<std::string> flat;
+  self->request(master, std::chrono::seconds(20), join_atom_v, job, address)
+    .receive(
+      [&](status& e, std::string& n, int64_t v, std::vector<std::string>& f) {
+        err = std::move(e);
+        name = std::move(n);
+        version = v;
+        flat = std::move(f);
+      },
+      [&](caf::error& e) { err = to_status(e, contact); });
+  if (!err.ok())
+    throw op_error(err.code(), "Could not join the cluster of " + contact
+                                 + ": " + err.message());
+  // The members as a (sparse) ClusterSpec: indices of tasks that left
+  // are not given again.
+  std::map<std::string, std::map<int, std::string>> jobs;
+  int index = -1;
+  for (size_t i = 0; i + 1 < flat.size(); i += 2) {
+    device_name d;
+    if (!device_name::parse(flat[i], d).ok() || !d.job || !d.task)
+      continue;
+    jobs[*d.job][*d.task] = flat[i + 1];
+    if (flat[i] == name)
+      index = *d.task;
+  }
+  if (index < 0)
+    throw op_error(error_code::internal,
+                   "the cluster of " + contact + " admitted " + name
+                     + ", which its members do not list");
+  server s{sys, cluster_spec{jobs}, job, index, options};
+  // Its master starts from the spec (version 1): the version it joined.
+  caf::anon_send(caf::actor_cast<master_actor>(s.impl_->actor),
+                 membership_update_atom_v, version, std::move(flat));
+  return s;
+}
+
+void server::leave() {
+  caf::scoped_actor self{*impl_->sys};
+  status err;
+  self
+    ->request(caf::actor_cast<master_actor>(impl_->actor),
+              std::chrono::seconds(15), leave_atom_v, task_name(impl_->opts))
+    .receive([&](status& e) { err = std::move(e); },
+             [&](caf::error& e) {
+               err = to_status(e, "the membership authority");
+             });
+  if (!err.ok())
+    throw op_error(err.code(), task_name(impl_->opts)
+                                 + " could not leave its cluster: "
+                                 + err.message());
+}
+
+std::pair<int64_t, std::map<std::string, std::string>>
+server::membership() const {
+  caf::scoped_actor self{*impl_->sys};
+  std::pair<int64_t, std::map<std::string, std::string>> out;
+  status err;
+  self
+    ->request(caf::actor_cast<master_actor>(impl_->actor),
+              std::chrono::seconds(5), membership_atom_v)
+    .receive(
+      [&](int64_t version, std::vector<std::string>& flat) {
+        out.first = version;
+        for (size_t i = 0; i + 1 < flat.size(); i += 2)
+          out.second[flat[i]] = flat[i + 1];
+      },
+      [&](caf::error& e) { err = to_status(e, task_name(impl_->opts)); });
+  if (!err.ok())
+    throw op_error(err);
+  return out;
+}
+
 server::server(server&&) noexcept = default;
 
 server& server::operator=(server&& other) noexcept {

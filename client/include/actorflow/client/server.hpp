@@ -1,6 +1,8 @@
 #pragma once
 
+#include <map>
 #include <memory>
+#include <utility>
 #include <string>
 
 #include "actorflow/transport/messages.hpp"
@@ -71,6 +73,27 @@ public:
 
   /// A single-task server on a free loopback port, job "local".
   static server create_local_server();
+  /// Joins the running cluster one of whose tasks listens at `contact`
+  /// ("host:port") as a new task of `job`, listening at `address`
+  /// ("host:port" the other tasks reach; port 0 is refused). The cluster's
+  /// authority (its first ps task) gives it the next index of the job
+  /// (never one used before) and every task learns the new membership
+  /// version (docs/DESIGN.md, "Elastic workers"); a task that joined and
+  /// dies or goes silent is removed. Blocks until it is a member and
+  /// serving (about 30 s at most). Errors (op_error): InvalidArgument for
+  /// a `contact` that is not host:port, job "ps" (ps tasks are named by
+  /// the ClusterSpec) or a bad `address`; Unavailable when nothing answers
+  /// at `contact` or the authority is out of reach; AlreadyExists when
+  /// `address` is a ClusterSpec task's; and the constructor's.
+  static server join_cluster(const std::string& contact,
+                             const std::string& job,
+                             const std::string& address,
+                             const server_options& options = {});
+  static server join_cluster(caf::actor_system& sys,
+                             const std::string& contact,
+                             const std::string& job,
+                             const std::string& address,
+                             const server_options& options = {});
 
   server(server&&) noexcept;
   server& operator=(server&&) noexcept;
@@ -93,6 +116,16 @@ public:
   /// Blocks until `stop()` is called (from another thread or a signal
   /// handler thread). Returns at once if already stopped.
   void join();
+  /// Leaves the cluster this task joined (server::join): the authority
+  /// removes it and every task learns it at once, instead of when its
+  /// loss is detected. Call it before stop(). Blocks up to 15 s. Errors
+  /// (op_error): FailedPrecondition for a task the ClusterSpec names,
+  /// Unavailable when the authority cannot be reached.
+  void leave();
+  /// The membership this task knows: its version (1: the ClusterSpec's,
+  /// unchanged) and every member's name and address. Blocks up to 5 s;
+  /// Unavailable on timeout.
+  std::pair<int64_t, std::map<std::string, std::string>> membership() const;
   /// Unpublishes the port and ends the task's actors (sessions on it fail
   /// with Unavailable afterwards). Idempotent; the destructor calls it.
   void stop();

@@ -417,6 +417,17 @@ inline constexpr set_global_step_atom set_global_step_atom_v = set_global_step_a
 using accumulator_replicas_atom = caf::atom_constant<caf::atom("acc_who")>;
 inline constexpr accumulator_replicas_atom accumulator_replicas_atom_v = accumulator_replicas_atom{};
 
+// Elastic membership (the master's; actors/src/membership.cpp).
+using membership_atom = caf::atom_constant<caf::atom("mbr_get")>;
+inline constexpr membership_atom membership_atom_v = membership_atom{};
+using join_atom = caf::atom_constant<caf::atom("mbr_join")>;
+inline constexpr join_atom join_atom_v = join_atom{};
+using leave_atom = caf::atom_constant<caf::atom("mbr_leave")>;
+inline constexpr leave_atom leave_atom_v = leave_atom{};
+using membership_update_atom = caf::atom_constant<caf::atom("mbr_upd")>;
+inline constexpr membership_update_atom membership_update_atom_v
+  = membership_update_atom{};
+
 // The monitor actor (monitor_actor below, actors/src/monitor_actor.cpp).
 using get_worker_atom = caf::atom_constant<caf::atom("get_worker")>;
 inline constexpr get_worker_atom get_worker_atom_v = get_worker_atom{};
@@ -645,6 +656,14 @@ using master_actor = caf::typed_actor<
   caf::replies_to<find_peer_atom, std::string, int64_t>::with<status,
                                                                 worker_actor>,
   caf::reacts_to<retry_step_atom, int64_t>,
+  // Elastic membership: the current (version, name, address, name, ...);
+  // a join (job, address: status, the new member's name, version,
+  // members); a leave (task); a newer membership to adopt.
+  caf::replies_to<membership_atom>::with<int64_t, std::vector<std::string>>,
+  caf::replies_to<join_atom, std::string, std::string>::with<
+    status, std::string, int64_t, std::vector<std::string>>,
+  caf::replies_to<leave_atom, std::string>::with<status>,
+  caf::reacts_to<membership_update_atom, int64_t, std::vector<std::string>>,
   caf::reacts_to<caf::connect_atom, std::string, int64_t, int>,
   caf::reacts_to<check_deadlines_atom>,
   caf::reacts_to<step_reply_atom, int64_t, int64_t, run_graph_response>>;

@@ -1,0 +1,227 @@
+// A master's part in elastic membership (issue 31 §2; docs/DESIGN.md,
+// "Elastic workers"): the authority (membership::authority, the first ps
+// task) admits a task that joins a running cluster and removes one that
+// leaves or is lost, each change a new version that it sends to every
+// member's master; the others forward joins and leaves to it and adopt
+// the newest version they hear of. The bookkeeping is membership.hpp's.
+
+#include <chrono>
+
+#include "actorflow/transport/host_port.hpp"
+#include "master.hpp"
+
+namespace actorflow {
+
+namespace {
+
+using join_result
+  = caf::result<status, std::string, int64_t, std::vector<std::string>>;
+
+// How long a forwarded request or a broadcast tries to reach a task.
+constexpr auto reach_within = std::chrono::seconds(10);
+
+bool is_authority(const master_state& st) {
+  return st.members.authority() == st.task_prefix;
+}
+
+// The master of `task`, reached first if needed, to `k` (or why not).
+template <class F>
+void with_master_of(master_self self, const std::string& task, F k) {
+  resolve_peer(self, task, self->clock().now() + reach_within,
+               [self, task, k](status err, worker_actor) mutable {
+                 auto m = self->state.peer_masters.find(task);
+                 if (err.ok() && m == self->state.peer_masters.end())
+                   err = {error_code::unavailable,
+                          "the master of " + task + " is not known"};
+                 k(err, err.ok() ? m->second : master_actor{});
+               });
+}
+
+// This task's copy of the members changed: the directory follows, and
+// the log and the monitor name what changed.
+void members_changed(master_self self, const membership::member_map& before,
+                     const std::string& why) {
+  auto& st = self->state;
+  st.opts.cluster = st.members.members();
+  auto version = " (membership version " + std::to_string(st.members.version())
+                 + ")";
+  auto& reg = monitoring::registry::instance();
+  for (auto& [name, address] : st.members.members())
+    if (before.count(name) == 0) {
+      log_line(self, name + " joined at " + address + version);
+      reg.peer_changed(st.task_prefix, {name, address, true,
+                                        monitoring::wall_us(),
+                                        "joined" + version});
+    }
+  for (auto& [name, address] : before)
+    if (st.members.members().count(name) == 0) {
+      log_line(self, name + " left" + (why.empty() ? "" : ": " + why)
+                       + version);
+      reg.peer_changed(st.task_prefix, {name, address, false,
+                                        monitoring::wall_us(),
+                                        "left" + (why.empty() ? "" : ": " + why)
+                                          + version});
+    }
+}
+
+// The authority tells every other member (the joiner knows already).
+void broadcast(master_self self, const std::string& skip = {}) {
+  auto& st = self->state;
+  auto version = st.members.version();
+  auto flat = st.members.flat();
+  for (auto& [name, address] : st.members.members()) {
+    if (name == st.task_prefix || name == skip)
+      continue;
+    with_master_of(self, name,
+                   [self, version, flat](status err, master_actor m) {
+                     // A member out of reach learns it from the next
+                     // change, or asks when it is back (peer_reached).
+                     if (err.ok())
+                       self->send(m, membership_update_atom_v, version, flat);
+                   });
+  }
+}
+
+// The authority watches an elastic member: its worker going down (death,
+// or silence past the heartbeat bound) removes it (member_lost).
+void watch(master_self self, const std::string& task) {
+  resolve_peer(self, task, self->clock().now() + std::chrono::seconds(30),
+               [self, task](status err, worker_actor) {
+                 if (!err.ok())
+                   member_lost(self, task, "never reached: " + err.message());
+               });
+}
+
+} // namespace
+
+join_result on_join(master_self self, const std::string& job,
+                    const std::string& address) {
+  auto& st = self->state;
+  auto refuse = [](status err) -> join_result {
+    return {std::move(err), std::string{}, int64_t{0},
+            std::vector<std::string>{}};
+  };
+  if (job.empty() || job == "ps" || job.find_first_of("/:") != std::string::npos)
+    return refuse(invalid_argument(
+      "job \"" + job + "\" cannot join a running cluster: only tasks "
+      "without variables (workers) join; ps tasks are named by the "
+      "ClusterSpec"));
+  host_port hp;
+  if (!host_port::parse(address, hp).ok() || hp.port == 0)
+    return refuse(invalid_argument("Could not interpret \"" + address
+                                   + "\" as the host:port of a task that "
+                                     "joins (port 0 cannot be reached)"));
+  if (!is_authority(st)) {
+    auto rp = self->make_response_promise<status, std::string, int64_t,
+                                          std::vector<std::string>>();
+    with_master_of(self, st.members.authority(),
+                   [self, rp, job, address](status err,
+                                            master_actor m) mutable {
+                     if (!err.ok()) {
+                       rp.deliver(std::move(err), std::string{}, int64_t{0},
+                                  std::vector<std::string>{});
+                       return;
+                     }
+                     self->request(m, reach_within, join_atom_v, job, address)
+                       .then(
+                         [rp](status& e, std::string& name, int64_t version,
+                              std::vector<std::string>& flat) mutable {
+                           rp.deliver(std::move(e), std::move(name), version,
+                                      std::move(flat));
+                         },
+                         [rp](caf::error& e) mutable {
+                           rp.deliver(to_status(e, "the membership authority"),
+                                      std::string{}, int64_t{0},
+                                      std::vector<std::string>{});
+                         });
+                   });
+    return rp;
+  }
+  std::string existing;
+  auto before = st.members.members();
+  auto name = st.members.join(job, address, &existing);
+  if (name.empty()) {
+    // The same address again: a retried join, or a member's address.
+    if (!st.members.elastic(existing))
+      return refuse({error_code::already_exists,
+                     address + " is the address of " + existing
+                       + ", a member named by the ClusterSpec"});
+    return {status{}, existing, st.members.version(), st.members.flat()};
+  }
+  members_changed(self, before, "");
+  broadcast(self, name);
+  watch(self, name);
+  return {status{}, name, st.members.version(), st.members.flat()};
+}
+
+caf::result<status> on_leave(master_self self, const std::string& task) {
+  auto& st = self->state;
+  if (!is_authority(st)) {
+    auto rp = self->make_response_promise<status>();
+    with_master_of(self, st.members.authority(),
+                   [self, rp, task](status err, master_actor m) mutable {
+                     if (!err.ok()) {
+                       rp.deliver(std::move(err));
+                       return;
+                     }
+                     self->request(m, reach_within, leave_atom_v, task)
+                       .then([rp](status& e) mutable { rp.deliver(e); },
+                             [rp](caf::error& e) mutable {
+                               rp.deliver(
+                                 to_status(e, "the membership authority"));
+                             });
+                   });
+    return rp;
+  }
+  if (st.members.members().count(task) == 0)
+    return status{error_code::not_found, task + " is no member"};
+  if (!st.members.elastic(task))
+    return status{error_code::failed_precondition,
+                  task + " is named by the ClusterSpec: only a task that "
+                         "joined the running cluster leaves it"};
+  auto before = st.members.members();
+  st.members.leave(task);
+  members_changed(self, before, "it said so");
+  broadcast(self);
+  return status{};
+}
+
+void on_membership_update(master_self self, int64_t version,
+                          const std::vector<std::string>& flat) {
+  auto& st = self->state;
+  auto members = membership::from_flat(flat);
+  // Never without itself: a view that lost this task is an old one.
+  if (!members || members->count(st.task_prefix) == 0)
+    return;
+  auto before = st.members.members();
+  if (!st.members.adopt(version, std::move(*members), st.spec))
+    return;
+  members_changed(self, before, "");
+  // An authority that learns of members (it restarted) watches them.
+  if (is_authority(st))
+    for (auto& [name, address] : st.members.members())
+      if (st.members.elastic(name))
+        watch(self, name);
+}
+
+void member_lost(master_self self, const std::string& task,
+                 const std::string& reason) {
+  auto& st = self->state;
+  if (!is_authority(st) || !st.members.elastic(task))
+    return;
+  auto before = st.members.members();
+  st.members.leave(task);
+  members_changed(self, before, "lost (" + reason + ")");
+  broadcast(self);
+}
+
+void peer_reached(master_self self, const std::string& task,
+                  const master_actor& master) {
+  auto& st = self->state;
+  st.peer_masters[task] = master;
+  if (task == st.members.authority() && st.members.version() > 1)
+    self->send(master, membership_update_atom_v, st.members.version(),
+               st.members.flat());
+}
+
+} // namespace actorflow
