@@ -52,6 +52,9 @@ on stdout.
                  --job_name NAME [--task_index N]
   TF_CONFIG='{"cluster": {...}, "task": {"type": NAME, "index": N}}'
     actorflow-node
+  actorflow-node --join H:P [--job NAME] [--task_address H:P]
+    (joins the running cluster of the task at H:P with the next index of
+    its job, worker by default; on SIGTERM it leaves it)
 )";
 
 constexpr const char* footer = R"(Without --cluster and --*_hosts, the cluster and (unless given by flags) the
@@ -112,10 +115,9 @@ int run(int argc, char** argv) {
     return 0;
   }
   auto cfg = resolve(opts.cluster);
+  auto srv = start_server(cfg);
   const auto& address = cfg.cluster.task_address(cfg.job, cfg.task);
   auto task_name = cfg.task_name();
-
-  auto srv = start_server(cfg);
   std::cout << prog << ": serving " << task_name << " at "
             << actorflow::host_port{actorflow::host_of(address), srv.port()}.to_string()
             << " (cluster: " << cfg.cluster.to_string()
@@ -139,6 +141,15 @@ int run(int argc, char** argv) {
       return 1;
     } else if (opts.parent.gone()) {
       received = SIGTERM;
+    }
+  }
+  // A task that joined says it leaves, so that no task waits for it.
+  if (!cfg.join.empty()) {
+    try {
+      srv.leave();
+      log::info(task_name + " left the cluster");
+    } catch (const actorflow::op_error& e) {
+      log::warning(e.get_status().message());
     }
   }
   srv.stop();

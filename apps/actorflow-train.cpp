@@ -7,6 +7,8 @@
 //   actorflow-train --ps_hosts h:1 --worker_hosts h:2,h:3 --job_name worker
 //                   --task_index 0 --model mlp --train_steps 4000
 //   actorflow-train --local 2 --model softmax     # all of it on this host
+//   actorflow-train --join h:1 --model mlp       # a worker joins a running
+//                                                 # job (asynchronous)
 //
 // A ps task serves its variables until SIGINT/SIGTERM (or its --parent-pid
 // dies). A worker builds the whole model with replica_device_setter (the
@@ -24,6 +26,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -148,7 +151,7 @@ sigset_t stop_signal_set() {
 
 // -- ps -----------------------------------------------------------------------
 
-int run_ps(const train_options& opts, const task_config& cfg,
+int run_ps(const train_options& opts, task_config cfg,
            const sigset_t& stop_signals) {
   const auto& address = cfg.cluster.task_address(cfg.job, cfg.task);
   auto srv = start_server(cfg);
@@ -309,7 +312,54 @@ double evaluate(Session& sess, const model& m,
   return correct / static_cast<double>(test.size());
 }
 
-int run_worker(const train_options& opts, const task_config& cfg) {
+/// A worker that joined the cluster (--join) leaves it on SIGINT/SIGTERM:
+/// a thread takes the (blocked) stop signals and asks the training loop
+/// to end after its step; a second signal ends the process at once.
+class leave_on_signal {
+public:
+  explicit leave_on_signal(const sigset_t& signals) : signals_(signals) {
+    thread_ = std::thread{[this] {
+      for (;;) {
+        int sig = 0;
+        if (::sigwait(&signals_, &sig) != 0 || done_.load())
+          return;
+        if (received_.load() != 0)
+          ::_exit(128 + sig);
+        received_.store(sig);
+      }
+    }};
+  }
+
+  ~leave_on_signal() {
+    // Wakes the thread if it still waits (SIGHUP is one of the set).
+    done_.store(true);
+    ::pthread_kill(thread_.native_handle(), SIGHUP);
+    thread_.join();
+  }
+
+  /// The signal received, or 0.
+  int received() const noexcept {
+    return received_.load();
+  }
+
+private:
+  sigset_t signals_;
+  std::atomic<int> received_{0};
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+int run_worker(const train_options& opts, task_config cfg,
+               const sigset_t& stop_signals) {
+  // The data first: a worker without it has nothing to do.
+  check_data(opts.data_dir);
+  auto t0 = steady::now();
+  // A worker that joins learns its index (and the cluster) here.
+  auto srv = start_server(cfg);
+  const bool joined = !cfg.join.empty();
+  std::optional<leave_on_signal> leaving;
+  if (joined)
+    leaving.emplace(stop_signals);
   const bool chief = cfg.task == 0;
   const auto who = "worker " + std::to_string(cfg.task);
   const auto train_steps = opts.train_steps.value_or(
@@ -321,10 +371,16 @@ int run_worker(const train_options& opts, const task_config& cfg) {
   if (num_ps == 0)
     throw usage_error("the cluster has no ps job: the variables need a ps "
                       "task");
-
-  // The data first: a worker without it has nothing to do.
-  check_data(opts.data_dir);
-  auto t0 = steady::now();
+  if (joined && opts.sync)
+    throw usage_error("--join --sync: a synchronous job aggregates a fixed "
+                      "number of replicas; workers join asynchronous "
+                      "training only");
+  const auto& address = cfg.cluster.task_address(cfg.job, cfg.task);
+  say(std::string{prog} + ": serving " + cfg.task_name() + " at "
+      + host_port{host_of(address), srv.port()}.to_string()
+      + (joined ? " (joined through " + cfg.join + ", "
+                    + std::to_string(num_workers) + " workers now)"
+                : std::string{}));
   auto train_set = fashion_mnist::load_split(opts.data_dir, "train");
   std::optional<fashion_mnist::dataset> test_set;
   if (chief)
@@ -332,11 +388,6 @@ int run_worker(const train_options& opts, const task_config& cfg) {
   if (opts.batch_size > train_set.size())
     throw usage_error("--batch_size: larger than the training set ("
                       + std::to_string(train_set.size()) + ")");
-
-  const auto& address = cfg.cluster.task_address(cfg.job, cfg.task);
-  auto srv = start_server(cfg);
-  say(std::string{prog} + ": serving " + cfg.task_name() + " at "
-      + host_port{host_of(address), srv.port()}.to_string());
   if (auto line = serve_metrics(srv, opts.metrics, prog); !line.empty())
     say(line);
   // A lost ps shows in this worker's log as it happens.
@@ -492,6 +543,8 @@ int run_worker(const train_options& opts, const task_config& cfg) {
   };
   // A run restored past --train_steps only evaluates.
   while (global < train_steps && !sess->should_stop()) {
+    if (leaving && leaving->received() != 0)
+      break;
     auto [x, y] = batches.next();
     if (tracer && local_step + 1 == *opts.trace_step)
       tracer->arm(local_step + 1);
@@ -537,6 +590,18 @@ int run_worker(const train_options& opts, const task_config& cfg) {
       monitoring::report_training(progress);
       // Evaluating is not training: leave it out of examples/s.
       window_start = steady::now();
+    }
+  }
+  // Asked to stop after joining: leave, so that the cluster's membership
+  // says so at once (not when its loss is seen).
+  if (leaving && leaving->received() != 0) {
+    say(who + ": SIG" + std::string{::sigabbrev_np(leaving->received())}
+        + ": leaving the cluster after " + std::to_string(local_step)
+        + " local steps (global step " + std::to_string(global) + ")");
+    try {
+      srv.leave();
+    } catch (const op_error& e) {
+      warn(e.get_status().message());
     }
   }
   auto secs = std::chrono::duration<double>(steady::now() - start).count();
@@ -629,6 +694,9 @@ int run(int argc, char** argv) {
   }
 
   auto cfg = resolve(opts.cluster);
+  // A worker that joins leaves on a stop signal (leave_on_signal).
+  if (!cfg.join.empty())
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   if (cfg.job != "ps" && cfg.job != "worker")
     throw usage_error(opts.cluster.job_flag + ": expected ps or worker, got '"
                       + cfg.job + "'");
@@ -640,7 +708,7 @@ int run(int argc, char** argv) {
     return 0;
   }
   return cfg.job == "ps" ? run_ps(opts, cfg, stop_signals)
-                         : run_worker(opts, cfg);
+                         : run_worker(opts, cfg, stop_signals);
 }
 
 } // namespace

@@ -28,6 +28,7 @@
 #include "actorflow/graph/status.hpp"
 #include "actorflow/client/cluster_spec.hpp"
 #include "actorflow/client/server.hpp"
+#include "actorflow/support/free_ports.hpp"
 #include "command_line.hpp"
 
 namespace actorflow::apps {
@@ -46,6 +47,11 @@ struct cluster_flags {
   /// --replicate_variables: server_options::replicate_variables (also
   /// TF_CONFIG's "replicate_variables": true).
   bool replicate_variables = false;
+  /// --join HOST:PORT: join the running cluster a task of which listens
+  /// there (server::join_cluster) instead of being named by a ClusterSpec.
+  std::optional<std::string> join;
+  /// --task_address HOST:PORT: with --join, where this task listens.
+  std::optional<std::string> task_address;
   /// Other ways to give a cluster, for the "missing --cluster" message.
   std::string other_sources;
 
@@ -94,6 +100,21 @@ struct cluster_flags {
                    "this host's; 0.0.0.0 listens on every interface, as "
                    "TensorFlow does)")
       ->type_name("ADDRESS")
+      ->group("Cluster");
+    app.add_option("--join", join,
+                   "join the running cluster one of whose tasks listens at "
+                   "HOST:PORT, as a new task of --job_name (default "
+                   "worker) with the next free index; instead of --cluster "
+                   "and --task_index. On SIGTERM the task leaves the "
+                   "cluster; killed or silent, it is removed")
+      ->type_name("HOST:PORT")
+      ->check(support::host_port_address())
+      ->group("Cluster");
+    app.add_option("--task_address", task_address,
+                   "with --join: the address the other tasks reach this "
+                   "one at (default 127.0.0.1 and a free port)")
+      ->type_name("HOST:PORT")
+      ->check(support::host_port_address())
       ->group("Cluster");
     add_replication_to(app);
   }
@@ -146,6 +167,10 @@ struct task_config {
   std::string job;
   int task = 0;
   server_options options;
+  /// --join's contact and --task_address: the cluster and the index come
+  /// from the cluster when the server starts (start_server).
+  std::string join;
+  std::string join_address;
 
   std::string task_name() const {
     return actorflow::task_name(job, task);
@@ -230,6 +255,31 @@ inline cluster_spec resolve_cluster(const cluster_flags& flags,
 
 inline task_config resolve(const cluster_flags& flags) {
   task_config cfg;
+  if (flags.join) {
+    if (flags.any_cluster_flag() || flags.task)
+      throw usage_error("--join takes the cluster and this task's index "
+                        "from the running cluster: it cannot be combined "
+                        "with --cluster, --ps_hosts, --worker_hosts or "
+                        + flags.task_flag);
+    cfg.join = *flags.join;
+    cfg.job = flags.job.value_or("worker");
+    if (cfg.job == "ps")
+      throw usage_error(flags.job_flag + ": ps tasks are named by the "
+                        "ClusterSpec; only tasks without variables "
+                        "(workers) join a running cluster");
+    cfg.join_address = flags.task_address.value_or(
+      "127.0.0.1:" + std::to_string(support::free_ports(1).front()));
+    if (host_port hp; host_port::parse(cfg.join_address, hp).ok()
+                      && hp.port == 0)
+      throw usage_error("--task_address: port 0 cannot be reached by the "
+                        "other tasks; name a port");
+    cfg.options.replicate_variables = flags.replicate_variables;
+    cfg.options.bind_host = flags.bind_host;
+    return cfg;
+  }
+  if (flags.task_address)
+    throw usage_error("--task_address is for --join: a ClusterSpec names "
+                      "every task's address");
   auto job = flags.job;
   auto task = flags.task;
   auto job_source = flags.job_flag;
@@ -278,10 +328,21 @@ inline task_config resolve(const cluster_flags& flags) {
 /// phrase: a task whose port was taken meanwhile); a --tls_cert that is not
 /// for the task's host is InvalidArgument "--tls_cert: FILE (certificate
 /// ...) is not for HOST, the host of task ..." (exit status 2, no retry).
-inline server start_server(const task_config& cfg) {
+/// With --join, the task joins the running cluster (server::join_cluster)
+/// and `cfg` gets its cluster and index; errors say "--join: " first.
+inline server start_server(task_config& cfg) {
   try {
+    if (!cfg.join.empty()) {
+      auto srv = server::join_cluster(cfg.join, cfg.job, cfg.join_address,
+                                      cfg.options);
+      cfg.cluster = srv.cluster();
+      cfg.task = srv.task_index();
+      return srv;
+    }
     return server{cfg.cluster, cfg.job, cfg.task, cfg.options};
   } catch (const op_error& e) {
+    if (!cfg.join.empty())
+      throw op_error(e.code(), "--join: " + e.get_status().message());
     const auto& message = e.get_status().message();
     // The TLS files are the flags' ("tls_cert: ..." names --tls_cert).
     if (e.code() == error_code::invalid_argument

@@ -44,6 +44,9 @@ private:
           continue;
         i->second = p.up;
         auto where = p.peer + (p.address.empty() ? "" : " at " + p.address);
+        // A member that left the cluster: the master's log says so.
+        if (!p.up && p.reason.starts_with("left"))
+          continue;
         if (!p.up)
           log::warning("lost " + where
                        + (p.reason.empty() ? "" : " (" + p.reason + ")"));

@@ -304,6 +304,10 @@ void on_membership_update(master_self self, int64_t version,
 void member_lost(master_self self, const std::string& task,
                  const std::string& reason);
 
+/// What the monitor says of peer `task`: "joined (membership version N)"
+/// for a task that joined the running cluster, "" otherwise.
+std::string member_note(const master_state& st, const std::string& task);
+
 /// `task`'s master was reached: it is remembered, and the authority is
 /// told this task's view when it is newer than a ClusterSpec's (the
 /// authority restarted).

@@ -51,7 +51,7 @@ void members_changed(master_self self, const membership::member_map& before,
       log_line(self, name + " joined at " + address + version);
       reg.peer_changed(st.task_prefix, {name, address, true,
                                         monitoring::wall_us(),
-                                        "joined" + version});
+                                        member_note(st, name)});
     }
   for (auto& [name, address] : before)
     if (st.members.members().count(name) == 0) {
@@ -93,6 +93,12 @@ void watch(master_self self, const std::string& task) {
 }
 
 } // namespace
+
+std::string member_note(const master_state& st, const std::string& task) {
+  auto at = st.members.joined_at(task);
+  return at == 0 ? std::string{}
+                 : "joined (membership version " + std::to_string(at) + ")";
+}
 
 join_result on_join(master_self self, const std::string& job,
                     const std::string& address) {

@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -45,6 +44,13 @@ public:
     return elastic_.count(task) > 0;
   }
 
+  /// The version at which elastic member `task` joined (or this task
+  /// learned of it), 0 for a static member or none.
+  int64_t joined_at(const std::string& task) const {
+    auto i = elastic_.find(task);
+    return i == elastic_.end() ? 0 : i->second;
+  }
+
   /// The task that decides changes: the first task of job "ps" (it holds
   /// the variables, so it outlives workers), else the first member.
   std::string authority() const {
@@ -70,8 +76,8 @@ public:
     auto name = "/job:" + job + "/replica:0/task:" + std::to_string(next);
     ++next;
     members_[name] = address;
-    elastic_.insert(name);
     ++version_;
+    elastic_[name] = version_;
     return name;
   }
 
@@ -92,12 +98,13 @@ public:
       return false;
     version_ = version;
     members_ = std::move(members);
-    elastic_.clear();
+    std::map<std::string, int64_t> elastic;
     for (auto& [name, address] : members_) {
       note_index(name);
       if (spec.count(name) == 0)
-        elastic_.insert(name);
+        elastic[name] = elastic_.count(name) > 0 ? elastic_[name] : version;
     }
+    elastic_ = std::move(elastic);
     return true;
   }
 
@@ -139,7 +146,8 @@ private:
 
   int64_t version_ = 1;
   member_map members_;
-  std::set<std::string> elastic_;
+  /// Elastic members and the version each joined at.
+  std::map<std::string, int64_t> elastic_;
   /// Per job: the index the next joiner gets.
   std::map<std::string, int> next_index_;
 };

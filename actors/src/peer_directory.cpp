@@ -52,7 +52,7 @@ void ask_worker(master_self self, const std::string& task,
         monitoring::registry::instance().peer_changed(
           self->state.task_prefix,
           {task, self->state.opts.cluster[task], true, monitoring::wall_us(),
-           ""});
+           member_note(self->state, task)});
         // Forget the handle when the peer goes away, so the next step
         // reaches it again.
         self->monitor(worker);

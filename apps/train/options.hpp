@@ -32,6 +32,9 @@ the end.
   actorflow-train --cluster JSON --job_name NAME --task_index N [...]
   TF_CONFIG='{"cluster": {...}, "task": {...}}' actorflow-train [...]
   actorflow-train --local N [training flags]
+  actorflow-train --join H:P [--task_address H:P] [training flags]
+                  (a worker joins a running asynchronous job; on SIGTERM
+                  it leaves it)
 )";
 
 inline constexpr const char* footer = R"(Without --cluster, --*_hosts and --local, the cluster comes from TF_CONFIG.

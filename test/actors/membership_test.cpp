@@ -28,6 +28,8 @@ TEST_CASE("membership: a joiner gets the next index of its job, never a "
   CHECK(a == "/job:worker/replica:0/task:1");
   CHECK(m.version() == 2);
   CHECK(m.elastic(a));
+  CHECK(m.joined_at(a) == 2);
+  CHECK(m.joined_at("/job:worker/replica:0/task:0") == 0);
   auto b = m.join("worker", "h:5");
   CHECK(b == "/job:worker/replica:0/task:2");
   // A retried join (same address) is the same member, no new version.
@@ -58,6 +60,7 @@ TEST_CASE("membership: a view is adopted only when newer, and its elastic "
   CHECK(other.version() == 3);
   CHECK(other.members().size() == 5);
   CHECK(other.elastic("/job:worker/replica:0/task:2"));
+  CHECK(other.joined_at("/job:worker/replica:0/task:2") == 3);
   CHECK_FALSE(other.elastic("/job:ps/replica:0/task:1"));
   // An older or equal one changes nothing.
   CHECK_FALSE(other.adopt(2, spec(), spec()));

@@ -1,0 +1,147 @@
+// Elastic workers with real processes (issue 31 §2; docs/DESIGN.md,
+// "Elastic workers"): actorflow-train --join adds workers to a running
+// asynchronous job, one is killed and one leaves on SIGTERM, and training
+// goes on; every task logs each membership version and the console shows
+// the members among the ps's peers.
+
+#include <signal.h>
+
+#include <regex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "integration_util.hpp"
+
+using namespace actorflow;
+using namespace actorflow::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The global step of worker 0's last progress line ("(global N)"), -1 for
+// none.
+int64_t last_global(const std::string& out) {
+  static const std::regex line{R"(worker/0: worker 0: step \d+ \(global (\d+)\))"};
+  int64_t global = -1;
+  for (std::sregex_iterator i{out.begin(), out.end(), line}, end; i != end;
+       ++i)
+    global = std::stoll((*i)[1].str());
+  return global;
+}
+
+// Waits (bounded) until worker 0 logs a global step past `past`.
+bool global_passes(child_process& trainer, int64_t past) {
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (last_global(trainer.out()) > past)
+      return true;
+    if (!trainer.wait_for_line("worker/0: worker 0: step", 5s))
+      return last_global(trainer.out()) > past;
+  }
+  return false;
+}
+
+} // namespace
+
+TEST_CASE("elastic: workers join a running job; one is killed and one "
+          "leaves on SIGTERM; training goes on",
+          "[integration][elastic][train]") {
+  if (!have_fashion_mnist()) {
+    WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
+    return;
+  }
+  const std::vector<std::string> model{"--model", "mlp", "--hidden", "32",
+                                       "--log_every", "200"};
+  auto with = [&](std::vector<std::string> argv) {
+    argv.insert(argv.end(), model.begin(), model.end());
+    return argv;
+  };
+  child_process trainer{with({ACTORFLOW_TRAIN_PATH, "--local", "1",
+                              "--train_steps", "40000"})};
+  auto serving = trainer.wait_for_line("serving /job:ps/replica:0/task:0 at ",
+                                       60s);
+  REQUIRE(serving);
+  auto ps = serving->substr(serving->rfind(' ') + 1);
+  REQUIRE(trainer.wait_for_line("worker/0: worker 0: step 200 ", 60s));
+  // Two workers join through the ps; each gets the next index.
+  child_process w1{with({ACTORFLOW_TRAIN_PATH, "--join", ps,
+                         "--train_steps", "40000"})};
+  REQUIRE(w1.wait_for_line("serving /job:worker/replica:0/task:1 at", 60s));
+  child_process w2{with({ACTORFLOW_TRAIN_PATH, "--join", ps,
+                         "--train_steps", "40000"})};
+  REQUIRE(w2.wait_for_line("serving /job:worker/replica:0/task:2 at", 60s));
+  // Both train: their first progress lines.
+  REQUIRE(w1.wait_for_line("worker 1: step 200 ", 60s));
+  REQUIRE(w2.wait_for_line("worker 2: step 200 ", 60s));
+  check_said(trainer, "/job:worker/replica:0/task:2 joined at");
+  auto logs = trainer.err();
+  using Catch::Contains;
+  CHECK_THAT(logs, Contains("ps/0: actorflow: /job:ps/replica:0/task:0: "
+                            "/job:worker/replica:0/task:1 joined at"));
+  CHECK_THAT(logs, Contains("(membership version 2)"));
+  CHECK_THAT(logs, Contains("worker/0: actorflow: /job:worker/replica:0/"
+                            "task:0: /job:worker/replica:0/task:2 joined at"));
+  CHECK_THAT(logs, Contains("(membership version 3)"));
+  CHECK_THAT(w1.err(), Contains("/job:worker/replica:0/task:2 joined at"));
+  // The console shows the members among the ps's peers.
+  auto console = run_process({ACTORFLOW_CONSOLE_PATH, "--cluster",
+                              "{\"ps\": [\"" + ps + "\"]}", "--once", "--json"},
+                             30s);
+  REQUIRE(console.status.success());
+  auto doc = nlohmann::json::parse(console.out);
+  auto* entry = task_entry(doc, "/job:ps/replica:0/task:0");
+  REQUIRE(entry != nullptr);
+  std::map<std::string, std::string> peers;
+  for (auto& p : (*entry)["node"]["peers"])
+    peers[p.value("peer", "")] = p.value("reason", "");
+  INFO(console.out);
+  CHECK_THAT(peers["/job:worker/replica:0/task:1"],
+             Contains("joined (membership version 2)"));
+  CHECK_THAT(peers["/job:worker/replica:0/task:2"],
+             Contains("joined (membership version 3)"));
+  // One dies; the other is asked to stop and leaves.
+  auto before = last_global(trainer.out());
+  ::kill(w2.pid(), SIGKILL);
+  w1.send_signal(SIGTERM);
+  auto st1 = w1.wait(30s);
+  REQUIRE(st1);
+  CHECK(st1->success());
+  CHECK_THAT(w1.out(), Contains("worker 1: SIGTERM: leaving the cluster"));
+  check_said(trainer, "/job:worker/replica:0/task:1 left: it said so");
+  check_said(trainer, "/job:worker/replica:0/task:2 left: lost");
+  // No step hangs: the global step keeps growing, and the job finishes.
+  CHECK(global_passes(trainer, before + 1000));
+  auto st = trainer.wait(120s);
+  INFO("stdout:\n" << trainer.out() << "\nstderr:\n" << trainer.err());
+  REQUIRE(st);
+  CHECK(st->success());
+  CHECK_THAT(trainer.err(), !Contains("warning: lost /job:ps"));
+  CHECK_THAT(trainer.out(), Contains("test accuracy:"));
+}
+
+TEST_CASE("elastic: a join that cannot be made is refused, naming the flag",
+          "[integration][elastic]") {
+  // Nothing listens there.
+  auto nobody = "127.0.0.1:" + std::to_string(free_port());
+  auto r = run_process({ACTORFLOW_NODE_PATH, "--join", nobody}, 60s);
+  REQUIRE_FALSE(r.timed_out);
+  CHECK(r.status.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("--join: Could not reach " + nobody));
+  // ps tasks are named by the ClusterSpec.
+  r = run_process({ACTORFLOW_NODE_PATH, "--join", nobody, "--job", "ps"},
+                  30s);
+  CHECK(r.status.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("only tasks without variables"));
+  // --join and a ClusterSpec exclude each other.
+  r = run_process({ACTORFLOW_NODE_PATH, "--join", nobody, "--cluster",
+                   "{\"worker\": [\"" + nobody + "\"]}"},
+                  30s);
+  CHECK(r.status.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--join takes the cluster"));
+  r = run_process({ACTORFLOW_NODE_PATH, "--job", "worker", "--task_address",
+                   nobody, "--cluster", "{\"worker\": [\"" + nobody + "\"]}"},
+                  30s);
+  CHECK(r.status.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--task_address is for --join"));
+}
