@@ -43,7 +43,7 @@ int64_t version_of(const server& s) {
 } // namespace
 
 TEST_CASE("membership: a worker joins through any task and every task "
-          "learns it; it leaves or is lost",
+          "learns it, then it leaves or is lost",
           "[membership][server]") {
   auto ps_address = loopback();
   auto w0_address = loopback();

@@ -44,8 +44,8 @@ bool global_passes(child_process& trainer, int64_t past) {
 
 } // namespace
 
-TEST_CASE("elastic: workers join a running job; one is killed and one "
-          "leaves on SIGTERM; training goes on",
+TEST_CASE("elastic: workers join a running job, one is killed and one "
+          "leaves on SIGTERM, and training goes on",
           "[integration][elastic][train]") {
   if (!have_fashion_mnist()) {
     WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
