@@ -28,9 +28,15 @@
 #                               task starts although its DNS name may not
 #                               resolve yet); default: its address's host
 #   TF_CONFIG                   if set, used as it is (nothing is derived)
+#   ACTORFLOW_JOIN              a Deployment's pod (elastic worker): the
+#                               host:port of a task of the running cluster
+#                               to join through (--join); no TF_CONFIG is
+#                               derived, and the task listens at
+#                               ACTORFLOW_TASK_ADDRESS (default
+#                               "$ACTORFLOW_BIND_HOST:$ACTORFLOW_PORT")
 #
-# entrypoint.sh --print-tf-config prints the TF_CONFIG it would use and
-# exits. A missing or bad setting exits with status 2 and says which.
+# entrypoint.sh --print-tf-config prints the TF_CONFIG it would use (with
+# ACTORFLOW_JOIN: {"join": ..., "task_address": ...}) and exits. A missing or bad setting exits with status 2 and says which.
 set -euo pipefail
 
 die() {
@@ -87,6 +93,30 @@ derive_tf_config() {
   echo "{\"cluster\": {$cluster}, \"task\": {\"type\": \"$job\", \"index\": $index}}"
 }
 
+if [[ -n ${ACTORFLOW_JOIN:-} ]]; then
+  # An elastic worker: the running cluster gives it its index.
+  port=${ACTORFLOW_PORT:-2222}
+  [[ $port =~ ^[0-9]+$ ]] && ((port >= 1 && port <= 65535)) ||
+    die "ACTORFLOW_PORT: expected a port number, got '$port'"
+  task_address=${ACTORFLOW_TASK_ADDRESS:-}
+  if [[ -z $task_address ]]; then
+    [[ -n ${ACTORFLOW_BIND_HOST:-} ]] ||
+      die "ACTORFLOW_JOIN: the task's address needs ACTORFLOW_TASK_ADDRESS or ACTORFLOW_BIND_HOST (the pod's IP)"
+    task_address=$ACTORFLOW_BIND_HOST:$port
+  fi
+  if [[ ${1:-} == --print-tf-config ]]; then
+    echo "{\"join\": \"$ACTORFLOW_JOIN\", \"task_address\": \"$task_address\"}"
+    exit 0
+  fi
+  echo "entrypoint: joining through $ACTORFLOW_JOIN as $task_address" >&2
+  unset TF_CONFIG
+  set -- --join "$ACTORFLOW_JOIN" --task_address "$task_address" \
+    --job_name "${ACTORFLOW_JOB:-worker}" "$@"
+  if [[ -n ${ACTORFLOW_BIND_HOST:-} ]]; then
+    set -- --bind_host "$ACTORFLOW_BIND_HOST" "$@"
+  fi
+  exec "${ACTORFLOW_COMMAND:-actorflow-train}" "$@"
+fi
 if [[ -z ${TF_CONFIG:-} ]]; then
   TF_CONFIG=$(derive_tf_config)
 fi

@@ -12,6 +12,8 @@ usage: check_deploy.py SOURCE_DIR [BINARY ...]
   replicas) and the port (the containers' and the Services' "task" port);
 - the entrypoint, run with each pod's env and HOSTNAME, derives the TF_CONFIG
   of that task: every pod's DNS name "<sts>-<i>.<service>:<port>";
+- every Deployment (elastic workers) joins through a Service's task port
+  with the pod's IP as its address, and no StatefulSet selects its pods;
 - the Dockerfile's entrypoint is deploy/entrypoint.sh, and its runtime
   packages hold every shared library BINARY needs (objdump, ldd, dpkg -S).
 
@@ -132,13 +134,59 @@ for name, (job, n, env) in pods.items():
                             "task": {"type": job, "index": i}},
               pod_env["HOSTNAME"] + ": TF_CONFIG " + out.stdout.strip())
 
+# Elastic workers (Deployments): they join through a Service's task port
+# and give the pod's IP and the port as their address.
+deployments = [d for d in docs if d["kind"] == "Deployment"]
+check(len(deployments) >= 1, "a Deployment of elastic workers: "
+      + ", ".join(d["metadata"]["name"] for d in deployments))
+the_port = next(iter(ports))
+for dep in deployments:
+    name = dep["metadata"]["name"]
+    spec = dep["spec"]
+    template = spec["template"]
+    container = template["spec"]["containers"][0]
+    env = env_of(container)
+    labels = template["metadata"]["labels"]
+    check(all(labels.get(k) == v
+              for k, v in spec["selector"]["matchLabels"].items()),
+          name + ": its selector matches its pods' labels")
+    check(not any(all(labels.get(k) == v for k, v in
+                      sts["spec"]["selector"]["matchLabels"].items())
+                  for sts in sets.values()),
+          name + ": no StatefulSet (or its Service) selects its pods")
+    join = env.get("ACTORFLOW_JOIN", "")
+    host, _, join_port = join.rpartition(":")
+    check(host in services and join_port == the_port
+          and port_named(services[host]["spec"]["ports"], "task", "port")
+          == int(the_port),
+          name + ": joins through a Service's task port (" + join + ")")
+    check(env.get("ACTORFLOW_PORT", "2222") == the_port
+          and port_named(container["ports"], "task", "containerPort")
+          == int(the_port),
+          name + ": listens on the cluster's port " + the_port)
+    check(field_refs(container).get("ACTORFLOW_BIND_HOST") == "status.podIP",
+          name + ": its address is the pod's IP (ACTORFLOW_BIND_HOST)")
+    pod_env = {k: v for k, v in os.environ.items()
+               if not k.startswith("ACTORFLOW_") and k != "TF_CONFIG"}
+    pod_env.update(env)
+    pod_env["ACTORFLOW_BIND_HOST"] = "10.1.2.3"
+    pod_env["HOSTNAME"] = name + "-5d8f7c9b6-x2x9q"
+    out = subprocess.run(["bash", entrypoint, "--print-tf-config"],
+                         env=pod_env, capture_output=True, text=True)
+    check(out.returncode == 0
+          and json.loads(out.stdout) == {"join": join,
+                                         "task_address": "10.1.2.3:"
+                                         + the_port},
+          name + ": the entrypoint joins " + out.stdout.strip()
+          + out.stderr.strip())
+
 # Only the cluster's own pods reach a task's port.
 policies = [d for d in docs if d["kind"] == "NetworkPolicy"]
 check(len(policies) == 1, "a NetworkPolicy guards the pods")
 policy = policies[0]["spec"]
 check(all(policy["podSelector"]["matchLabels"].items()
           <= sts["spec"]["template"]["metadata"]["labels"].items()
-          for sts in sets.values()),
+          for sts in list(sets.values()) + deployments),
       "the NetworkPolicy selects every task's pods")
 task_rules = [r for r in policy["ingress"]
               if any(int(p["port"]) == int(next(iter(ports)))

@@ -93,6 +93,66 @@ TEST_CASE("deploy: the entrypoint's pods form a cluster and train",
   CHECK(st->success());
 }
 
+TEST_CASE("deploy: a pod of the elastic Deployment joins the running job "
+          "and leaves when it is scaled away",
+          "[deploy][elastic]") {
+  if (!have_fashion_mnist()) {
+    WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
+    return;
+  }
+  using Catch::Contains;
+  auto port = support::free_ports(1).at(0);
+  auto parent = std::to_string(::getpid());
+  std::vector<std::string> args{entrypoint, "--model", "softmax",
+                                "--train_steps", "30000", "--log_every",
+                                "100", "--parent-pid", parent};
+  // The StatefulSets' pods: one ps, the chief.
+  auto static_env = [&](const std::string& job) {
+    auto env = pod_env(job, 0, port);
+    for (auto& e : env)
+      if (e.starts_with("ACTORFLOW_WORKER_REPLICAS="))
+        e = "ACTORFLOW_WORKER_REPLICAS=1";
+    return env;
+  };
+  support::spawn_options ps_opts;
+  ps_opts.env = static_env("ps");
+  support::child_process ps{args, ps_opts};
+  REQUIRE(ps.wait_for_line("serving", 30s));
+  support::spawn_options chief_opts;
+  chief_opts.env = static_env("worker");
+  support::child_process chief{args, chief_opts};
+  INFO("chief stdout:\n" << chief.out() << "\nstderr:\n" << chief.err());
+  REQUIRE(chief.wait_for_line("worker 0: step 100 ", 60s));
+  // A Deployment's pod: no ordinal, the ps Service to join through, its
+  // own IP.
+  support::spawn_options elastic_opts;
+  elastic_opts.env = {"ACTORFLOW_JOB=worker",
+                      "HOSTNAME=actorflow-worker-elastic-5d8f7c9b6-x2x9q",
+                      "ACTORFLOW_JOIN=127.1.0.10:" + std::to_string(port),
+                      "ACTORFLOW_PORT=" + std::to_string(port),
+                      "ACTORFLOW_BIND_HOST=127.3.0.10",
+                      "ACTORFLOW_COMMAND=" ACTORFLOW_TRAIN_PATH, "TF_CONFIG"};
+  support::child_process elastic{args, elastic_opts};
+  INFO("elastic stdout:\n" << elastic.out() << "\nstderr:\n"
+                            << elastic.err());
+  REQUIRE(elastic.wait_for_line("worker 1: step 100 ", 60s));
+  CHECK_THAT(elastic.out(),
+             Contains("serving /job:worker/replica:0/task:1 at 127.3.0.10:"
+                      + std::to_string(port) + " (joined through 127.1.0.10:"));
+  // Scaled away: SIGTERM, it leaves after its step.
+  elastic.send_signal(SIGTERM);
+  auto st = elastic.wait(30s);
+  REQUIRE(st);
+  CHECK(st->success());
+  CHECK_THAT(elastic.out(), Contains("worker 1: SIGTERM: leaving the cluster"));
+  check_said(ps, "/job:worker/replica:0/task:1 left: it said so");
+  // The chief goes on alone.
+  chief.send_signal(SIGTERM);
+  chief.wait(10s);
+  ps.send_signal(SIGTERM);
+  ps.wait(10s);
+}
+
 TEST_CASE("deploy: the entrypoint refuses bad settings with status 2",
           "[deploy]") {
   using Catch::Contains;
