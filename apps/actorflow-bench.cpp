@@ -221,6 +221,12 @@ constexpr const char* footer = R"(Figures (group: names):
                 baseline: one worker), scale_vars_{1,10,100,1000} (us per
                 step updating that many variables over 4 ps processes;
                 baseline: the one-variable step times the count)
+  replication:  replication_step_remote_small (us; baseline: the same
+                step on a two-ps cluster without replicated variables, in
+                alternating slices in this run), replication_failover_ms
+                (a ps's SIGKILL to the first step on its promoted backup),
+                elastic_join_first_step_ms (a worker joins the running
+                cluster: join, server, session and first step)
   train:        train_examples_per_s_1worker, train_examples_per_s_2workers
                 (Fashion-MNIST MLP with actorflow-train --local 1 / 2;
                 baseline: a single-process plain Eigen loop doing the same

@@ -1,14 +1,16 @@
 // actorflow-bench's replication group (issue 31 §3): what replicated
 // variables cost a small remote step, against the same cluster without
-// them in alternating slices of this run, and how long a ps's death
-// stops the steps (SIGKILL to the first step completed on the promoted
-// backup).
+// them in alternating slices of this run, how long a ps's death stops
+// the steps (SIGKILL to the first step completed on the promoted
+// backup), and how long a worker that joins the running cluster takes to
+// its first step.
 
 #include <signal.h>
 
 #include <optional>
 #include <thread>
 
+#include "actorflow/support/free_ports.hpp"
 #include "bench/common.hpp"
 
 namespace actorflow::bench {
@@ -35,6 +37,11 @@ public:
 
   std::string target() const {
     return srv_->target();
+  }
+
+  /// ps:0's address: where a worker joins.
+  std::string contact() const {
+    return nodes_.spec().task_address("ps", 0);
   }
 
   /// SIGKILL to ps `task`; returns once it is dead (reaped).
@@ -90,6 +97,33 @@ void run_replication(context& ctx) {
       "assign_add on ps:0 from the worker, the variable replicated on ps:1 "
       "(the write is answered once ps:1 holds it) against the same two-ps "
       "cluster without replication; lower is better"));
+  if (ctx.wanted("replication", "elastic_join_first_step_ms")) {
+    figure f{.name = "elastic_join_first_step_ms", .unit = "ms"};
+    try {
+      auto t0 = std::chrono::steady_clock::now();
+      auto joined = server::join_cluster(
+        plain_cluster->contact(), "worker",
+        "127.0.0.1:" + std::to_string(support::free_ports(1).front()));
+      session s{joined.target(), bounded_config(), &g};
+      s.run(increment);
+      f.value = std::chrono::duration<double, std::milli>(
+                  std::chrono::steady_clock::now() - t0)
+                  .count();
+      f.path = "tcp";
+      s.close();
+      joined.leave();
+      joined.stop();
+    } catch (const op_error& e) {
+      f.error = e.what();
+    }
+    f.note = "server::join_cluster through ps:0 of the running cluster "
+             "without replication (the authority admits a new worker and "
+             "every task learns the version), its server started, a "
+             "session on it and its first assign_add on ps:0 (planning and "
+             "registration included); no baseline: a ClusterSpec worker "
+             "cannot be added to a running job";
+    ctx.out->add(f);
+  }
   if (!ctx.wanted("replication", "replication_failover_ms"))
     return;
   // Steps run one after another; ps:0, the counter's primary, dies
@@ -156,7 +190,8 @@ figure_group replication_group() {
                          false};
   return {.name = "replication",
           .figures = {"replication_step_remote_small",
-                      "replication_failover_ms"},
+                      "replication_failover_ms",
+                      "elastic_join_first_step_ms"},
           .targets = {{"replication_step_remote_small", at_most(2)},
                       {"replication_failover_ms", within_a_second}},
           .needs_node = true,

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include "actorflow/client/server.hpp"
@@ -128,4 +129,35 @@ TEST_CASE("membership: a bad join is refused and changes nothing",
   // Nothing listens there.
   CHECK(refused(loopback(), "worker", loopback()) == error_code::unavailable);
   CHECK(version_of(ps) == 1);
+}
+
+TEST_CASE("membership: a restarted authority learns the members again from "
+          "the first task that reaches it",
+          "[membership][server]") {
+  auto ps_address = loopback();
+  auto w0_address = loopback();
+  cluster_spec cluster{std::map<std::string, std::vector<std::string>>{
+    {"ps", {ps_address}}, {"worker", {w0_address}}}};
+  auto ps = std::make_unique<server>(cluster, "ps", 0);
+  server w0{cluster, "worker", 0};
+  auto joined = server::join_cluster(ps_address, "worker", loopback());
+  CHECK(eventually([&] { return version_of(w0) == 2; }));
+  // The ps restarts at its address: it starts from the ClusterSpec.
+  ps->stop();
+  ps = std::make_unique<server>(cluster, "ps", 0);
+  CHECK(version_of(*ps) == 1);
+  // The worker's next step reaches it, and tells it what it missed.
+  graph g;
+  auto as_default = g.as_default();
+  device_scope on_ps{"/job:ps/task:0"};
+  variable v{1.0f, actorflow::testing::named("v")};
+  session sess{w0.target(), session_config{}, &g};
+  sess.run(global_variables_initializer());
+  CHECK(eventually([&] { return version_of(*ps) == 2; }));
+  CHECK(ps->membership().second.count("/job:worker/replica:0/task:1") == 1);
+  // It watches the joined worker again: stopped, it is removed.
+  joined.stop();
+  CHECK(eventually([&] {
+    return ps->membership().second.count("/job:worker/replica:0/task:1") == 0;
+  }));
 }
