@@ -1,8 +1,8 @@
 // Elastic workers with real processes (issue 31 §2; docs/DESIGN.md,
 // "Elastic workers"): actorflow-train --join adds workers to a running
-// asynchronous job, one is killed and one leaves on SIGTERM, and training
-// goes on; every task logs each membership version and the console shows
-// the members among the ps's peers.
+// asynchronous job, one is killed, one leaves on SIGTERM and one goes
+// silent, and training goes on; every task logs each membership version
+// and the console shows the members among the ps's peers.
 
 #include <signal.h>
 
@@ -44,8 +44,8 @@ bool global_passes(child_process& trainer, int64_t past) {
 
 } // namespace
 
-TEST_CASE("elastic: workers join a running job, one is killed and one "
-          "leaves on SIGTERM, and training goes on",
+TEST_CASE("elastic: workers join a running job, one is killed, one leaves "
+          "on SIGTERM, one goes silent, and training goes on",
           "[integration][elastic][train]") {
   if (!have_fashion_mnist()) {
     WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
@@ -110,6 +110,16 @@ TEST_CASE("elastic: workers join a running job, one is killed and one "
   CHECK_THAT(w1.out(), Contains("worker 1: SIGTERM: leaving the cluster"));
   check_said(trainer, "/job:worker/replica:0/task:1 left: it said so");
   check_said(trainer, "/job:worker/replica:0/task:2 left: lost");
+  // A third one goes silent (SIGSTOP): removed within the heartbeat
+  // bound, as if it had died; the others go on meanwhile.
+  child_process w3{with({ACTORFLOW_TRAIN_PATH, "--join", ps,
+                         "--train_steps", "40000"})};
+  REQUIRE(w3.wait_for_line("worker 3: step 200 ", 60s));
+  ::kill(w3.pid(), SIGSTOP);
+  CHECK_THAT(err_with(trainer, "/job:worker/replica:0/task:3 left: lost", 20s),
+             Contains("/job:worker/replica:0/task:3 left: lost"));
+  ::kill(w3.pid(), SIGKILL);
+  ::kill(w3.pid(), SIGCONT);
   // No step hangs: the global step keeps growing, and the job finishes.
   CHECK(global_passes(trainer, before + 1000));
   auto st = trainer.wait(120s);
