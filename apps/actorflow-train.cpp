@@ -371,10 +371,10 @@ int run_worker(const train_options& opts, task_config cfg,
   if (num_ps == 0)
     throw usage_error("the cluster has no ps job: the variables need a ps "
                       "task");
-  if (joined && opts.sync)
-    throw usage_error("--join --sync: a synchronous job aggregates a fixed "
-                      "number of replicas; workers join asynchronous "
-                      "training only");
+  if (joined && opts.sync && !opts.elastic)
+    throw usage_error("--join --sync needs --elastic (on every worker of "
+                      "the job): otherwise each update waits for a fixed "
+                      "number of gradients");
   const auto& address = cfg.cluster.task_address(cfg.job, cfg.task);
   say(std::string{prog} + ": serving " + cfg.task_name() + " at "
       + host_port{host_of(address), srv.port()}.to_string()
@@ -429,6 +429,7 @@ int run_worker(const train_options& opts, task_config cfg,
         opts.replicas_to_aggregate.value_or(num_workers));
       sync = std::make_unique<sync_replicas_optimizer>(
         *opt, replicas, static_cast<int>(num_workers));
+      sync->set_elastic(opts.elastic);
       train_op = sync->minimize(m.loss, global_step);
     } else {
       train_op = opt->minimize(m.loss, &global_step);
@@ -449,6 +450,7 @@ int run_worker(const train_options& opts, task_config cfg,
       + " workers ("
       + (sync ? "sync, " + std::to_string(sync->replicas_to_aggregate())
                   + " gradients per update"
+                  + (opts.elastic ? ", elastic" : "")
               : std::string{"async"})
       + ")");
 
@@ -505,6 +507,51 @@ int run_worker(const train_options& opts, task_config cfg,
         + e.what() + (chief ? "" : " (is the chief, worker 0, running?)"));
     throw;
   }
+
+  // --elastic: the chief follows the membership; between two updates it
+  // sets the number of gradients the next one aggregates (a worker that
+  // left is no longer waited for).
+  std::jthread replicas_watch;
+  if (chief && sync && opts.elastic)
+    replicas_watch = std::jthread{[&, who](std::stop_token stop) {
+      auto count = static_cast<int32_t>(sync->replicas_to_aggregate());
+      int64_t seen = 0;
+      std::optional<session> setter;
+      while (!stop.stop_requested()) {
+        std::this_thread::sleep_for(100ms);
+        try {
+          auto [version, members] = srv.membership();
+          if (version == seen)
+            continue;
+          int32_t workers = 0;
+          for (auto& [name, address] : members)
+            workers += name.starts_with("/job:worker/") ? 1 : 0;
+          if (workers == count || workers < 1) {
+            seen = version;
+            continue;
+          }
+          if (!setter)
+            setter.emplace(srv.target(), config, &g);
+          setter->run(std::vector<fetch>{sync->set_replicas_op()},
+                      {{sync->replicas_placeholder(),
+                        tensor::scalar(workers)}});
+          auto n = std::to_string(workers);
+          say(who + ": membership version " + std::to_string(version) + ": "
+              + n + (workers == 1 ? " worker" : " workers")
+              + ": each update aggregates " + n
+              + (workers == 1 ? " gradient" : " gradients")
+              + " from now on");
+          count = workers;
+          seen = version;
+        } catch (const std::exception& e) {
+          // Tried again at the next tick (a ps failing over, say).
+          warn(who + ": could not set the replicas per update: " + e.what());
+          std::this_thread::sleep_for(1s);
+        }
+      }
+      if (setter)
+        setter->close();
+    }};
 
   // Training.
   fashion_mnist::batcher batches{train_set, opts.batch_size,
@@ -591,6 +638,10 @@ int run_worker(const train_options& opts, task_config cfg,
       // Evaluating is not training: leave it out of examples/s.
       window_start = steady::now();
     }
+  }
+  if (replicas_watch.joinable()) {
+    replicas_watch.request_stop();
+    replicas_watch.join();
   }
   // Asked to stop after joining: leave, so that the cluster's membership
   // says so at once (not when its loss is seen).

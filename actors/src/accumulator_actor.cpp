@@ -89,6 +89,14 @@ accumulator_actor::behavior_type accumulator(accumulator_self self,
       self->state.core->set_global_step(global_step);
       return std::make_tuple(status{}, std::vector<tensor>{});
     },
+    [self](set_num_required_atom, int64_t n) {
+      auto err = n > INT32_MAX
+                   ? invalid_argument("Argument num_required is too large: "
+                                      + std::to_string(n))
+                   : self->state.core->set_num_required(
+                     static_cast<int32_t>(n));
+      return std::make_tuple(std::move(err), std::vector<tensor>{});
+    },
     [self](cancel_step_atom, int64_t step) {
       for (auto id : self->state.by_step.take(step))
         self->state.core->cancel(id);

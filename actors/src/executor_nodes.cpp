@@ -436,6 +436,9 @@ void run_accumulator_op(executor_self self, step_state& step, int i,
     case accumulator_op::set_global_step:
       return request_outputs(self, acc, id, i, what, set_global_step_atom_v,
                              count_of(inputs.at(1)));
+    case accumulator_op::set_num_required:
+      return request_outputs(self, acc, id, i, what, set_num_required_atom_v,
+                             count_of(inputs.at(1)));
     case accumulator_op::replicas:
       return request_outputs(self, acc, id, i, what,
                              accumulator_replicas_atom_v);

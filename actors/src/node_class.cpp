@@ -65,6 +65,8 @@ const std::unordered_map<std::string, own_op>& own_ops() {
     {"AccumulatorSetGlobalStep",
      op_of(k::accumulator_op, a::set_global_step)},
     {"AccumulatorReplicas", op_of(k::accumulator_op, a::replicas)},
+    {"AccumulatorSetNumRequired",
+     op_of(k::accumulator_op, a::set_num_required)},
     {"ApplyGradientDescent", {k::apply}},
     {"ApplyMomentum", {k::apply}},
     {"ApplyAdagrad", {k::apply}},

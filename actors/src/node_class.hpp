@@ -99,6 +99,7 @@ enum class accumulator_op : uint8_t {
   take,
   num_accumulated,
   set_global_step,
+  set_num_required,
   replicas,
 };
 

@@ -68,6 +68,8 @@ struct train_options {
   std::optional<std::string> checkpoint_dir;
   int64_t save_steps = 1000;
   bool sync = false;
+  /// --elastic: with --sync, the replicas per update follow the membership.
+  bool elastic = false;
   std::optional<int64_t> replicas_to_aggregate;
   double startup_timeout = 60;
   double step_timeout = 60;
@@ -199,6 +201,10 @@ inline std::optional<train_options> parse_args(int argc, char** argv) {
     ->check(integer_in(1, many));
   train(app.add_flag("--sync", opts.sync,
                      "synchronous replication (SyncReplicasOptimizer)"));
+  train(app.add_flag("--elastic", opts.elastic,
+                     "with --sync: every update aggregates one gradient per "
+                     "worker of the cluster's membership, which workers "
+                     "join (--join) and leave; give it to every worker"));
   train(app.add_option("--replicas_to_aggregate", opts.replicas_to_aggregate,
                        "with --sync (default: the number of workers)"))
     ->type_name("N")
@@ -238,6 +244,12 @@ inline std::optional<train_options> parse_args(int argc, char** argv) {
     opts.forwarded.push_back(std::move(arg));
   if (opts.replicas_to_aggregate && !opts.sync)
     throw usage_error("--replicas_to_aggregate needs --sync");
+  if (opts.elastic && !opts.sync)
+    throw usage_error("--elastic needs --sync (asynchronous training takes "
+                      "joining workers as they come)");
+  if (opts.elastic && opts.replicas_to_aggregate)
+    throw usage_error("--elastic aggregates one gradient per worker: it "
+                      "cannot be combined with --replicas_to_aggregate");
   if (opts.trace_step.has_value() != opts.trace_file.has_value())
     throw usage_error(opts.trace_step ? "--trace_step needs --trace_file"
                                       : "--trace_file needs --trace_step");

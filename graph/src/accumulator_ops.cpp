@@ -93,6 +93,20 @@ output conditional_accumulator::take_grad(int32_t num_required,
     .out(0);
 }
 
+output conditional_accumulator::take_grad(const output& num_required,
+                                          const std::string& name) {
+  auto guard = graph::default_guard{*graph_};
+  return add_op("AccumulatorTakeGradient", name, {num_required}, {type_},
+                {shape_})
+    .out(0);
+}
+
+operation conditional_accumulator::set_num_required(const output& n,
+                                                    const std::string& name) {
+  auto guard = graph::default_guard{*graph_};
+  return add_op("AccumulatorSetNumRequired", name, {as_int64(n)}, {}, {});
+}
+
 output conditional_accumulator::num_accumulated(const std::string& name) {
   return add_op("AccumulatorNumAccumulated", name, {}, {dtype::int32},
                 {tensor_shape{}})

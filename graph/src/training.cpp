@@ -343,6 +343,16 @@ operation sync_replicas_optimizer::apply_gradients(const grads_and_vars& gv,
     opts.collections = std::vector<std::string>{local_variables_key};
     local_step_ = variable{constant(tensor::scalar(int64_t{0})), opts};
   }
+  // Elastic: how many replicas an update waits for, beside the global
+  // step, read by every take and by the token fill.
+  if (elastic_) {
+    colocate_with on_ps{global_step.op()};
+    variable_options vo;
+    vo.name = "sync_rep_replicas";
+    vo.trainable = false;
+    replicas_var_ = variable{constant(tensor::scalar(int32_t{replicas_})),
+                             vo};
+  }
   std::vector<operation> pushes;
   grads_and_vars aggregated;
   {
@@ -356,7 +366,10 @@ operation sync_replicas_optimizer::apply_gradients(const grads_and_vars& gv,
       conditional_accumulator acc{grad.type(), var.shape(),
                                   var.op().name() + "/grad_accum"};
       pushes.push_back(acc.apply_grad(grad, local_step_.value()));
-      aggregated.emplace_back(acc.take_grad(replicas_), var);
+      aggregated.emplace_back(elastic_
+                                ? acc.take_grad(replicas_var_.value())
+                                : acc.take_grad(replicas_),
+                              var);
       replicas_ops_.push_back(acc.replicas());
       accumulators_.push_back(acc);
     }
@@ -377,8 +390,14 @@ operation sync_replicas_optimizer::apply_gradients(const grads_and_vars& gv,
     // Read the step after the update: an Identity of the ref runs (and
     // reads) only once its control input is done.
     auto step_now = identity(global_step.ref(), "global_step_now");
-    auto fill_tokens = fill({total_ > replicas_ ? total_ : replicas_},
-                            step_now, "tokens");
+    auto fill_tokens
+      = elastic_ ? tile(reshape(step_now, {1}),
+                        reshape(identity(replicas_var_.ref(),
+                                         "replicas_now"),
+                                {1}),
+                        "tokens")
+                 : fill({total_ > replicas_ ? total_ : replicas_}, step_now,
+                        "tokens");
     sync_op = tokens.enqueue_many({fill_tokens});
   }
   chief_runner_.queue_name = dummy.name();
@@ -389,6 +408,14 @@ operation sync_replicas_optimizer::apply_gradients(const grads_and_vars& gv,
   for (auto& acc : accumulators_)
     inits.push_back(acc.set_global_step(global_step.value()));
   chief_init_ = group(inits, "chief_init");
+  if (elastic_) {
+    replicas_feed_ = placeholder(dtype::int32, tensor_shape{}, "replicas_feed");
+    std::vector<operation> sets{
+      replicas_var_.assign(replicas_feed_, true, "set_replicas/assign").op()};
+    for (auto& acc : accumulators_)
+      sets.push_back(acc.set_num_required(replicas_feed_));
+    set_replicas_ = group(sets, "set_replicas");
+  }
   local_step_init_ = local_step_.assign(global_step.value(), true,
                                         "local_step_init")
                        .op();
@@ -431,6 +458,21 @@ operation sync_replicas_optimizer::get_init_tokens_op(int num_tokens) {
   colocate_with on_ps{global_step_.op()};
   auto tokens = fill({num_tokens}, global_step_.value(), "init_tokens");
   return token_queue_.enqueue_many({tokens});
+}
+
+operation sync_replicas_optimizer::set_replicas_op() const {
+  check_built("set_replicas_op");
+  if (!elastic_)
+    fail("set_replicas_op needs set_elastic(true) before apply_gradients");
+  return set_replicas_;
+}
+
+output sync_replicas_optimizer::replicas_placeholder() const {
+  check_built("replicas_placeholder");
+  if (!elastic_)
+    fail("replicas_placeholder needs set_elastic(true) before "
+         "apply_gradients");
+  return replicas_feed_;
 }
 
 const queue_runner_def& sync_replicas_optimizer::chief_queue_runner() const {

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "actorflow/kernels/accumulator_core.hpp"
 
 #include <utility>
@@ -104,6 +105,16 @@ void accumulator_core::serve() {
   }
   for (auto& [done, value] : ready)
     done({}, std::move(value));
+}
+
+status accumulator_core::set_num_required(int32_t n) {
+  if (n < 1)
+    return invalid_argument("Argument num_required must be positive, but was "
+                            + std::to_string(n));
+  for (auto& a : takes_)
+    a.required = std::min(a.required, n);
+  serve();
+  return {};
 }
 
 void accumulator_core::cancel(attempt_id id) {

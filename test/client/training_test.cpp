@@ -707,3 +707,59 @@ TEST_CASE("training: in-graph replication, a tower per worker, averaged "
   CHECK(std::abs(v.flat<float>()[0] - (1.0f - 1.25f)) < 1e-6f);
   CHECK(std::abs(v.flat<float>()[1] - (-1.0f + 1.0f)) < 1e-6f);
 }
+
+TEST_CASE("training: elastic synchronous replicas serve an update with fewer "
+          "gradients once the replica count drops",
+          "[training][sync][elastic]") {
+  cluster_spec cluster{std::map<std::string, std::vector<std::string>>{
+    {"ps", {loopback(free_port())}},
+    {"worker", {loopback(free_port()), loopback(free_port())}}}};
+  server ps{cluster, "ps", 0};
+  server w0{cluster, "worker", 0};
+  graph g;
+  auto as_default = g.as_default();
+  replica_device_setter_options o;
+  o.worker_device = "/job:worker/task:0";
+  device_scope setter{replica_device_setter(cluster, o)};
+  variable w{tensor::vec<float>({0.0f, 0.0f}), named("w")};
+  auto step = create_global_step();
+  auto target = placeholder(dtype::float32, tensor_shape{2}, "target");
+  auto loss = reduce_sum(square(sub(w.value(), target)));
+  gradient_descent_optimizer opt{0.25};
+  sync_replicas_optimizer sync{opt, 2};
+  // Not elastic yet: no replica count to set.
+  CHECK_THROWS_AS(sync.set_replicas_op(), op_error);
+  sync.set_elastic(true);
+  auto train_op = sync.minimize(loss, step);
+  session sess{w0.target(), bounded(), &g};
+  sess.run(global_variables_initializer());
+  sess.run(local_variables_initializer());
+  sess.run(sync.local_step_init_op());
+  sess.run(sync.chief_init_op());
+  sess.run(sync.get_init_tokens_op(0));
+  coordinator coord;
+  queue_runner runner{g, sync.chief_queue_runner()};
+  runner.create_threads(sess, &coord);
+  // Worker 0 pushes its gradient; the update waits for worker 1's too.
+  auto pushed = std::async(std::launch::async, [&] {
+    sess.run(train_op, {{target, tensor::vec<float>({2, 2})}});
+  });
+  CHECK(pushed.wait_for(std::chrono::milliseconds(300))
+        == std::future_status::timeout);
+  // Worker 1 left: one gradient is enough for this update and the next.
+  session setter_sess{w0.target(), bounded(), &g};
+  setter_sess.run(std::vector<fetch>{sync.set_replicas_op()},
+                  {{sync.replicas_placeholder(), tensor::scalar(int32_t{1})}});
+  REQUIRE(pushed.wait_for(std::chrono::seconds(30))
+          == std::future_status::ready);
+  pushed.get();
+  CHECK(sess.run(step).scalar_value<int64_t>() == 1);
+  // w -= 0.25 * 2 * (w - [2, 2]) from [0, 0]: [1, 1].
+  auto value = sess.run(w);
+  CHECK(std::abs(value.flat<float>()[0] - 1.0f) < 1e-5f);
+  sess.run(train_op, {{target, tensor::vec<float>({2, 2})}});
+  CHECK(sess.run(step).scalar_value<int64_t>() == 2);
+  coord.request_stop();
+  sess.close();
+  CHECK_NOTHROW(coord.join(std::chrono::seconds(10)));
+}

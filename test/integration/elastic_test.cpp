@@ -130,6 +130,60 @@ TEST_CASE("elastic: workers join a running job, one is killed, one leaves "
   CHECK_THAT(trainer.out(), Contains("test accuracy:"));
 }
 
+TEST_CASE("elastic: synchronous training with --elastic aggregates one "
+          "gradient per member as workers join, leave and die",
+          "[integration][elastic][train]") {
+  if (!have_fashion_mnist()) {
+    WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
+    return;
+  }
+  const std::vector<std::string> model{"--sync", "--elastic", "--model",
+                                       "mlp", "--hidden", "32",
+                                       "--log_every", "100",
+                                       "--train_steps", "8000"};
+  auto with = [&](std::vector<std::string> argv) {
+    argv.insert(argv.end(), model.begin(), model.end());
+    return argv;
+  };
+  child_process trainer{with({ACTORFLOW_TRAIN_PATH, "--local", "1"})};
+  auto serving = trainer.wait_for_line("serving /job:ps/replica:0/task:0 at ",
+                                       60s);
+  REQUIRE(serving);
+  auto ps = serving->substr(serving->rfind(' ') + 1);
+  REQUIRE(trainer.wait_for_line("worker/0: worker 0: step 100 ", 60s));
+  child_process w1{with({ACTORFLOW_TRAIN_PATH, "--join", ps})};
+  REQUIRE(w1.wait_for_line("worker 1: step 100 ", 60s));
+  REQUIRE(trainer.wait_for_line("membership version 2: 2 workers: each "
+                                "update aggregates 2 gradients",
+                                30s));
+  child_process w2{with({ACTORFLOW_TRAIN_PATH, "--join", ps})};
+  REQUIRE(w2.wait_for_line("worker 2: step 100 ", 60s));
+  REQUIRE(trainer.wait_for_line("membership version 3: 3 workers: each "
+                                "update aggregates 3 gradients",
+                                30s));
+  // Leaves: the next update waits for the two that stay.
+  w1.send_signal(SIGTERM);
+  auto st1 = w1.wait(30s);
+  REQUIRE(st1);
+  CHECK(st1->success());
+  REQUIRE(trainer.wait_for_line("membership version 4: 2 workers: each "
+                                "update aggregates 2 gradients",
+                                30s));
+  // Dies: removed at once (its connection closes), and the update that
+  // waited for its gradient is served with the chief's alone.
+  auto before = last_global(trainer.out());
+  ::kill(w2.pid(), SIGKILL);
+  REQUIRE(trainer.wait_for_line("membership version 5: 1 worker: each "
+                                "update aggregates 1 gradient",
+                                30s));
+  CHECK(global_passes(trainer, before + 300));
+  auto st = trainer.wait(120s);
+  INFO("stdout:\n" << trainer.out() << "\nstderr:\n" << trainer.err());
+  REQUIRE(st);
+  CHECK(st->success());
+  CHECK_THAT(trainer.out(), Catch::Contains("test accuracy:"));
+}
+
 TEST_CASE("elastic: a join that cannot be made is refused, naming the flag",
           "[integration][elastic]") {
   // Nothing listens there.

@@ -158,3 +158,31 @@ TEST_CASE("accumulator: it remembers each named sender's last local step "
   acc.set_global_step(5);
   CHECK(acc.replicas().size() == 2);
 }
+
+TEST_CASE("accumulator: set_num_required lowers what pending takes wait for, "
+          "and serves those that have enough",
+          "[accumulator][elastic]") {
+  accumulator_core acc{opts()};
+  outcome out;
+  acc.take(3, track(out));
+  acc.apply(tensor::vec<float>({2, 2}), 0);
+  acc.apply(tensor::vec<float>({4, 4}), 0);
+  CHECK(out.calls == 0); // waits for a third
+  // A replica left: two are enough now.
+  CHECK(acc.set_num_required(2).ok());
+  REQUIRE(out.calls == 1);
+  CHECK(floats(out.value) == std::vector<float>{3, 3});
+  // Raising it does not hold back a take that waits for fewer.
+  outcome next;
+  acc.take(1, track(next));
+  CHECK(acc.set_num_required(5).ok());
+  CHECK(next.calls == 0);
+  acc.apply(tensor::vec<float>({1, 1}), 1);
+  CHECK(next.calls == 1);
+  // Bad input changes nothing.
+  outcome later;
+  acc.take(2, track(later));
+  CHECK(acc.set_num_required(0).code() == error_code::invalid_argument);
+  acc.apply(tensor::vec<float>({1, 1}), 2);
+  CHECK(later.calls == 0);
+}

@@ -46,6 +46,14 @@ public:
   /// AccumulatorTakeGradient: waits for `num_required` gradients, gives
   /// their mean and advances the accumulator's global step.
   output take_grad(int32_t num_required, const std::string& name = "");
+  /// The same with the count read when the take runs (an int32 scalar:
+  /// a variable, for elastic synchronous training).
+  output take_grad(const output& num_required, const std::string& name = "");
+  /// AccumulatorSetNumRequired (actorflow's own; TF has none): takes that
+  /// wait for more than `n` gradients (an integer scalar, cast to int64)
+  /// wait for `n` from now on, and are served if they have that many.
+  /// InvalidArgument for n < 1.
+  operation set_num_required(const output& n, const std::string& name = "");
   /// AccumulatorNumAccumulated: an int32 scalar.
   output num_accumulated(const std::string& name = "");
   /// AccumulatorSetGlobalStep (an integer scalar, cast to int64).

@@ -217,6 +217,22 @@ public:
   /// The chief's queue runner: one thread running the sync op; build it
   /// with `queue_runner{graph, def}` (client/queue_runner.hpp).
   const queue_runner_def& chief_queue_runner() const;
+  /// Elastic synchronous training (docs/DESIGN.md, "Elastic workers"):
+  /// call before apply_gradients. The count of gradients per update and of
+  /// tokens per update live in an int32 variable beside the global step
+  /// ("sync_rep_replicas", replicas_to_aggregate at first) instead of the
+  /// graph, and set_replicas_op changes it between updates.
+  void set_elastic(bool elastic) {
+    elastic_ = elastic;
+  }
+  /// With set_elastic: the op that sets the number of replicas to the
+  /// int32 scalar `replicas_placeholder()` is fed with, for the next
+  /// update; an update waiting for more gradients than that waits for
+  /// that many (a replica left). FailedPrecondition-like InvalidArgument
+  /// without set_elastic or before apply_gradients.
+  operation set_replicas_op() const;
+  output replicas_placeholder() const;
+
   /// One AccumulatorReplicas op per accumulator
   /// (conditional_accumulator::replicas): which replicas have sent
   /// gradients, and when. sync_replicas_waiting_for
@@ -245,6 +261,10 @@ private:
   operation local_step_init_;
   operation chief_init_;
   queue_runner_def chief_runner_;
+  bool elastic_ = false;
+  variable replicas_var_;
+  output replicas_feed_;
+  operation set_replicas_;
 };
 
 } // namespace actorflow

@@ -70,6 +70,12 @@ public:
   /// checkpoint, as TF allows).
   void set_global_step(int64_t step);
 
+  /// Lowers the count pending takes wait for to `n` where they wait for
+  /// more (elastic synchronous training: a replica left, so the update
+  /// waits for one gradient fewer); takes that now have enough are
+  /// served. InvalidArgument for n < 1, and nothing changes.
+  status set_num_required(int32_t n);
+
   int32_t num_accumulated() const noexcept {
     return count_;
   }

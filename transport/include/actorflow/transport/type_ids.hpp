@@ -414,6 +414,8 @@ using num_accumulated_atom = caf::atom_constant<caf::atom("acc_num")>;
 inline constexpr num_accumulated_atom num_accumulated_atom_v = num_accumulated_atom{};
 using set_global_step_atom = caf::atom_constant<caf::atom("acc_gstep")>;
 inline constexpr set_global_step_atom set_global_step_atom_v = set_global_step_atom{};
+using set_num_required_atom = caf::atom_constant<caf::atom("acc_needs")>;
+inline constexpr set_num_required_atom set_num_required_atom_v = set_num_required_atom{};
 using accumulator_replicas_atom = caf::atom_constant<caf::atom("acc_who")>;
 inline constexpr accumulator_replicas_atom accumulator_replicas_atom_v = accumulator_replicas_atom{};
 
@@ -569,6 +571,7 @@ using accumulator_actor = caf::typed_actor<
   replies_outputs<take_gradient_atom, int64_t, int64_t>,
   replies_outputs<num_accumulated_atom>,
   replies_outputs<set_global_step_atom, int64_t>,
+  replies_outputs<set_num_required_atom, int64_t>,
   replies_outputs<accumulator_replicas_atom>,
   caf::reacts_to<cancel_step_atom, int64_t>>;
 
