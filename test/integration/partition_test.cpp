@@ -102,19 +102,24 @@ TEST_CASE("partition: a cut link to the ps is reported, and training goes "
   REQUIRE(st1);
   CHECK(st0->success());
   CHECK(st1->success());
-  // Back, and the chief went on with the ps's state.
-  CHECK_THAT(worker0.err(), Contains("reconnected to /job:ps/replica:0/"
-                                     "task:0 at " + ps));
+  // Back, and the chief went on with the ps's state. Either worker may
+  // be the first back and train the rest alone (the other then finds the
+  // job done and exits before its log says it reconnected).
+  CHECK_THAT(worker0.err() + worker1.err(),
+             Contains("reconnected to /job:ps/replica:0/task:0 at " + ps));
   CHECK_THAT(worker0.out(), Contains("a new session will be created"));
   CHECK_THAT(worker0.out(), Contains("The model is still initialized"));
   CHECK_THAT(worker0.out(), Contains("worker 0: the ps tasks kept their "
                                      "state: going on from global step "));
   CHECK(worker0.out().find("Restoring parameters") == std::string::npos);
-  // The global step never went back: no update was undone.
+  // The global step never went back: no update was undone; and it grew
+  // after the link returned (in either worker's log).
   auto steps = global_steps(worker0.out(), 0);
   for (size_t i = 1; i < steps.size(); ++i)
     CHECK(steps[i] >= steps[i - 1]);
-  CHECK(steps.back() > before.back());
+  auto other = global_steps(worker1.out(), 1);
+  CHECK(std::max(steps.back(), other.empty() ? 0 : other.back())
+        > before.back());
   CHECK(test_accuracy(worker0.out()) > 0.6);
   ps_task.stop();
 }
