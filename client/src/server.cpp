@@ -23,6 +23,7 @@
 #include "actorflow/kernels/file_policy.hpp"
 #include "actorflow/client/runtime.hpp"
 #include "address.hpp"
+#include "connect_master.hpp"
 #include "metrics_https.hpp"
 
 namespace actorflow {
@@ -259,24 +260,18 @@ server server::join_cluster(caf::actor_system& sys, const std::string& contact,
     throw op_error(error_code::invalid_argument,
                    "Could not interpret \"" + contact
                      + "\" as the host:port of a task of the cluster to join");
-  caf::scoped_actor self{sys};
   master_actor master;
-  status err;
-  self
-    ->request(transport_actor(sys), std::chrono::seconds(10),
-              caf::connect_atom::value, hp.host, hp.port)
-    .receive(
-      [&](const caf::node_id&, caf::strong_actor_ptr& ptr,
-          const std::set<std::string>&) {
-        master = caf::actor_cast<master_actor>(ptr);
-      },
-      [&](caf::error& e) { err = to_status(e, contact); });
-  if (err.ok() && !master)
-    err = {error_code::unavailable, "no task is published at " + contact};
-  if (!err.ok())
+  try {
+    session_config reach;
+    reach.operation_timeout_in_ms = 10000;
+    master = connect_master(sys, contact, reach);
+  } catch (const op_error& e) {
     throw op_error(error_code::unavailable,
                    "Could not reach " + contact + " to join its cluster: "
-                     + err.message());
+                     + e.get_status().message());
+  }
+  caf::scoped_actor self{sys};
+  status err;
   std::string name;
   int64_t version = 0;
   std::vector<std::string> flat;

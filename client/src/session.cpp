@@ -12,6 +12,7 @@
 #include "actorflow/graph/wire.hpp"
 #include "actorflow/client/runtime.hpp"
 #include "address.hpp"
+#include "connect_master.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -139,40 +140,6 @@ std::chrono::milliseconds connect_timeout(const session_config& config) {
                                        : 10000);
 }
 
-// Finds the master published at `target`, with a deadline.
-master_actor connect_master(caf::actor_system& sys, const std::string& target,
-                          const session_config& config) {
-  auto address = strip_scheme(target);
-  host_port parsed;
-  if (!host_port::parse(address, parsed).ok())
-    throw op_error(error_code::invalid_argument,
-                   "Malformed session target \"" + target
-                     + "\": expected caf://host:port or grpc://host:port");
-  // Through the middleman actor, so that the wait has a deadline.
-  caf::scoped_actor self{sys};
-  status err;
-  master_actor master;
-  auto mm = transport_actor(sys);
-  self
-    ->request(mm, connect_timeout(config), caf::connect_atom::value,
-              parsed.host, parsed.port)
-    .receive(
-      [&](const caf::node_id&, caf::strong_actor_ptr& ptr,
-          const std::set<std::string>&) {
-        master = caf::actor_cast<master_actor>(ptr);
-        if (!master)
-          err = {error_code::unavailable,
-                 "No master published at " + std::string{address}};
-      },
-      [&](caf::error& e) {
-        auto tls = last_tls_failure(sys, parsed.host, parsed.port);
-        err = {error_code::unavailable,
-               "Could not connect to master at " + std::string{address} + ": "
-                 + sys.render(e) + (tls.empty() ? "" : " (" + tls + ")")};
-      });
-  throw_if_error(err);
-  return master;
-}
 
 // Opens the master session; returns its handle.
 std::string create_master_session(caf::actor_system& sys,
@@ -348,6 +315,40 @@ step_result call_master(pending_steps& pending, const caf::actor& client,
 }
 
 } // namespace
+
+master_actor connect_master(caf::actor_system& sys, const std::string& target,
+                            const session_config& config) {
+  auto address = strip_scheme(target);
+  host_port parsed;
+  if (!host_port::parse(address, parsed).ok())
+    throw op_error(error_code::invalid_argument,
+                   "Malformed session target \"" + target
+                     + "\": expected caf://host:port or grpc://host:port");
+  // Through the middleman actor, so that the wait has a deadline.
+  caf::scoped_actor self{sys};
+  status err;
+  master_actor master;
+  auto mm = transport_actor(sys);
+  self
+    ->request(mm, connect_timeout(config), caf::connect_atom::value,
+              parsed.host, parsed.port)
+    .receive(
+      [&](const caf::node_id&, caf::strong_actor_ptr& ptr,
+          const std::set<std::string>&) {
+        master = caf::actor_cast<master_actor>(ptr);
+        if (!master)
+          err = {error_code::unavailable,
+                 "No master published at " + std::string{address}};
+      },
+      [&](caf::error& e) {
+        auto tls = last_tls_failure(sys, parsed.host, parsed.port);
+        err = {error_code::unavailable,
+               "Could not connect to master at " + std::string{address} + ": "
+                 + sys.render(e) + (tls.empty() ? "" : " (" + tls + ")")};
+      });
+  throw_if_error(err);
+  return master;
+}
 
 void session::impl::start_client(std::string what) {
   pending = std::make_shared<pending_steps>(*sys);
