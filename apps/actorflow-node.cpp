@@ -143,15 +143,7 @@ int run(int argc, char** argv) {
       received = SIGTERM;
     }
   }
-  // A task that joined says it leaves, so that no task waits for it.
-  if (!cfg.join.empty()) {
-    try {
-      srv.leave();
-      log::info(task_name + " left the cluster");
-    } catch (const actorflow::op_error& e) {
-      log::warning(e.get_status().message());
-    }
-  }
+  leave_if_joined(srv, cfg);
   srv.stop();
   log::info(task_name + " stopped on " + ::strsignal(received));
   return 0;

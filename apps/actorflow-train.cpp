@@ -649,11 +649,7 @@ int run_worker(const train_options& opts, task_config cfg,
     say(who + ": SIG" + std::string{::sigabbrev_np(leaving->received())}
         + ": leaving the cluster after " + std::to_string(local_step)
         + " local steps (global step " + std::to_string(global) + ")");
-    try {
-      srv.leave();
-    } catch (const op_error& e) {
-      warn(e.get_status().message());
-    }
+    leave_if_joined(srv, cfg);
   }
   auto secs = std::chrono::duration<double>(steady::now() - start).count();
   auto epochs = static_cast<double>(local_step * opts.batch_size)

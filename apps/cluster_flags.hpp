@@ -29,6 +29,7 @@
 #include "actorflow/client/cluster_spec.hpp"
 #include "actorflow/client/server.hpp"
 #include "actorflow/support/free_ports.hpp"
+#include "actorflow/support/log.hpp"
 #include "command_line.hpp"
 
 namespace actorflow::apps {
@@ -351,6 +352,21 @@ inline server start_server(task_config& cfg) {
     throw op_error(e.code(), "could not start " + cfg.task_name() + " at "
                                + cfg.cluster.task_address(cfg.job, cfg.task)
                                + ": " + message);
+  }
+}
+
+/// A task that joined (--join) leaves its cluster (server::leave), so
+/// that no task waits for it; a failure is logged, not thrown: the task
+/// stops anyway and the cluster sees it lost. Blocks up to 15 s; does
+/// nothing for a task of the ClusterSpec.
+inline void leave_if_joined(server& srv, const task_config& cfg) {
+  if (cfg.join.empty())
+    return;
+  try {
+    srv.leave();
+    support::log::info(cfg.task_name() + " left the cluster");
+  } catch (const op_error& e) {
+    support::log::warning(e.get_status().message());
   }
 }
 

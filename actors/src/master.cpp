@@ -480,7 +480,6 @@ master_actor::behavior_type master(master_self self, task_options opts,
         });
   }
   st.ring = replica_ring(st.opts);
-  st.spec = st.opts.cluster;
   st.members = membership{st.opts.cluster};
   // The worker reaches other tasks (its backups) through this master.
   self->send(st.worker, find_peer_atom_v, caf::actor_cast<caf::actor>(self));

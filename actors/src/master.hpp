@@ -221,8 +221,6 @@ struct master_state {
   // -- elastic membership (membership.cpp) ---------------------------------
   /// Who is a member, at which version; `opts.cluster` follows it.
   membership members;
-  /// The ClusterSpec the task started with (its static members).
-  membership::member_map spec;
   /// The masters of other tasks, by task, once reached: membership
   /// changes and requests to the authority go there.
   std::unordered_map<std::string, master_actor> peer_masters;

@@ -37,6 +37,21 @@ void with_master_of(master_self self, const std::string& task, F k) {
                });
 }
 
+// A request only the authority decides goes there; its answer reaches
+// the asker directly (the promise is delegated). `fail` answers when the
+// authority cannot be reached.
+template <class Promise, class Fail, class... Ts>
+Promise to_authority(master_self self, Promise rp, Fail fail, Ts... xs) {
+  with_master_of(self, self->state.members.authority(),
+                 [rp, fail, xs...](status err, master_actor m) mutable {
+                   if (err.ok())
+                     rp.delegate(m, xs...);
+                   else
+                     fail(rp, std::move(err));
+                 });
+  return rp;
+}
+
 // This task's copy of the members changed: the directory follows, and
 // the log and the monitor name what changed.
 void members_changed(master_self self, const membership::member_map& before,
@@ -53,14 +68,12 @@ void members_changed(master_self self, const membership::member_map& before,
                                         monitoring::wall_us(),
                                         member_note(st, name)});
     }
+  auto left = "left" + (why.empty() ? "" : ": " + why) + version;
   for (auto& [name, address] : before)
     if (st.members.members().count(name) == 0) {
-      log_line(self, name + " left" + (why.empty() ? "" : ": " + why)
-                       + version);
+      log_line(self, name + " " + left);
       reg.peer_changed(st.task_prefix, {name, address, false,
-                                        monitoring::wall_us(),
-                                        "left" + (why.empty() ? "" : ": " + why)
-                                          + version});
+                                        monitoring::wall_us(), left});
     }
 }
 
@@ -75,7 +88,8 @@ void broadcast(master_self self, const std::string& skip = {}) {
     with_master_of(self, name,
                    [self, version, flat](status err, master_actor m) {
                      // A member out of reach learns it from the next
-                     // change, or asks when it is back (peer_reached).
+                     // change, or when it reaches this task again
+                     // (peer_reached, on_membership_update).
                      if (err.ok())
                        self->send(m, membership_update_atom_v, version, flat);
                    });
@@ -117,32 +131,16 @@ join_result on_join(master_self self, const std::string& job,
     return refuse(invalid_argument("Could not interpret \"" + address
                                    + "\" as the host:port of a task that "
                                      "joins (port 0 cannot be reached)"));
-  if (!is_authority(st)) {
-    auto rp = self->make_response_promise<status, std::string, int64_t,
-                                          std::vector<std::string>>();
-    with_master_of(self, st.members.authority(),
-                   [self, rp, job, address](status err,
-                                            master_actor m) mutable {
-                     if (!err.ok()) {
-                       rp.deliver(std::move(err), std::string{}, int64_t{0},
-                                  std::vector<std::string>{});
-                       return;
-                     }
-                     self->request(m, reach_within, join_atom_v, job, address)
-                       .then(
-                         [rp](status& e, std::string& name, int64_t version,
-                              std::vector<std::string>& flat) mutable {
-                           rp.deliver(std::move(e), std::move(name), version,
-                                      std::move(flat));
-                         },
-                         [rp](caf::error& e) mutable {
-                           rp.deliver(to_status(e, "the membership authority"),
-                                      std::string{}, int64_t{0},
-                                      std::vector<std::string>{});
-                         });
-                   });
-    return rp;
-  }
+  if (!is_authority(st))
+    return to_authority(
+      self,
+      self->make_response_promise<status, std::string, int64_t,
+                                  std::vector<std::string>>(),
+      [](auto& rp, status err) {
+        rp.deliver(std::move(err), std::string{}, int64_t{0},
+                   std::vector<std::string>{});
+      },
+      join_atom_v, job, address);
   std::string existing;
   auto before = st.members.members();
   auto name = st.members.join(job, address, &existing);
@@ -162,23 +160,11 @@ join_result on_join(master_self self, const std::string& job,
 
 caf::result<status> on_leave(master_self self, const std::string& task) {
   auto& st = self->state;
-  if (!is_authority(st)) {
-    auto rp = self->make_response_promise<status>();
-    with_master_of(self, st.members.authority(),
-                   [self, rp, task](status err, master_actor m) mutable {
-                     if (!err.ok()) {
-                       rp.deliver(std::move(err));
-                       return;
-                     }
-                     self->request(m, reach_within, leave_atom_v, task)
-                       .then([rp](status& e) mutable { rp.deliver(e); },
-                             [rp](caf::error& e) mutable {
-                               rp.deliver(
-                                 to_status(e, "the membership authority"));
-                             });
-                   });
-    return rp;
-  }
+  if (!is_authority(st))
+    return to_authority(
+      self, self->make_response_promise<status>(),
+      [](auto& rp, status err) { rp.deliver(std::move(err)); }, leave_atom_v,
+      task);
   if (st.members.members().count(task) == 0)
     return status{error_code::not_found, task + " is no member"};
   if (!st.members.elastic(task))
@@ -199,8 +185,16 @@ void on_membership_update(master_self self, int64_t version,
   // Never without itself: a view that lost this task is an old one.
   if (!members || members->count(st.task_prefix) == 0)
     return;
+  // An older view reaches the authority from a member that missed a
+  // change: it gets the current one back.
+  if (is_authority(st) && version < st.members.version()) {
+    self->send(caf::actor_cast<master_actor>(self->current_sender()),
+               membership_update_atom_v, st.members.version(),
+               st.members.flat());
+    return;
+  }
   auto before = st.members.members();
-  if (!st.members.adopt(version, std::move(*members), st.spec))
+  if (!st.members.adopt(version, std::move(*members)))
     return;
   members_changed(self, before, "");
   // An authority that learns of members (it restarted) watches them.
@@ -225,7 +219,9 @@ void peer_reached(master_self self, const std::string& task,
                   const master_actor& master) {
   auto& st = self->state;
   st.peer_masters[task] = master;
-  if (task == st.members.authority() && st.members.version() > 1)
+  // The authority compares views: it takes a newer one (it restarted) and
+  // answers an older one with its own (this task missed a change).
+  if (task == st.members.authority())
     self->send(master, membership_update_atom_v, st.members.version(),
                st.members.flat());
 }

@@ -26,7 +26,8 @@ public:
   membership() = default;
 
   /// Version 1: the ClusterSpec's tasks (static members).
-  explicit membership(member_map spec) : members_(std::move(spec)) {
+  explicit membership(member_map spec)
+    : spec_(std::move(spec)), members_(spec_) {
     for (auto& [name, address] : members_)
       note_index(name);
   }
@@ -92,8 +93,8 @@ public:
 
   /// Takes `members` at `version` when it is newer than this one (another
   /// task's view, or the authority's broadcast); true if it did. Members
-  /// not in `spec` (the ClusterSpec) are elastic.
-  bool adopt(int64_t version, member_map members, const member_map& spec) {
+  /// the ClusterSpec does not name are elastic.
+  bool adopt(int64_t version, member_map members) {
     if (version <= version_)
       return false;
     version_ = version;
@@ -101,7 +102,7 @@ public:
     std::map<std::string, int64_t> elastic;
     for (auto& [name, address] : members_) {
       note_index(name);
-      if (spec.count(name) == 0)
+      if (spec_.count(name) == 0)
         elastic[name] = elastic_.count(name) > 0 ? elastic_[name] : version;
     }
     elastic_ = std::move(elastic);
@@ -145,6 +146,7 @@ private:
   }
 
   int64_t version_ = 1;
+  member_map spec_;
   member_map members_;
   /// Elastic members and the version each joined at.
   std::map<std::string, int64_t> elastic_;

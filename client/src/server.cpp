@@ -105,6 +105,19 @@ struct server::impl {
   bool stopped = false;
 };
 
+namespace {
+
+// A member list as messages carry it (name, address, name, ...).
+std::map<std::string, std::string>
+members_of(const std::vector<std::string>& flat) {
+  std::map<std::string, std::string> out;
+  for (size_t i = 0; i + 1 < flat.size(); i += 2)
+    out[flat[i]] = flat[i + 1];
+  return out;
+}
+
+} // namespace
+
 status check_replicate_variables(const cluster_spec& cluster) {
   auto n = cluster.has_job("ps") ? cluster.num_tasks("ps") : 0;
   if (n >= 2)
@@ -266,7 +279,7 @@ server server::join_cluster(caf::actor_system& sys, const std::string& contact,
     reach.operation_timeout_in_ms = 10000;
     master = connect_master(sys, contact, reach);
   } catch (const op_error& e) {
-    throw op_error(error_code::unavailable,
+    throw op_error(e.code(),
                    "Could not reach " + contact + " to join its cluster: "
                      + e.get_status().message());
   }
@@ -291,12 +304,12 @@ server server::join_cluster(caf::actor_system& sys, const std::string& contact,
   // are not given again.
   std::map<std::string, std::map<int, std::string>> jobs;
   int index = -1;
-  for (size_t i = 0; i + 1 < flat.size(); i += 2) {
+  for (auto& [member, member_address] : members_of(flat)) {
     device_name d;
-    if (!device_name::parse(flat[i], d).ok() || !d.job || !d.task)
+    if (!device_name::parse(member, d).ok() || !d.job || !d.task)
       continue;
-    jobs[*d.job][*d.task] = flat[i + 1];
-    if (flat[i] == name)
+    jobs[*d.job][*d.task] = member_address;
+    if (member == name)
       index = *d.task;
   }
   if (index < 0)
@@ -336,9 +349,7 @@ server::membership() const {
               std::chrono::seconds(5), membership_atom_v)
     .receive(
       [&](int64_t version, std::vector<std::string>& flat) {
-        out.first = version;
-        for (size_t i = 0; i + 1 < flat.size(); i += 2)
-          out.second[flat[i]] = flat[i + 1];
+        out = {version, members_of(flat)};
       },
       [&](caf::error& e) { err = to_status(e, task_name(impl_->opts)); });
   if (!err.ok())

@@ -88,9 +88,7 @@ operation conditional_accumulator::apply_grad(const output& grad,
 output conditional_accumulator::take_grad(int32_t num_required,
                                           const std::string& name) {
   auto guard = graph::default_guard{*graph_};
-  auto n = constant(num_required, "num_required");
-  return add_op("AccumulatorTakeGradient", name, {n}, {type_}, {shape_})
-    .out(0);
+  return take_grad(constant(num_required, "num_required"), name);
 }
 
 output conditional_accumulator::take_grad(const output& num_required,

@@ -460,18 +460,26 @@ operation sync_replicas_optimizer::get_init_tokens_op(int num_tokens) {
   return token_queue_.enqueue_many({tokens});
 }
 
-operation sync_replicas_optimizer::set_replicas_op() const {
-  check_built("set_replicas_op");
+void sync_replicas_optimizer::set_elastic(bool elastic) {
+  if (local_step_.valid())
+    fail("set_elastic must come before apply_gradients (or minimize)");
+  elastic_ = elastic;
+}
+
+void sync_replicas_optimizer::check_elastic(const char* what) const {
+  check_built(what);
   if (!elastic_)
-    fail("set_replicas_op needs set_elastic(true) before apply_gradients");
+    fail(std::string{what} + " needs set_elastic(true) before "
+                             "apply_gradients");
+}
+
+operation sync_replicas_optimizer::set_replicas_op() const {
+  check_elastic("set_replicas_op");
   return set_replicas_;
 }
 
 output sync_replicas_optimizer::replicas_placeholder() const {
-  check_built("replicas_placeholder");
-  if (!elastic_)
-    fail("replicas_placeholder needs set_elastic(true) before "
-         "apply_gradients");
+  check_elastic("replicas_placeholder");
   return replicas_feed_;
 }
 

@@ -56,15 +56,15 @@ TEST_CASE("membership: a view is adopted only when newer, and its elastic "
   membership other{spec()};
   auto view = membership::from_flat(authority.flat());
   REQUIRE(view);
-  CHECK(other.adopt(authority.version(), *view, spec()));
+  CHECK(other.adopt(authority.version(), *view));
   CHECK(other.version() == 3);
   CHECK(other.members().size() == 5);
   CHECK(other.elastic("/job:worker/replica:0/task:2"));
   CHECK(other.joined_at("/job:worker/replica:0/task:2") == 3);
   CHECK_FALSE(other.elastic("/job:ps/replica:0/task:1"));
   // An older or equal one changes nothing.
-  CHECK_FALSE(other.adopt(2, spec(), spec()));
-  CHECK_FALSE(other.adopt(3, spec(), spec()));
+  CHECK_FALSE(other.adopt(2, spec()));
+  CHECK_FALSE(other.adopt(3, spec()));
   CHECK(other.members().size() == 5);
   // A joiner after adoption gets an index past the adopted ones.
   CHECK(other.join("worker", "h:9") == "/job:worker/replica:0/task:3");

@@ -37,6 +37,21 @@ bool eventually(Pred pred) {
   return pred();
 }
 
+// A ClusterSpec of one ps and one worker on free loopback ports.
+struct two_tasks {
+  std::string ps_address;
+  std::string w0_address;
+  cluster_spec cluster;
+};
+
+two_tasks ps_and_worker() {
+  auto ps = loopback();
+  auto w0 = loopback();
+  return {ps, w0,
+          cluster_spec{std::map<std::string, std::vector<std::string>>{
+            {"ps", {ps}}, {"worker", {w0}}}}};
+}
+
 int64_t version_of(const server& s) {
   return s.membership().first;
 }
@@ -46,10 +61,7 @@ int64_t version_of(const server& s) {
 TEST_CASE("membership: a worker joins through any task and every task "
           "learns it, then it leaves or is lost",
           "[membership][server]") {
-  auto ps_address = loopback();
-  auto w0_address = loopback();
-  cluster_spec cluster{std::map<std::string, std::vector<std::string>>{
-    {"ps", {ps_address}}, {"worker", {w0_address}}}};
+  auto [ps_address, w0_address, cluster] = ps_and_worker();
   server ps{cluster, "ps", 0};
   server w0{cluster, "worker", 0};
   CHECK(version_of(ps) == 1);
@@ -134,10 +146,7 @@ TEST_CASE("membership: a bad join is refused and changes nothing",
 TEST_CASE("membership: a restarted authority learns the members again from "
           "the first task that reaches it",
           "[membership][server]") {
-  auto ps_address = loopback();
-  auto w0_address = loopback();
-  cluster_spec cluster{std::map<std::string, std::vector<std::string>>{
-    {"ps", {ps_address}}, {"worker", {w0_address}}}};
+  auto [ps_address, w0_address, cluster] = ps_and_worker();
   auto ps = std::make_unique<server>(cluster, "ps", 0);
   server w0{cluster, "worker", 0};
   auto joined = server::join_cluster(ps_address, "worker", loopback());

@@ -731,6 +731,8 @@ TEST_CASE("training: elastic synchronous replicas serve an update with fewer "
   CHECK_THROWS_AS(sync.set_replicas_op(), op_error);
   sync.set_elastic(true);
   auto train_op = sync.minimize(loss, step);
+  // The graph is built: too late to change.
+  CHECK_THROWS_AS(sync.set_elastic(false), op_error);
   session sess{w0.target(), bounded(), &g};
   sess.run(global_variables_initializer());
   sess.run(local_variables_initializer());

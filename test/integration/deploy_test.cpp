@@ -140,12 +140,7 @@ TEST_CASE("deploy: a pod of the elastic Deployment joins the running job "
              Contains("serving /job:worker/replica:0/task:1 at 127.3.0.10:"
                       + std::to_string(port) + " (joined through 127.1.0.10:"));
   // Scaled away: SIGTERM, it leaves after its step.
-  elastic.send_signal(SIGTERM);
-  auto st = elastic.wait(30s);
-  REQUIRE(st);
-  CHECK(st->success());
-  CHECK_THAT(elastic.out(), Contains("worker 1: SIGTERM: leaving the cluster"));
-  check_said(ps, "/job:worker/replica:0/task:1 left: it said so");
+  check_leaves_on_sigterm(elastic, 1, ps);
   // The chief goes on alone.
   chief.send_signal(SIGTERM);
   chief.wait(10s);

@@ -103,12 +103,7 @@ TEST_CASE("elastic: workers join a running job, one is killed, one leaves "
   // One dies; the other is asked to stop and leaves.
   auto before = last_global(trainer.out());
   ::kill(w2.pid(), SIGKILL);
-  w1.send_signal(SIGTERM);
-  auto st1 = w1.wait(30s);
-  REQUIRE(st1);
-  CHECK(st1->success());
-  CHECK_THAT(w1.out(), Contains("worker 1: SIGTERM: leaving the cluster"));
-  check_said(trainer, "/job:worker/replica:0/task:1 left: it said so");
+  check_leaves_on_sigterm(w1, 1, trainer);
   check_said(trainer, "/job:worker/replica:0/task:2 left: lost");
   // A third one goes silent (SIGSTOP): removed within the heartbeat
   // bound, as if it had died; the others go on meanwhile.
@@ -162,10 +157,7 @@ TEST_CASE("elastic: synchronous training with --elastic aggregates one "
                                 "update aggregates 3 gradients",
                                 30s));
   // Leaves: the next update waits for the two that stay.
-  w1.send_signal(SIGTERM);
-  auto st1 = w1.wait(30s);
-  REQUIRE(st1);
-  CHECK(st1->success());
+  check_leaves_on_sigterm(w1, 1, trainer);
   REQUIRE(trainer.wait_for_line("membership version 4: 2 workers: each "
                                 "update aggregates 2 gradients",
                                 30s));

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -197,6 +198,22 @@ inline bool wait_until_stopped(pid_t pid) {
 
 inline void check_said(child_process& proc, const std::string& needle) {
   CHECK_THAT(err_with(proc, needle), Catch::Contains(needle));
+}
+
+/// SIGTERM to `worker`, actorflow-train's worker `index` that joined the
+/// cluster: it exits 0 saying it leaves, and `authority` (the process
+/// whose stderr has the first ps task's log) logs that it left.
+inline void check_leaves_on_sigterm(child_process& worker, int index,
+                                    child_process& authority) {
+  worker.send_signal(SIGTERM);
+  auto st = worker.wait(std::chrono::seconds(30));
+  REQUIRE(st);
+  CHECK(st->success());
+  CHECK_THAT(worker.out(),
+             Catch::Contains("worker " + std::to_string(index)
+                             + ": SIGTERM: leaving the cluster"));
+  check_said(authority, "/job:worker/replica:0/task:" + std::to_string(index)
+                          + " left: it said so");
 }
 
 } // namespace actorflow::testing

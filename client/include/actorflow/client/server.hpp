@@ -116,7 +116,7 @@ public:
   /// Blocks until `stop()` is called (from another thread or a signal
   /// handler thread). Returns at once if already stopped.
   void join();
-  /// Leaves the cluster this task joined (server::join): the authority
+  /// Leaves the cluster this task joined (join_cluster): the authority
   /// removes it and every task learns it at once, instead of when its
   /// loss is detected. Call it before stop(). Blocks up to 15 s. Errors
   /// (op_error): FailedPrecondition for a task the ClusterSpec names,

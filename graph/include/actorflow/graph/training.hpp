@@ -222,14 +222,13 @@ public:
   /// tokens per update live in an int32 variable beside the global step
   /// ("sync_rep_replicas", replicas_to_aggregate at first) instead of the
   /// graph, and set_replicas_op changes it between updates.
-  void set_elastic(bool elastic) {
-    elastic_ = elastic;
-  }
+  /// InvalidArgument after apply_gradients (the graph is built).
+  void set_elastic(bool elastic);
   /// With set_elastic: the op that sets the number of replicas to the
   /// int32 scalar `replicas_placeholder()` is fed with, for the next
   /// update; an update waiting for more gradients than that waits for
-  /// that many (a replica left). FailedPrecondition-like InvalidArgument
-  /// without set_elastic or before apply_gradients.
+  /// that many (a replica left). InvalidArgument without set_elastic or
+  /// before apply_gradients.
   operation set_replicas_op() const;
   output replicas_placeholder() const;
 
@@ -249,6 +248,7 @@ public:
 
 private:
   void check_built(const char* what) const;
+  void check_elastic(const char* what) const;
 
   optimizer* opt_;
   int replicas_;
