@@ -62,6 +62,10 @@ operation conditional_accumulator::add_op(const std::string& op_type,
                                           std::vector<tensor_shape> shapes) {
   auto acc = op();
   auto guard = graph::default_guard{*graph_};
+  // With its accumulator, whatever scope the caller is in (TF places
+  // them by the accumulator's ref input; SyncReplicasOptimizer builds
+  // the chief's ops beside the global step, maybe on another ps task).
+  colocate_with near{acc};
   auto n = make_node(graph_->unique_name(name.empty() ? op_type : name),
                      op_type);
   n.attrs["dtype"] = type_;

@@ -543,6 +543,68 @@ TEST_CASE("training: synchronous replicas average both workers' gradients "
   CHECK_NOTHROW(coord.join(std::chrono::seconds(10)));
 }
 
+TEST_CASE("training: synchronous replicas over two ps tasks (each "
+          "accumulator op sits with its accumulator)",
+          "[training][sync]") {
+  // The global step on ps:0, w on ps:1: the chief's init ops are built
+  // beside the global step, and each must still run where its
+  // accumulator is (this failed placement with "Cannot colocate nodes").
+  cluster_spec cluster{std::map<std::string, std::vector<std::string>>{
+    {"ps", {loopback(free_port()), loopback(free_port())}},
+    {"worker", {loopback(free_port())}}}};
+  server ps0{cluster, "ps", 0};
+  server ps1{cluster, "ps", 1};
+  server w0{cluster, "worker", 0};
+  graph g;
+  operation train_op;
+  variable w;
+  variable step;
+  std::unique_ptr<gradient_descent_optimizer> opt;
+  std::unique_ptr<sync_replicas_optimizer> sync;
+  output target;
+  {
+    auto as_default = g.as_default();
+    replica_device_setter_options o;
+    o.worker_device = "/job:worker/task:0";
+    device_scope setter{replica_device_setter(cluster, o)};
+    step = create_global_step();
+    w = variable{tensor::vec<float>({0.0f, 0.0f}), named("w")};
+    target = placeholder(dtype::float32, tensor_shape{2}, "target");
+    auto loss = reduce_sum(square(sub(w.value(), target)));
+    opt = std::make_unique<gradient_descent_optimizer>(0.25);
+    sync = std::make_unique<sync_replicas_optimizer>(*opt, 1);
+    train_op = sync->minimize(loss, step);
+  }
+  CHECK(step.op().device().find("/job:ps/task:0") != std::string::npos);
+  CHECK(w.op().device().find("/job:ps/task:1") != std::string::npos);
+  session sess{w0.target(), bounded(), &g};
+  operation init;
+  operation local;
+  {
+    auto d = g.as_default();
+    init = global_variables_initializer();
+    local = local_variables_initializer();
+  }
+  auto init_tokens = sync->get_init_tokens_op(0);
+  sess.run(init);
+  sess.run(local);
+  sess.run(sync->local_step_init_op());
+  sess.run(sync->chief_init_op());
+  sess.run(init_tokens);
+  coordinator coord;
+  queue_runner chief_runner{g, sync->chief_queue_runner()};
+  chief_runner.create_threads(sess, &coord);
+  for (int i = 0; i < 3; ++i)
+    sess.run(train_op, {{target, tensor::vec<float>({2, 2})}});
+  // Each step halves the distance to [2, 2].
+  auto value = sess.run(w);
+  CHECK(std::abs(value.flat<float>()[0] - 2.0f * 0.875f) < 1e-5f);
+  CHECK(sess.run(step).scalar_value<int64_t>() == 3);
+  coord.request_stop();
+  sess.close();
+  CHECK_NOTHROW(coord.join(std::chrono::seconds(10)));
+}
+
 TEST_CASE("training: the accumulators name the replica a synchronous update "
           "waits for",
           "[training][sync]") {
