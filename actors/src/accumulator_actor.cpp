@@ -1,10 +1,16 @@
 // A conditional accumulator as an actor: the core (kernels/
 // accumulator_core.hpp) keeps waiting takes as pending attempts; their
 // replies are response promises delivered when enough gradients arrived.
+// On a replicated ps task its state (the sum so far, applied tags, the
+// last takes' results) goes to a variable of its store after each
+// operation, and replies wait until the variable holds it
+// (durable_state.hpp).
 
+#include <deque>
 #include <unordered_map>
 
 #include "actorflow/actors/instrumented.hpp"
+#include "durable_writer.hpp"
 #include "runtime.hpp"
 #include "step_attempts.hpp"
 
@@ -16,46 +22,138 @@ struct accumulator_state {
   std::unique_ptr<accumulator_core> core;
   /// Pending attempts by the step that made them, for cancellation.
   step_attempts<accumulator_core::attempt_id> by_step;
+  /// Replicated: the replies waiting for the state, the tags applied,
+  /// the last takes' results by tag, and why a promoted backup's state
+  /// could not be read (every operation fails with it).
+  durable_replies replies;
+  applied_tags tags;
+  std::deque<std::pair<int64_t, tensor>> takes;
+  status broken;
   static inline const char* name = "actorflow.accumulator";
 };
+
+/// How many takes' results a replicated accumulator keeps for retries:
+/// a synchronous update takes once per accumulator, and only the
+/// update in flight at a failover is retried.
+constexpr size_t kept_takes = 2;
 
 using accumulator_self = accumulator_actor::stateful_pointer<accumulator_state>;
 
 using accumulator_promise
   = caf::typed_response_promise<status, std::vector<tensor>>;
 
+accumulator_image image_of(const accumulator_state& st) {
+  accumulator_image x;
+  x.core = st.core->snapshot();
+  x.tags = st.tags.list();
+  x.takes.assign(st.takes.begin(), st.takes.end());
+  return x;
+}
+
+// Answers `rp` once the state after the operation is held (at once when
+// not replicated), with `result` or the error that kept it from being held.
+void answer(accumulator_self self, accumulator_promise rp, status s,
+            std::vector<tensor> out) {
+  self->state.replies.defer([rp, s = std::move(s), out = std::move(out)](
+                              const status& err) mutable {
+    if (!err.ok() && s.ok())
+      rp.deliver(err, std::vector<tensor>{});
+    else
+      rp.deliver(std::move(s), std::move(out));
+  });
+}
+
+void commit(accumulator_self self) {
+  self->state.replies.commit(
+    [self] { return encode_image(image_of(self->state)); });
+}
+
 accumulator_actor::behavior_type accumulator(accumulator_self self,
-                                             accumulator_options opts) {
-  self->state.core = std::make_unique<accumulator_core>(std::move(opts));
+                                             accumulator_options opts,
+                                             durable_init durable) {
+  auto& st = self->state;
+  auto name = opts.name;
+  st.core = std::make_unique<accumulator_core>(std::move(opts));
+  if (durable.var) {
+    if (durable.image.valid()) {
+      accumulator_image x;
+      st.broken = decode_image(durable.image, "accumulator " + name, x);
+      if (st.broken.ok())
+        st.broken = st.core->restore(std::move(x.core));
+      if (st.broken.ok()) {
+        st.tags.assign(x.tags);
+        st.takes.assign(x.takes.begin(), x.takes.end());
+      }
+    }
+    st.replies.set_writer(durable_writer(self, durable.var));
+  }
   // Freed (container reset, task stop): waiting takes get their answer.
   self->set_exit_handler([self](caf::exit_msg& em) {
     self->state.core->cancel_all();
     self->state.by_step.clear();
+    self->state.replies.release();
     self->quit(em.reason);
   });
   return {
     [self](apply_gradient_atom, const tensor& grad, int64_t local_step,
-           const std::string& replica) {
-      return std::make_tuple(self->state.core->apply(grad, local_step,
-                                                     replica),
-                             std::vector<tensor>{});
-    },
-    [self](take_gradient_atom, int64_t n,
-           int64_t step) -> accumulator_promise {
+           const std::string& replica, int64_t tag) -> accumulator_promise {
       auto rp = self->make_response_promise<status, std::vector<tensor>>();
-      auto id_cell = std::make_shared<accumulator_core::attempt_id>(0);
-      auto id = self->state.core->take(
+      auto& st = self->state;
+      if (!st.broken.ok()) {
+        rp.deliver(st.broken, std::vector<tensor>{});
+        return rp;
+      }
+      // A retried step's gradient counts once.
+      auto s = st.replies.replicated() && st.tags.seen(tag)
+                 ? status{}
+                 : st.core->apply(grad, local_step, replica);
+      if (s.ok() && st.replies.replicated())
+        st.tags.record(tag);
+      answer(self, rp, std::move(s), {});
+      commit(self);
+      return rp;
+    },
+    [self](take_gradient_atom, int64_t n, int64_t step,
+           int64_t tag) -> accumulator_promise {
+      auto rp = self->make_response_promise<status, std::vector<tensor>>();
+      auto& st = self->state;
+      if (!st.broken.ok()) {
+        rp.deliver(st.broken, std::vector<tensor>{});
+        return rp;
+      }
+      if (st.replies.replicated() && tag != 0)
+        for (auto& [t, value] : st.takes)
+          if (t == tag) {
+            // A retried update gets the gradient the first one took.
+            answer(self, rp, status{}, {value});
+            commit(self);
+            return rp;
+          }
+      struct attempt_cell {
+        accumulator_core::attempt_id id = 0;
+        bool done = false;
+      };
+      auto cell = std::make_shared<attempt_cell>();
+      cell->id = st.core->take(
         static_cast<int32_t>(n),
-        [self, rp, step, id_cell](status st, tensor value) mutable {
-          self->state.by_step.forget(step, *id_cell);
+        [self, rp, step, tag, cell](status s, tensor value) mutable {
+          auto& st = self->state;
+          cell->done = true;
+          st.by_step.forget(step, cell->id);
           std::vector<tensor> out;
-          if (st.ok())
+          if (s.ok()) {
+            if (st.replies.replicated() && tag != 0) {
+              st.takes.emplace_back(tag, value);
+              if (st.takes.size() > kept_takes)
+                st.takes.pop_front();
+            }
             out.push_back(std::move(value));
-          rp.deliver(std::move(st), std::move(out));
+          }
+          answer(self, rp, std::move(s), std::move(out));
         });
-      *id_cell = id;
-      if (rp.pending())
-        self->state.by_step.add(step, id);
+      if (!cell->done)
+        st.by_step.add(step, cell->id);
+      commit(self);
       return rp;
     },
     [self](num_accumulated_atom) {
@@ -85,21 +183,35 @@ accumulator_actor::behavior_type accumulator(accumulator_self self,
       out.push_back(tensor::scalar(core.num_accumulated()));
       return std::make_tuple(status{}, std::move(out));
     },
-    [self](set_global_step_atom, int64_t global_step) {
+    [self](set_global_step_atom, int64_t global_step) -> accumulator_promise {
+      auto rp = self->make_response_promise<status, std::vector<tensor>>();
+      if (!self->state.broken.ok()) {
+        rp.deliver(self->state.broken, std::vector<tensor>{});
+        return rp;
+      }
       self->state.core->set_global_step(global_step);
-      return std::make_tuple(status{}, std::vector<tensor>{});
+      answer(self, rp, status{}, {});
+      commit(self);
+      return rp;
     },
-    [self](set_num_required_atom, int64_t n) {
+    [self](set_num_required_atom, int64_t n) -> accumulator_promise {
+      auto rp = self->make_response_promise<status, std::vector<tensor>>();
+      // Serves waiting takes that now have enough: their state is
+      // written before they are answered.
       auto err = n > INT32_MAX
                    ? invalid_argument("Argument num_required is too large: "
                                       + std::to_string(n))
                    : self->state.core->set_num_required(
                      static_cast<int32_t>(n));
-      return std::make_tuple(std::move(err), std::vector<tensor>{});
+      answer(self, rp, std::move(err), {});
+      commit(self);
+      return rp;
     },
     [self](cancel_step_atom, int64_t step) {
       for (auto id : self->state.by_step.take(step))
         self->state.core->cancel(id);
+      // The cancellations' replies (the state did not change).
+      self->state.replies.release();
     },
   };
 }
@@ -108,10 +220,11 @@ accumulator_actor::behavior_type accumulator(accumulator_self self,
 
 accumulator_actor spawn_accumulator(caf::actor_system& sys,
                                     accumulator_options opts,
-                                    monitoring::identity who) {
+                                    monitoring::identity who,
+                                    durable_init durable) {
   who.kind = monitoring::actor_kind::accumulator;
   return spawn_instrumented(sys, std::move(who), accumulator,
-                            std::move(opts));
+                            std::move(opts), std::move(durable));
 }
 
 accumulator_options accumulator_options_of(const node_def& node,

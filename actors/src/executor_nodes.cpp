@@ -264,7 +264,7 @@ void run_resource(executor_self self, step_state& step, int i) {
     case node_kind::queue:
       self
         ->request(st.worker, caf::infinite, get_queue_atom_v, r.container,
-                  r.name, r.node_bytes)
+                  r.name, r.node_bytes, st.home)
         .then(
           [self, id, i](status& err, queue_actor& q) {
             attach_resource(self, id, i, std::move(err), q,
@@ -275,7 +275,7 @@ void run_resource(executor_self self, step_state& step, int i) {
     case node_kind::accumulator:
       self
         ->request(st.worker, caf::infinite, get_accumulator_atom_v,
-                  r.container, r.name, r.node_bytes)
+                  r.container, r.name, r.node_bytes, st.home)
         .then(
           [self, id, i](status& err, accumulator_actor& a) {
             attach_resource(self, id, i, std::move(err), a,
@@ -357,10 +357,10 @@ void run_queue_op(executor_self self, step_state& step, int i,
   switch (qop) {
     case queue_op::enqueue:
       return request_queue(self, q, id, i, false, enqueue_atom_v,
-                           values(), id);
+                           values(), id, write_tag(st, step, i));
     case queue_op::enqueue_many:
       return request_queue(self, q, id, i, false, enqueue_many_atom_v,
-                           values(), id);
+                           values(), id, write_tag(st, step, i));
     case queue_op::dequeue:
       step.taken_from.push_back(q);
       return request_queue(self, q, id, i, true, dequeue_atom_v, id);
@@ -374,7 +374,7 @@ void run_queue_op(executor_self self, step_state& step, int i,
                            count_of(inputs.at(1)), id);
     case queue_op::close:
       return request_queue(self, q, id, i, false, close_queue_atom_v,
-                           cancel, id);
+                           cancel, id, write_tag(st, step, i));
     case queue_op::size:
       return request_queue(self, q, id, i, false, queue_size_atom_v);
     case queue_op::is_closed:
@@ -427,10 +427,11 @@ void run_accumulator_op(executor_self self, step_state& step, int i,
     case accumulator_op::apply:
       return request_outputs(self, acc, id, i, what, apply_gradient_atom_v,
                              inputs.at(2), count_of(inputs.at(1)),
-                             sender_of(st, plan));
+                             sender_of(st, plan), write_tag(st, step, i));
     case accumulator_op::take:
       return request_outputs(self, acc, id, i, what, take_gradient_atom_v,
-                             count_of(inputs.at(1)), id);
+                             count_of(inputs.at(1)), id,
+                             write_tag(st, step, i));
     case accumulator_op::num_accumulated:
       return request_outputs(self, acc, id, i, what, num_accumulated_atom_v);
     case accumulator_op::set_global_step:

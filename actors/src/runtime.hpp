@@ -114,10 +114,23 @@ struct variable_cell {
 /// one that ended.
 std::shared_ptr<variable_cell> variable_cell_of(const variable_actor& var);
 
+/// A queue or accumulator of a replicated ps task (issue 31 §1;
+/// durable_state.hpp): the variable of its store its state goes to, and
+/// that variable's value when it was spawned (a promoted backup's; an
+/// invalid tensor for a new one). A default one: not replicated.
+struct durable_init {
+  variable_actor var;
+  tensor image;
+};
+
 /// A queue with TensorFlow's semantics (kernels/queue_core.hpp) as an
-/// actor: waiting operations are pending requests inside it.
+/// actor: waiting operations are pending requests inside it. Replicated
+/// (`durable.var`), it answers each operation once the variable holds
+/// the state after it; an image it cannot read makes every operation
+/// fail with DataLoss.
 queue_actor spawn_queue(caf::actor_system& sys, queue_options opts,
-                        monitoring::identity who = {});
+                        monitoring::identity who = {},
+                        durable_init durable = {});
 
 class reader_core;
 
@@ -130,9 +143,11 @@ reader_actor spawn_reader(caf::actor_system& sys,
 
 /// A ConditionalAccumulator (kernels/accumulator_core.hpp) as an actor:
 /// waiting takes are pending requests inside it.
+/// Replicated as a queue is (spawn_queue).
 accumulator_actor spawn_accumulator(caf::actor_system& sys,
                                     accumulator_options opts,
-                                    monitoring::identity who = {});
+                                    monitoring::identity who = {},
+                                    durable_init durable = {});
 
 /// The accumulator options a ConditionalAccumulator node describes.
 accumulator_options accumulator_options_of(const node_def& node,

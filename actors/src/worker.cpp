@@ -8,7 +8,9 @@
 #include <regex>
 
 #include "actorflow/actors/instrumented.hpp"
+#include "actorflow/graph/wire.hpp"
 #include "actorflow/kernels/reader_core.hpp"
+#include "durable_state.hpp"
 #include "worker.hpp"
 #include "worker_state.hpp"
 
@@ -57,22 +59,31 @@ void clear_containers(worker_self self, std::vector<std::string> containers) {
   if (containers.empty())
     containers.push_back(st.opts.job);
   std::set<std::string> doomed(containers.begin(), containers.end());
-  auto free = [&](auto& resources, auto handle_of) {
+  auto free = [&](auto& resources) {
     for (auto i = resources.begin(); i != resources.end();) {
       if (doomed.count(i->first.first) > 0) {
-        self->send_exit(handle_of(i->second), caf::exit_reason::user_shutdown);
+        if constexpr (requires { i->second.waiting; })
+          for (auto& rp : i->second.waiting)
+            rp.deliver(status{error_code::aborted,
+                              "container '" + i->first.first
+                                + "' was reset"},
+                       decltype(i->second.handle){});
+        if (i->second.handle)
+          self->send_exit(i->second.handle, caf::exit_reason::user_shutdown);
         i = resources.erase(i);
       } else {
         ++i;
       }
     }
   };
-  // Every store: a replica must not outlive what it replicates.
-  for (auto& [home, store] : st.stores)
-    free(store.vars, [](auto& e) -> auto& { return e.handle; });
-  free(st.queues, [](auto& q) -> auto& { return q.handle; });
-  free(st.readers, [](auto& r) -> auto& { return r.handle; });
-  free(st.accumulators, [](auto& a) -> auto& { return a.handle; });
+  // Every store: a replica must not outlive what it replicates. A lookup
+  // still waiting for a queue's state variable finds its entry gone.
+  for (auto& [home, store] : st.stores) {
+    free(store.vars);
+    free(store.queues);
+    free(store.accumulators);
+  }
+  free(st.readers);
   st.count_resources();
 }
 
@@ -136,31 +147,6 @@ register_graph(worker_self self, const std::string& bytes,
   return {status{}, exec, std::move(inbox)};
 }
 
-caf::result<status, queue_actor>
-get_queue(worker_self self, const std::string& container,
-          const std::string& name, const std::string& node_bytes) {
-  auto& st = self->state;
-  node_def def;
-  if (auto err = resource_node(container, name, node_bytes, def); !err.ok())
-    return {err, queue_actor{}};
-  auto opts = queue_options_of(def, name);
-  if (auto err = validate(opts); !err.ok())
-    return {err, queue_actor{}};
-  auto key = std::make_pair(container, name);
-  if (auto i = st.queues.find(key); i != st.queues.end()) {
-    // Same container and shared_name: the same queue, if it agrees.
-    if (auto err = check_compatible(i->second.opts, opts); !err.ok())
-      return {err, queue_actor{}};
-    return {status{}, i->second.handle};
-  }
-  auto handle = spawn_queue(self->system(), opts,
-                            {.name = name,
-                             .container = container,
-                             .task = st.task_prefix});
-  st.queues.emplace(key, worker_state::queue_entry{std::move(opts), handle});
-  return {status{}, handle};
-}
-
 caf::result<status, reader_actor>
 get_reader(worker_self self, const std::string& container,
            const std::string& name, const std::string& node_bytes) {
@@ -190,37 +176,166 @@ get_reader(worker_self self, const std::string& container,
   return {status{}, handle};
 }
 
-caf::result<status, accumulator_actor>
-get_accumulator(worker_self self, const std::string& container,
-                const std::string& name, const std::string& node_bytes) {
+// Delivers `err` to the lookups waiting for resource `key` of `home`'s
+// store (`member`: its queues or accumulators) and forgets it.
+template <class Map>
+void fail_resource(worker_self self, const std::string& home,
+                   Map variable_store::*member,
+                   const std::pair<std::string, std::string>& key,
+                   const status& err) {
+  auto s = self->state.stores.find(home);
+  if (s == self->state.stores.end())
+    return;
+  auto& map = s->second.*member;
+  auto i = map.find(key);
+  if (i == map.end() || i->second.handle)
+    return;
+  auto waiting = std::move(i->second.waiting);
+  map.erase(i);
+  for (auto& rp : waiting)
+    rp.deliver(err, decltype(i->second.handle){});
+}
+
+// Queue or accumulator (container, name) of `home`'s store (`member`:
+// its queues or accumulators): the one there if `check(its options)`
+// agrees, or a new one, `spawn(durable)`. On a replicated task the new
+// one's state is a variable of the store (durable_state.hpp), found
+// first: a promoted backup's queue starts with what it held.
+template <class Handle, class Map, class Check, class Spawn>
+void get_resource(worker_self self,
+                  caf::typed_response_promise<status, Handle> rp,
+                  Map variable_store::*member, const std::string& container,
+                  const std::string& name, const std::string& home_in,
+                  typename Map::mapped_type::options_type opts, Check check,
+                  Spawn spawn) {
   auto& st = self->state;
-  node_def def;
-  if (auto err = resource_node(container, name, node_bytes, def); !err.ok())
-    return {err, accumulator_actor{}};
-  auto opts = accumulator_options_of(def, name);
-  if (auto err = validate(opts); !err.ok())
-    return {err, accumulator_actor{}};
+  auto home = home_in.empty() ? st.task_prefix : home_in;
+  if (auto err = serves_store(self, home); !err.ok()) {
+    rp.deliver(err, Handle{});
+    return;
+  }
+  auto& store = st.stores.at(home);
   auto key = std::make_pair(container, name);
-  if (auto i = st.accumulators.find(key); i != st.accumulators.end()) {
-    auto& have = i->second.opts;
+  auto& map = store.*member;
+  if (auto i = map.find(key); i != map.end()) {
+    // Same container and shared_name: the same one, if it agrees.
+    if (auto err = check(i->second.opts); !err.ok())
+      rp.deliver(err, Handle{});
+    else if (i->second.handle)
+      rp.deliver(status{}, i->second.handle);
+    else
+      i->second.waiting.push_back(rp);
+    return;
+  }
+  if (!st.replicated) {
+    auto handle = spawn(durable_init{});
+    map.emplace(key, typename Map::mapped_type{std::move(opts), handle, {}});
+    rp.deliver(status{}, handle);
+    return;
+  }
+  map.emplace(key, typename Map::mapped_type{std::move(opts), Handle{}, {rp}});
+  std::string scalar;
+  byte_writer w{scalar};
+  encode(w, tensor_shape{});
+  auto fail = [self, home, member, key](const status& err) {
+    fail_resource(self, home, member, key, err);
+  };
+  find_variable(
+    self, container, durable_state_name(name),
+    static_cast<int32_t>(dtype::string), scalar, home,
+    [self, home, member, key, spawn, fail](status err, variable_actor var) {
+      if (!err.ok())
+        return fail(err);
+      self->request(var, std::chrono::seconds(10), read_atom_v)
+        .then(
+          [self, home, member, key, spawn, fail, var](status& err,
+                                                      tensor& value) {
+            // Uninitialized: a new one.
+            if (!err.ok() && err.code() != error_code::failed_precondition)
+              return fail(err);
+            if (auto why = serves_store(self, home); !why.ok())
+              return fail(why);
+            auto& map = self->state.stores.at(home).*member;
+            auto i = map.find(key);
+            if (i == map.end() || i->second.handle)
+              return; // freed meanwhile (a container reset)
+            i->second.handle
+              = spawn(durable_init{var, err.ok() ? value : tensor{}});
+            auto waiting = std::move(i->second.waiting);
+            i->second.waiting.clear();
+            for (auto& rp : waiting)
+              rp.deliver(status{}, i->second.handle);
+          },
+          [fail](caf::error& err) {
+            fail(to_status(err, "the variable of a replicated state"));
+          });
+    });
+}
+
+caf::typed_response_promise<status, queue_actor>
+get_queue(worker_self self, const std::string& container,
+          const std::string& name, const std::string& node_bytes,
+          const std::string& home) {
+  auto rp = self->make_response_promise<status, queue_actor>();
+  node_def def;
+  if (auto err = resource_node(container, name, node_bytes, def); !err.ok()) {
+    rp.deliver(err, queue_actor{});
+    return rp;
+  }
+  auto opts = queue_options_of(def, name);
+  if (auto err = validate(opts); !err.ok()) {
+    rp.deliver(err, queue_actor{});
+    return rp;
+  }
+  get_resource(
+    self, rp, &variable_store::queues, container, name, home, opts,
+    [opts](const queue_options& have) { return check_compatible(have, opts); },
+    [self, opts, container, name](durable_init durable) {
+      return spawn_queue(self->system(), opts,
+                         {.name = name,
+                          .container = container,
+                          .task = self->state.task_prefix},
+                         std::move(durable));
+    });
+  return rp;
+}
+
+caf::typed_response_promise<status, accumulator_actor>
+get_accumulator(worker_self self, const std::string& container,
+                const std::string& name, const std::string& node_bytes,
+                const std::string& home) {
+  auto rp = self->make_response_promise<status, accumulator_actor>();
+  node_def def;
+  if (auto err = resource_node(container, name, node_bytes, def); !err.ok()) {
+    rp.deliver(err, accumulator_actor{});
+    return rp;
+  }
+  auto opts = accumulator_options_of(def, name);
+  if (auto err = validate(opts); !err.ok()) {
+    rp.deliver(err, accumulator_actor{});
+    return rp;
+  }
+  auto check = [opts, name, container](const accumulator_options& have) {
     if (have.type != opts.type || !(have.shape == opts.shape)
         || have.reduction_type != opts.reduction_type)
-      return {invalid_argument(
-                "Shared accumulator " + name + " in container '" + container
-                + "' has dtype " + std::string{to_string(have.type)}
-                + " and shape " + have.shape.to_string() + "; requested "
-                + std::string{to_string(opts.type)} + " and "
-                + opts.shape.to_string()),
-              accumulator_actor{}};
-    return {status{}, i->second.handle};
-  }
-  auto handle = spawn_accumulator(self->system(), opts,
-                                  {.name = name,
-                                   .container = container,
-                                   .task = st.task_prefix});
-  st.accumulators.emplace(
-    key, worker_state::accumulator_entry{std::move(opts), handle});
-  return {status{}, handle};
+      return invalid_argument(
+        "Shared accumulator " + name + " in container '" + container
+        + "' has dtype " + std::string{to_string(have.type)} + " and shape "
+        + have.shape.to_string() + "; requested "
+        + std::string{to_string(opts.type)} + " and "
+        + opts.shape.to_string());
+    return status{};
+  };
+  get_resource(self, rp, &variable_store::accumulators, container, name,
+               home, opts, check,
+               [self, opts, container, name](durable_init durable) {
+                 return spawn_accumulator(self->system(), opts,
+                                          {.name = name,
+                                           .container = container,
+                                           .task = self->state.task_prefix},
+                                          std::move(durable));
+               });
+  return rp;
 }
 
 worker_actor::behavior_type worker(worker_self self, task_options opts,
@@ -252,15 +367,17 @@ worker_actor::behavior_type worker(worker_self self, task_options opts,
     auto& st = self->state;
     for (auto& exec : st.executors)
       self->send_exit(exec, em.reason);
-    for (auto& [home, store] : st.stores)
-      for (auto& [key, e] : store.vars)
-        self->send_exit(e.handle, em.reason);
-    for (auto& [key, q] : st.queues)
-      self->send_exit(q.handle, em.reason);
-    for (auto& [key, r] : st.readers)
-      self->send_exit(r.handle, em.reason);
-    for (auto& [key, a] : st.accumulators)
-      self->send_exit(a.handle, em.reason);
+    auto end = [&](auto& resources) {
+      for (auto& [key, e] : resources)
+        if (e.handle)
+          self->send_exit(e.handle, em.reason);
+    };
+    for (auto& [home, store] : st.stores) {
+      end(store.vars);
+      end(store.queues);
+      end(store.accumulators);
+    }
+    end(st.readers);
     self->quit(em.reason);
   });
   auto count = [self] {
@@ -279,9 +396,10 @@ worker_actor::behavior_type worker(worker_self self, task_options opts,
       return get_variable(self, container, name, type, shape_bytes, home);
     },
     [self, count](get_queue_atom, const std::string& container,
-                  const std::string& name, const std::string& node_bytes) {
+                  const std::string& name, const std::string& node_bytes,
+                  const std::string& home) {
       count();
-      return get_queue(self, container, name, node_bytes);
+      return get_queue(self, container, name, node_bytes, home);
     },
     [self, count](get_reader_atom, const std::string& container,
                   const std::string& name, const std::string& node_bytes) {
@@ -289,9 +407,10 @@ worker_actor::behavior_type worker(worker_self self, task_options opts,
       return get_reader(self, container, name, node_bytes);
     },
     [self, count](get_accumulator_atom, const std::string& container,
-                  const std::string& name, const std::string& node_bytes) {
+                  const std::string& name, const std::string& node_bytes,
+                  const std::string& home) {
       count();
-      return get_accumulator(self, container, name, node_bytes);
+      return get_accumulator(self, container, name, node_bytes, home);
     },
     [self, count](cleanup_atom, std::vector<std::string>& containers) {
       count();

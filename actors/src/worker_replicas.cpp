@@ -52,9 +52,30 @@ status superseded(worker_self self, const std::string& home,
                                  + self->state.task_prefix};
 }
 
-// Ends the variables of store `s` (it becomes another primary's backup,
-// or is left behind).
+// Ends the queues and accumulators of store `s` (it no longer serves
+// them: their state lives on in the variables of the task that does).
+// Their waiting operations end Cancelled, and lookups still waiting for
+// one are told `why`.
+void end_resources(worker_self self, variable_store& s, const status& why) {
+  auto end = [&](auto& resources) {
+    for (auto& [key, e] : resources) {
+      if (e.handle)
+        self->send_exit(e.handle, caf::exit_reason::user_shutdown);
+      for (auto& rp : e.waiting)
+        rp.deliver(why, decltype(e.handle){});
+    }
+    resources.clear();
+  };
+  end(s.queues);
+  end(s.accumulators);
+}
+
+// Ends the variables, queues and accumulators of store `s` (it becomes
+// another primary's backup, or is left behind).
 void end_vars(worker_self self, variable_store& s) {
+  end_resources(self, s,
+                {error_code::aborted, "Superseded: the store was handed "
+                                      "over"});
   for (auto& [key, e] : s.vars)
     self->send_exit(e.handle, caf::exit_reason::user_shutdown);
   s.vars.clear();
@@ -69,6 +90,7 @@ void depose_store(worker_self self, const std::string& home,
   s.role = role_t::deposed;
   for (auto& [key, e] : s.vars)
     self->send(e.handle, depose_atom_v, why);
+  end_resources(self, s, superseded(self, home, &s));
   log_line(self, "no longer serves the variables of " + home + ": " + why);
   self->state.count_resources();
 }
@@ -403,34 +425,30 @@ void init_stores(worker_self self) {
   own.backup_task = backup_task_of(st.ring, st.task_prefix, st.task_prefix);
 }
 
-caf::typed_response_promise<status, variable_actor>
-get_variable(worker_self self, const std::string& container,
-             const std::string& name, int32_t type,
-             const std::string& shape_bytes, const std::string& home_in) {
+status serves_store(worker_self self, const std::string& home) {
   auto& st = self->state;
-  auto rp = self->make_response_promise<status, variable_actor>();
-  if (auto err = check_container(container); !err.ok()) {
-    rp.deliver(err, variable_actor{});
-    return rp;
-  }
-  const auto& home = home_in.empty() ? st.task_prefix : home_in;
   auto s = st.stores.find(home);
-  if (s == st.stores.end() || s->second.role != role_t::primary) {
-    if (s != st.stores.end() && s->second.role == role_t::starting) {
-      rp.deliver(starting_error(st, s->second), variable_actor{});
-      return rp;
-    }
-    rp.deliver(superseded(self, home,
-                          s == st.stores.end() ? nullptr : &s->second),
-               variable_actor{});
-    return rp;
-  }
-  auto& store = s->second;
+  if (s != st.stores.end() && s->second.role == role_t::primary)
+    return {};
+  if (s != st.stores.end() && s->second.role == role_t::starting)
+    return starting_error(st, s->second);
+  return superseded(self, home, s == st.stores.end() ? nullptr : &s->second);
+}
+
+void find_variable(worker_self self, const std::string& container,
+                   const std::string& name, int32_t type,
+                   const std::string& shape_bytes, const std::string& home_in,
+                   std::function<void(status, variable_actor)> k) {
+  auto& st = self->state;
+  if (auto err = check_container(container); !err.ok())
+    return k(err, variable_actor{});
+  const auto& home = home_in.empty() ? st.task_prefix : home_in;
+  if (auto err = serves_store(self, home); !err.ok())
+    return k(err, variable_actor{});
+  auto& store = st.stores.at(home);
   auto key = std::make_pair(container, name);
-  if (auto i = store.vars.find(key); i != store.vars.end()) {
-    rp.deliver(status{}, i->second.handle);
-    return rp;
-  }
+  if (auto i = store.vars.find(key); i != store.vars.end())
+    return k(status{}, i->second.handle);
   // Unreplicated: epoch 0 (no tags remembered, no promise per write).
   auto var = spawn_store_var(self, home, container, name, type, shape_bytes,
                              !st.replicated || store.alone
@@ -438,16 +456,27 @@ get_variable(worker_self self, const std::string& container,
                                : replica_role::orphan,
                              st.replicated ? store.epoch : 0);
   if (!st.replicated || store.alone) {
-    rp.deliver(status{}, var);
+    k(status{}, var);
   } else if (!store.backup || store.attaching) {
     // Attached with the others (attach_vars) when the backup joins.
-    rp.deliver(status{}, var);
+    k(status{}, var);
     schedule_tick(self);
   } else {
     // The backup variable first: the first write is replicated.
     replicate_var(self, home, key, store.vars.at(key),
-                  [rp, var]() mutable { rp.deliver(status{}, var); });
+                  [k = std::move(k), var] { k(status{}, var); });
   }
+}
+
+caf::typed_response_promise<status, variable_actor>
+get_variable(worker_self self, const std::string& container,
+             const std::string& name, int32_t type,
+             const std::string& shape_bytes, const std::string& home) {
+  auto rp = self->make_response_promise<status, variable_actor>();
+  find_variable(self, container, name, type, shape_bytes, home,
+                [rp](status err, variable_actor var) mutable {
+                  rp.deliver(std::move(err), std::move(var));
+                });
   return rp;
 }
 
@@ -468,16 +497,13 @@ status check_partition_home(worker_self self, const std::string& device,
                             + st.device);
   if (s == st.stores.end() || s->second.role != role_t::primary)
     return superseded(self, home, s == st.stores.end() ? nullptr : &s->second);
-  for (auto& n : g.nodes) {
-    auto kind = classify(n, "", st.opts.job).kind;
-    if (kind == node_kind::queue || kind == node_kind::reader
-        || kind == node_kind::accumulator)
+  for (auto& n : g.nodes)
+    if (classify(n, "", st.opts.job).kind == node_kind::reader)
       return {error_code::unavailable,
               "The " + std::string{n.op} + " '" + log_escape(n.name)
                 + "' was lost with " + home
-                + ": only variables are replicated (" + st.task_prefix
-                + " serves its variables now)"};
-  }
+                + ": readers are not replicated (" + st.task_prefix
+                + " serves its variables, queues and accumulators now)"};
   return {};
 }
 

@@ -4,6 +4,7 @@
 // registration and resources; worker_replicas.cpp: its stores of
 // variables and their replication).
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -14,9 +15,11 @@
 
 namespace actorflow {
 
-/// The variables of one task (its home) that this worker holds, as the
-/// task itself, as its backup, or acting for it after a failover
-/// (docs/DESIGN.md, "Replicated variables").
+/// The variables, queues and accumulators of one task (its home) that
+/// this worker holds, as the task itself, as its backup (variables only:
+/// a queue's or accumulator's state is a variable, durable_state.hpp), or
+/// acting for it after a failover (docs/DESIGN.md, "Replicated
+/// variables").
 struct variable_store {
   enum class role_t : uint8_t {
     /// A replicated task that has just started: it asks its backup
@@ -54,6 +57,22 @@ struct variable_store {
   std::map<std::pair<std::string, std::string>, entry> vars;
   /// A primary's variables given a backup variable on `backup`.
   std::set<std::pair<std::string, std::string>> replicated_keys;
+  /// A queue or accumulator by (container, name); replicated, it exists
+  /// once its state variable was found (`waiting` holds the lookups
+  /// until then).
+  template <class Options, class Handle>
+  struct resource_entry {
+    using options_type = Options;
+    Options opts;
+    Handle handle;
+    std::vector<caf::typed_response_promise<status, Handle>> waiting;
+  };
+  using queue_entry = resource_entry<queue_options, queue_actor>;
+  using accumulator_entry
+    = resource_entry<accumulator_options, accumulator_actor>;
+  std::map<std::pair<std::string, std::string>, queue_entry> queues;
+  std::map<std::pair<std::string, std::string>, accumulator_entry>
+    accumulators;
 };
 
 struct worker_state {
@@ -63,7 +82,8 @@ struct worker_state {
   /// The host this task's executors receive tensors on (tensor_channel):
   /// its address's host, "" without an address or with the channel off.
   std::string channel_host;
-  /// Variables by home task (this task's own: task_prefix).
+  /// Variables, queues and accumulators by home task (this task's own:
+  /// task_prefix).
   std::map<std::string, variable_store> stores;
   /// This task's job is replicated (task_options::replicate_variables and
   /// job "ps" with two tasks or more); its tasks in order.
@@ -73,22 +93,11 @@ struct worker_state {
   caf::actor master;
   /// A replica tick is scheduled.
   bool ticking = false;
-  struct queue_entry {
-    queue_options opts;
-    queue_actor handle;
-  };
-  std::map<std::pair<std::string, std::string>, queue_entry> queues;
   struct reader_entry {
     node_def def;
     reader_actor handle;
   };
   std::map<std::pair<std::string, std::string>, reader_entry> readers;
-  struct accumulator_entry {
-    accumulator_options opts;
-    accumulator_actor handle;
-  };
-  std::map<std::pair<std::string, std::string>, accumulator_entry>
-    accumulators;
   std::vector<executor_actor> executors;
   /// Random generators per (session, node), shared by that session's
   /// executors on this task; gone with the last of them.
@@ -125,10 +134,21 @@ get_variable(worker_self self, const std::string& container,
              const std::string& name, int32_t type,
              const std::string& shape_bytes, const std::string& home);
 
+/// OK where this worker serves the store of `home` (its own, or a task's
+/// it took over); Unavailable while it is starting, Aborted ("Superseded:
+/// ...") otherwise.
+status serves_store(worker_self self, const std::string& home);
+
+/// get_variable's work: calls `k` with the variable or the error, at once
+/// or (a new variable whose backup is created first) later.
+void find_variable(worker_self self, const std::string& container,
+                   const std::string& name, int32_t type,
+                   const std::string& shape_bytes, const std::string& home,
+                   std::function<void(status, variable_actor)> k);
+
 /// Whether this worker may register a partition for `device` (its own, or
-/// of a task it serves after a failover); the partition's queues, readers
-/// and accumulators are not replicated: a failed-over partition that uses
-/// them is refused naming the first.
+/// of a task it serves after a failover); readers are not replicated: a
+/// failed-over partition that uses one is refused naming it.
 status check_partition_home(worker_self self, const std::string& device,
                             const graph_def& g);
 

@@ -143,6 +143,40 @@ accumulator_core::replicas() const {
   return out;
 }
 
+accumulator_core::snapshot_data accumulator_core::snapshot() const {
+  snapshot_data out;
+  out.sum = sum_;
+  out.count = count_;
+  out.global_step = global_step_;
+  for (const auto& [name, info] : replicas_)
+    out.replicas.emplace_back(name, info.last_step);
+  return out;
+}
+
+status accumulator_core::restore(snapshot_data data) {
+  if (data.count < 0 || (data.count > 0) != data.sum.valid())
+    return invalid_argument("the state of accumulator " + opts_.name
+                            + " has " + std::to_string(data.count)
+                            + " gradients and "
+                            + (data.sum.valid() ? "a" : "no") + " sum");
+  if (data.sum.valid()
+      && (data.sum.type() != opts_.type
+          || !data.sum.shape().is_compatible_with(opts_.shape)))
+    return invalid_argument("the state of accumulator " + opts_.name
+                            + " holds a " + data.sum.shape().to_string()
+                            + " sum of "
+                            + std::string{to_string(data.sum.type())});
+  sum_ = std::move(data.sum);
+  count_ = data.count;
+  global_step_ = data.global_step;
+  replicas_.clear();
+  auto now = clock::now();
+  for (auto& [name, step] : data.replicas)
+    replicas_[name] = {name, step, now};
+  serve();
+  return {};
+}
+
 void accumulator_core::set_global_step(int64_t step) {
   // Going back is allowed, as in TF: a chief restored from an older
   // checkpoint must not find every fresh gradient stale.

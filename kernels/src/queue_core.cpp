@@ -262,6 +262,32 @@ const queue_options& queue_core::options() const {
   return opts_;
 }
 
+std::vector<queue_core::tuple> queue_core::contents() const {
+  std::vector<tuple> out;
+  for (const auto& a : dequeue_attempts_)
+    out.insert(out.end(), a.taken.begin(), a.taken.end());
+  out.insert(out.end(), elements_.begin(), elements_.end());
+  return out;
+}
+
+status queue_core::restore_contents(std::vector<tuple> elements,
+                                    bool closed) {
+  for (const auto& e : elements)
+    if (auto err = validate_tuple(e); !err.ok())
+      return invalid_argument("the state of " + std::string{type_name()}
+                              + " '" + opts_.name
+                              + "' holds an element that does not fit: "
+                              + err.message());
+  for (auto& a : dequeue_attempts_)
+    a.taken.clear();
+  elements_.assign(std::make_move_iterator(elements.begin()),
+                   std::make_move_iterator(elements.end()));
+  closed_ = closed;
+  flush();
+  deliver();
+  return {};
+}
+
 std::string_view queue_core::type_name() const {
   return to_string(opts_.kind);
 }

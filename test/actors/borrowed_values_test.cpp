@@ -102,7 +102,8 @@ TEST_CASE("borrowed values: a queue keeps copies of its elements",
   };
   // Two elements of one borrowed batch (rows of a borrowed buffer).
   run(enqueue_many_atom_v,
-      std::vector<tensor>{borrowed(data, std::move(owner))}, int64_t{1});
+      std::vector<tensor>{borrowed(data, std::move(owner))}, int64_t{1},
+      int64_t{0});
   CHECK(expires(alive));
   data[2] = 99;
   auto first = run(dequeue_atom_v, int64_t{1});

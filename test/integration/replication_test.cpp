@@ -218,17 +218,21 @@ TEST_CASE("replication: --replicate_variables needs two ps tasks",
                                     "has 1"));
 }
 
-TEST_CASE("replication: actorflow-train --local trains through ps kills "
-          "without a restore",
-          "[integration][replication][train]") {
+// Trains with `extra` flags while ps tasks are killed (SIGKILL) at steps
+// 300, 800 and 1300: nothing is lost, no session is rebuilt, nothing is
+// restored from a checkpoint.
+static void train_through_ps_kills(const std::vector<std::string>& extra) {
   if (!have_fashion_mnist()) {
     WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
     return;
   }
-  child_process trainer{{ACTORFLOW_TRAIN_PATH, "--local", "2", "--local_ps",
-                         "2", "--replicate_variables", "--model", "mlp",
-                         "--hidden", "32", "--train_steps", "3000",
-                         "--log_every", "100", "--step_timeout", "30"}};
+  std::vector<std::string> args{ACTORFLOW_TRAIN_PATH, "--local", "2",
+                                "--local_ps", "2", "--replicate_variables",
+                                "--model", "mlp", "--hidden", "32",
+                                "--train_steps", "3000", "--log_every",
+                                "100", "--step_timeout", "30"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  child_process trainer{args};
   // The launcher names each task's process ("started /job:ps/task:1 (pid
   // N)"); the latest one of a task is the one to kill.
   auto pid_of_ps = [&](int task) {
@@ -259,6 +263,18 @@ TEST_CASE("replication: actorflow-train --local trains through ps kills "
   CHECK_THAT(all, !Contains("a new session will be created"));
   CHECK_THAT(all, !Contains("Restoring parameters"));
   CHECK(test_accuracy(trainer.out()) > 0.6);
+}
+
+TEST_CASE("replication: actorflow-train --local trains through ps kills "
+          "without a restore",
+          "[integration][replication][train]") {
+  train_through_ps_kills({});
+}
+
+TEST_CASE("replication: synchronous training rides through ps kills (the "
+          "accumulators and token queue are replicated)",
+          "[integration][replication][train]") {
+  train_through_ps_kills({"--sync"});
 }
 
 TEST_CASE("replication: a busy ps is not taken for lost (training beside "

@@ -97,6 +97,22 @@ public:
   /// current step).
   std::vector<replica_info> replicas() const;
 
+  /// The state a replica needs (replicated accumulators, issue 31 §1):
+  /// the running sum, its count, the global step and the senders' last
+  /// steps. Pending takes are not part of it (their callers retry).
+  struct snapshot_data {
+    tensor sum;
+    int32_t count = 0;
+    int64_t global_step = 0;
+    std::vector<std::pair<std::string, int64_t>> replicas;
+  };
+  snapshot_data snapshot() const;
+
+  /// Takes `data` as its state (a promoted replica). InvalidArgument,
+  /// changing nothing, when the sum does not match the accumulator's
+  /// dtype and shape or the count is negative or disagrees with the sum.
+  status restore(snapshot_data data);
+
 private:
   struct attempt {
     attempt_id id;

@@ -175,6 +175,17 @@ public:
 
   const queue_options& options() const;
 
+  /// The stored elements, oldest first (what a replica holds; issue 31
+  /// §1). Those a partially assembled dequeue_many holds are included,
+  /// in front, as they go back there if it fails.
+  std::vector<tuple> contents() const;
+
+  /// Takes `elements` and the closed flag as its state (a promoted
+  /// replica), ignoring capacity as put_back does. InvalidArgument,
+  /// changing nothing, for an element that does not fit the queue's
+  /// component types and shapes.
+  status restore_contents(std::vector<tuple> elements, bool closed);
+
 private:
   enum class run_result { no_progress, progress, complete };
   enum class op_kind {

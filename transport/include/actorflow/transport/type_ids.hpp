@@ -530,14 +530,16 @@ using replies_outputs
 /// elements stay leased to its step: `commit_stp` drops the step's leases
 /// (its master has the elements), `cancel_stp` fails the step's pending
 /// operations with Cancelled and returns its leased elements to the
-/// front, in order: a step that dies loses no element.
+/// front, in order: a step that dies loses no element. Enqueues and
+/// closes carry a tag (the node's in its step, the same when the step is
+/// retried; 0 for none): a replicated queue applies a tag once.
 using queue_actor = caf::typed_actor<
-  replies_outputs<enqueue_atom, std::vector<tensor>, int64_t>,
-  replies_outputs<enqueue_many_atom, std::vector<tensor>, int64_t>,
+  replies_outputs<enqueue_atom, std::vector<tensor>, int64_t, int64_t>,
+  replies_outputs<enqueue_many_atom, std::vector<tensor>, int64_t, int64_t>,
   replies_outputs<dequeue_atom, int64_t>,
   replies_outputs<dequeue_many_atom, int64_t, int64_t>,
   replies_outputs<dequeue_up_to_atom, int64_t, int64_t>,
-  replies_outputs<close_queue_atom, bool, int64_t>,
+  replies_outputs<close_queue_atom, bool, int64_t, int64_t>,
   replies_outputs<queue_size_atom>,
   replies_outputs<queue_closed_atom>,
   caf::reacts_to<commit_step_atom, int64_t>,
@@ -565,10 +567,12 @@ using reader_actor = caf::typed_actor<
 /// set_global_step (the new global step), accumulator_replicas (the named
 /// senders' last local steps and seconds since, the global step, the
 /// number accumulated). `cancel_stp` fails the step's waiting takes with
-/// Cancelled.
+/// Cancelled. apply_gradient and take_gradient end with a tag, as a
+/// queue's enqueue (a retried take gets the gradient the first got).
 using accumulator_actor = caf::typed_actor<
-  replies_outputs<apply_gradient_atom, tensor, int64_t, std::string>,
-  replies_outputs<take_gradient_atom, int64_t, int64_t>,
+  replies_outputs<apply_gradient_atom, tensor, int64_t, std::string,
+                  int64_t>,
+  replies_outputs<take_gradient_atom, int64_t, int64_t, int64_t>,
   replies_outputs<num_accumulated_atom>,
   replies_outputs<set_global_step_atom, int64_t>,
   replies_outputs<set_num_required_atom, int64_t>,
@@ -616,19 +620,20 @@ using monitor_actor = caf::typed_actor<
 /// A task's worker service (TF's Worker): partition registration (the
 /// executor and its tensor channel inbox, "" for none) and the task's
 /// resource manager (variables, queues, readers and accumulators by
-/// container and name, created on first lookup); `cleanup` frees
-/// containers (TF's ClearContainers).
+/// container and name, created on first lookup; variables, queues and
+/// accumulators of a task's store: the last string names the task, ""
+/// for this one); `cleanup` frees containers (TF's ClearContainers).
 using worker_actor = caf::typed_actor<
   caf::replies_to<register_graph_atom, std::string, std::string,
                   std::string>::with<status, executor_actor, std::string>,
   caf::replies_to<get_variable_atom, std::string, std::string, int32_t,
                   std::string, std::string>::with<status, variable_actor>,
-  caf::replies_to<get_queue_atom, std::string, std::string,
+  caf::replies_to<get_queue_atom, std::string, std::string, std::string,
                   std::string>::with<status, queue_actor>,
   caf::replies_to<get_reader_atom, std::string, std::string,
                   std::string>::with<status, reader_actor>,
   caf::replies_to<get_accumulator_atom, std::string, std::string,
-                  std::string>::with<status, accumulator_actor>,
+                  std::string, std::string>::with<status, accumulator_actor>,
   caf::replies_to<cleanup_atom, std::vector<std::string>>::with<status>,
   caf::replies_to<attach_replica_atom, std::string, int64_t, std::string,
                   bool>::with<status>,

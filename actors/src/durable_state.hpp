@@ -1,0 +1,135 @@
+#pragma once
+
+// The state of a queue or accumulator of a replicated ps task, kept in a
+// variable of its store (issue 31 §1; docs/DESIGN.md, "Replicated queues
+// and accumulators"). The variable is replicated like any other, so the
+// backup task holds the latest image, and a promoted backup builds the
+// queue or accumulator from it. Without CAF: the actors (queue_actor.cpp,
+// accumulator_actor.cpp) give durable_replies the write to their
+// variable. Not thread-safe: one actor owns each.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "actorflow/graph/status.hpp"
+#include "actorflow/graph/tensor.hpp"
+#include "actorflow/kernels/accumulator_core.hpp"
+#include "actorflow/kernels/queue_core.hpp"
+
+namespace actorflow {
+
+/// The name of the variable that holds the state of queue or accumulator
+/// `name` in its container ("_state/<name>": TF refuses op names that
+/// start with "_", so no graph's variable has it).
+std::string durable_state_name(const std::string& name);
+
+/// The tags of the operations applied (a bounded window): a step retried
+/// after a failover applies each of its operations once.
+class applied_tags {
+public:
+  static constexpr size_t window = 4096;
+  /// True for a tag recorded before (tag 0: untagged, never).
+  bool seen(int64_t tag) const {
+    return tag != 0 && set_.count(tag) > 0;
+  }
+  void record(int64_t tag);
+  /// Oldest first.
+  std::vector<int64_t> list() const {
+    return {order_.begin(), order_.end()};
+  }
+  void assign(const std::vector<int64_t>& tags);
+
+private:
+  std::unordered_set<int64_t> set_;
+  std::deque<int64_t> order_;
+};
+
+/// A queue's replicated state: its elements (those leased to steps
+/// first, in the order they were taken, as they go back to the head when
+/// their steps die), whether it is closed, and the applied tags.
+struct queue_image {
+  std::vector<queue_core::tuple> contents;
+  bool closed = false;
+  /// Leased elements: a tuple and whether it holds a batch's rows.
+  std::vector<std::pair<queue_core::tuple, bool>> leased;
+  std::vector<int64_t> tags;
+};
+
+/// An accumulator's replicated state: the core's, the applied tags and
+/// the results of the last takes by tag (a retried take gets the same
+/// gradient).
+struct accumulator_image {
+  accumulator_core::snapshot_data core;
+  std::vector<int64_t> tags;
+  std::vector<std::pair<int64_t, tensor>> takes;
+};
+
+/// As a scalar string tensor (the variable's value).
+tensor encode_image(const queue_image& x);
+tensor encode_image(const accumulator_image& x);
+
+/// DataLoss, naming `what`, for a value that is not such an image
+/// (truncated, corrupt, or another kind); `out` is unchanged then.
+status decode_image(const tensor& value, const std::string& what,
+                    queue_image& out);
+status decode_image(const tensor& value, const std::string& what,
+                    accumulator_image& out);
+
+/// The replies of a replicated queue or accumulator wait until the image
+/// that contains their operation is held (by the variable, which answers
+/// once its backup holds it). Without a writer (not replicated) they go
+/// at once.
+class durable_replies {
+public:
+  /// Gets the write's status: OK, or why the image is not held (the
+  /// replies then carry that error instead of their result).
+  using reply = std::function<void(const status&)>;
+  /// Writes an image and calls back with its status, once.
+  using writer = std::function<void(tensor, std::function<void(status)>)>;
+
+  void set_writer(writer w) {
+    write_ = std::move(w);
+  }
+  bool replicated() const noexcept {
+    return static_cast<bool>(write_);
+  }
+  /// A reply of the operation that runs now (or of one it completed).
+  void defer(reply r) {
+    waiting_.push_back(std::move(r));
+  }
+  /// The operation is done: writes `image()` (replicated), then sends
+  /// the deferred replies with the write's status.
+  template <class Image>
+  void commit(Image image) {
+    auto replies = std::move(waiting_);
+    waiting_.clear();
+    if (!write_) {
+      for (auto& r : replies)
+        r(status{});
+      return;
+    }
+    write_(image(), [replies = std::move(replies)](status err) {
+      for (auto& r : replies)
+        r(err);
+    });
+  }
+  /// Sends the deferred replies without writing (the actor ends: they
+  /// are cancellations).
+  void release() {
+    auto replies = std::move(waiting_);
+    waiting_.clear();
+    for (auto& r : replies)
+      r(status{});
+  }
+
+private:
+  writer write_;
+  std::vector<reply> waiting_;
+};
+
+} // namespace actorflow
