@@ -186,3 +186,34 @@ TEST_CASE("accumulator: set_num_required lowers what pending takes wait for, "
   acc.apply(tensor::vec<float>({1, 1}), 2);
   CHECK(later.calls == 0);
 }
+
+TEST_CASE("accumulator: snapshot and restore carry a replica's state",
+          "[accumulator][replication]") {
+  accumulator_core acc{opts()};
+  acc.set_global_step(3);
+  CHECK(acc.apply(tensor::vec<float>({1, 2}), 3, "w1").ok());
+  auto snap = acc.snapshot();
+  CHECK(snap.count == 1);
+  CHECK(snap.global_step == 3);
+  REQUIRE(snap.replicas.size() == 1);
+  CHECK(snap.replicas[0].second == 3);
+  // A replica with a waiting take: served once the state has enough.
+  accumulator_core replica{opts()};
+  outcome out;
+  replica.take(2, track(out));
+  REQUIRE(replica.restore(snap).ok());
+  CHECK(out.calls == 0);
+  CHECK(replica.global_step() == 3);
+  CHECK(replica.apply(tensor::vec<float>({3, 4}), 3, "w2").ok());
+  REQUIRE(out.calls == 1);
+  CHECK(floats(out.value) == std::vector<float>{2, 3});
+  CHECK(replica.replicas().size() == 2);
+  // A sum that does not fit, or a count without a sum, changes nothing.
+  auto bad = snap;
+  bad.sum = tensor::vec<double>({1, 2});
+  CHECK(replica.restore(bad).code() == error_code::invalid_argument);
+  bad = snap;
+  bad.sum = tensor{};
+  CHECK(replica.restore(bad).code() == error_code::invalid_argument);
+  CHECK(replica.global_step() == 4);
+}

@@ -901,3 +901,39 @@ TEST_CASE("put_back returns a dequeued element or batch to the front, "
   REQUIRE(waiting.fired());
   CHECK(waiting.values[0].scalar_value<float>() == 7.0f);
 }
+
+TEST_CASE("queue: contents and restore_contents carry a replica's state, "
+          "waiting dequeues served",
+          "[queue][replication]") {
+  auto opts = make_opts(2, {dtype::float32}, {tensor_shape{}});
+  queue_core q{opts};
+  put(q, 1);
+  put(q, 2);
+  // A dequeue_many(3) holds both while it waits: they are still the
+  // queue's (they go back to the front if it fails).
+  outcome many;
+  q.dequeue_many(3, track(many));
+  CHECK_FALSE(many.fired());
+  auto held = q.contents();
+  REQUIRE(held.size() == 2);
+  CHECK(held[0][0].scalar_value<float>() == 1);
+  q.close(false, [](status, tuple) {});
+  // A replica built from it: the same elements, closed, capacity ignored
+  // (its primary held them).
+  queue_core replica{opts};
+  outcome waiting;
+  replica.dequeue(track(waiting));
+  CHECK(replica.restore_contents({{f32(5)}, {f32(6)}, {f32(7)}}, false).ok());
+  REQUIRE(waiting.fired());
+  CHECK(waiting.values[0].scalar_value<float>() == 5);
+  CHECK(replica.size() == 2);
+  CHECK(replica.restore_contents(held, true).ok());
+  CHECK(replica.is_closed());
+  CHECK(take(replica) == 1);
+  // An element of the wrong type changes nothing.
+  auto err = replica.restore_contents({{i32(3)}}, false);
+  CHECK(err.code() == error_code::invalid_argument);
+  CHECK_THAT(err.message(), Contains("fifo_queue"));
+  CHECK(replica.size() == 1);
+  CHECK(replica.is_closed());
+}
