@@ -223,7 +223,10 @@ constexpr const char* footer = R"(Figures (group: names):
                 baseline: the one-variable step times the count)
   replication:  replication_step_remote_small (us; baseline: the same
                 step on a two-ps cluster without replicated variables, in
-                alternating slices in this run), replication_failover_ms
+                alternating slices in this run),
+                replication_queue_step_remote (us per step through a
+                replicated queue on ps:0; the same baseline),
+                replication_failover_ms
                 (a ps's SIGKILL to the first step on its promoted backup),
                 elastic_join_first_step_ms (a worker joins the running
                 cluster: join, server, session and first step)

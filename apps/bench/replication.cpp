@@ -1,6 +1,7 @@
 // actorflow-bench's replication group (issue 31 §3): what replicated
-// variables cost a small remote step, against the same cluster without
-// them in alternating slices of this run, how long a ps's death stops
+// variables cost a small remote step, and a replicated queue a step
+// through it, against the same cluster without them in alternating
+// slices of this run, how long a ps's death stops
 // the steps (SIGKILL to the first step completed on the promoted
 // backup), and how long a worker that joins the running cluster takes to
 // its first step.
@@ -82,6 +83,17 @@ void run_replication(context& ctx) {
   auto as_default = g.as_default();
   auto counter = counter_on_ps();
   auto increment = counter.assign_add(1.0);
+  // One element through a queue on ps:0 per step: its enqueue, dequeue
+  // and commit each write the queue's state on a replicated task.
+  output through_queue;
+  {
+    device_scope on_ps{"/job:ps/task:0"};
+    fifo_queue q{-1, {dtype::float32}, {tensor_shape{}}, "bench_q",
+                 "bench_q"};
+    auto enqueue = q.enqueue({constant(1.0f)});
+    control_dependencies after{{enqueue}};
+    through_queue = q.dequeue().front();
+  }
   auto plain_cluster = ps_pair_cluster::start(node, false);
   auto replicated_cluster = ps_pair_cluster::start(node, true);
   session plain{plain_cluster->target(), bounded_config(), &g};
@@ -96,6 +108,16 @@ void run_replication(context& ctx) {
       [&] { replicated.run(increment); }, [&] { plain.run(increment); },
       "assign_add on ps:0 from the worker, the variable replicated on ps:1 "
       "(the write is answered once ps:1 holds it) against the same two-ps "
+      "cluster without replication; lower is better"));
+  if (ctx.wanted("replication", "replication_queue_step_remote"))
+    ctx.out->add(step_against(
+      ctx, "replication_queue_step_remote", "queue_step_remote_unreplicated",
+      [&] { replicated.run(through_queue); },
+      [&] { plain.run(through_queue); },
+      "one step that enqueues and dequeues a scalar on a FIFOQueue on ps:0 "
+      "from the worker, the queue replicated on ps:1 (its state written "
+      "to a replicated variable after the enqueue, the dequeue and the "
+      "commit, each answered once ps:1 holds it) against the same two-ps "
       "cluster without replication; lower is better"));
   if (ctx.wanted("replication", "elastic_join_first_step_ms")) {
     figure f{.name = "elastic_join_first_step_ms", .unit = "ms"};
@@ -190,6 +212,7 @@ figure_group replication_group() {
                          false};
   return {.name = "replication",
           .figures = {"replication_step_remote_small",
+                      "replication_queue_step_remote",
                       "replication_failover_ms",
                       "elastic_join_first_step_ms"},
           .targets = {{"replication_step_remote_small", at_most(2)},
