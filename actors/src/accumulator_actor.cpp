@@ -107,8 +107,14 @@ accumulator_actor::behavior_type accumulator(accumulator_self self,
       auto s = st.replies.replicated() && st.tags.seen(tag)
                  ? status{}
                  : st.core->apply(grad, local_step, replica);
-      if (s.ok() && st.replies.replicated())
+      if (s.ok() && st.replies.replicated()) {
         st.tags.record(tag);
+        // A gradient of the step after the last take comes from a worker
+        // that got its token, which the update that took enqueued last:
+        // that update finished, and will not be retried.
+        if (local_step >= st.core->global_step())
+          st.takes.clear();
+      }
       answer(self, rp, std::move(s), {});
       commit(self);
       return rp;

@@ -3,6 +3,8 @@
 
 #include "durable_state.hpp"
 
+#include <cstring>
+
 #include "actorflow/graph/wire.hpp"
 
 namespace actorflow {
@@ -47,8 +49,14 @@ bool decode_tuple(byte_reader& r, queue_core::tuple& t) {
   return true;
 }
 
-tensor as_tensor(std::string bytes) {
-  return tensor::scalar(std::move(bytes));
+// A 1-D uint8 tensor: numeric, so the variable's forwarded writes take
+// the tensor channel's ring or socket as raw bytes (a string tensor is
+// encoded and decoded once more on the way).
+tensor as_tensor(const std::string& bytes) {
+  tensor t{dtype::uint8, tensor_shape{{static_cast<int64_t>(bytes.size())}}};
+  if (!bytes.empty())
+    std::memcpy(t.raw(), bytes.data(), bytes.size());
+  return t;
 }
 
 // The image's bytes after its header, or a DataLoss naming `what`.
@@ -59,9 +67,10 @@ status open_image(const tensor& value, const std::string& what,
                   "the replicated state of " + what + " is unreadable: "
                     + why};
   };
-  if (value.type() != dtype::string || value.num_elements() != 1)
-    return bad("not a string scalar");
-  bytes = value.scalar_value<std::string>();
+  if (value.type() != dtype::uint8 || value.shape().rank() != 1)
+    return bad("not a vector of bytes");
+  bytes.assign(static_cast<const char*>(value.raw()),
+               static_cast<size_t>(value.num_elements()));
   if (bytes.size() < 2 || static_cast<uint8_t>(bytes[0]) != image_version)
     return bad("unknown version");
   if (static_cast<uint8_t>(bytes[1]) != kind)
@@ -109,7 +118,7 @@ tensor encode_image(const queue_image& x) {
     encode_tuple(w, t);
   }
   encode_tags(w, x.tags);
-  return as_tensor(std::move(out));
+  return as_tensor(out);
 }
 
 tensor encode_image(const accumulator_image& x) {
@@ -131,7 +140,7 @@ tensor encode_image(const accumulator_image& x) {
     w.i64(tag);
     encode(w, value);
   }
-  return as_tensor(std::move(out));
+  return as_tensor(out);
 }
 
 status decode_image(const tensor& value, const std::string& what,

@@ -69,7 +69,7 @@ struct accumulator_image {
   std::vector<std::pair<int64_t, tensor>> takes;
 };
 
-/// As a scalar string tensor (the variable's value).
+/// As a 1-D uint8 tensor (the variable's value).
 tensor encode_image(const queue_image& x);
 tensor encode_image(const accumulator_image& x);
 
@@ -83,7 +83,11 @@ status decode_image(const tensor& value, const std::string& what,
 /// The replies of a replicated queue or accumulator wait until the image
 /// that contains their operation is held (by the variable, which answers
 /// once its backup holds it). Without a writer (not replicated) they go
-/// at once.
+/// at once. Small images pipeline (the variable acknowledges writes in
+/// order); while a large one (`coalesce_from` bytes or more) is in
+/// flight, the operations that come go together in the next write, which
+/// takes the state as it is then (two workers' gradients arriving
+/// together cost one image of the sum, not two).
 class durable_replies {
 public:
   /// Gets the write's status: OK, or why the image is not held (the
@@ -91,6 +95,8 @@ public:
   using reply = std::function<void(const status&)>;
   /// Writes an image and calls back with its status, once.
   using writer = std::function<void(tensor, std::function<void(status)>)>;
+
+  static constexpr size_t coalesce_from = 64 * 1024;
 
   void set_writer(writer w) {
     write_ = std::move(w);
@@ -102,24 +108,24 @@ public:
   void defer(reply r) {
     waiting_.push_back(std::move(r));
   }
-  /// The operation is done: writes `image()` (replicated), then sends
-  /// the deferred replies with the write's status.
-  template <class Image>
-  void commit(Image image) {
-    auto replies = std::move(waiting_);
-    waiting_.clear();
+  /// The operation is done (the state may have changed): `image()` is
+  /// written, now or after the write in flight, then the deferred
+  /// replies go with the write's status. Not replicated: they go now.
+  void commit(std::function<tensor()> image) {
     if (!write_) {
-      for (auto& r : replies)
-        r(status{});
+      release();
       return;
     }
-    write_(image(), [replies = std::move(replies)](status err) {
-      for (auto& r : replies)
-        r(err);
-    });
+    image_ = std::move(image);
+    dirty_ = true;
+    for (auto& r : waiting_)
+      next_.push_back(std::move(r));
+    waiting_.clear();
+    if (in_flight_ == 0 || last_size_ < coalesce_from)
+      start();
   }
   /// Sends the deferred replies without writing (the actor ends: they
-  /// are cancellations).
+  /// are cancellations; or nothing changed).
   void release() {
     auto replies = std::move(waiting_);
     waiting_.clear();
@@ -128,8 +134,32 @@ public:
   }
 
 private:
+  void start() {
+    ++in_flight_;
+    dirty_ = false;
+    auto batch = std::move(next_);
+    next_.clear();
+    auto image = image_();
+    last_size_ = image.byte_size();
+    write_(std::move(image), [this, batch = std::move(batch)](status err) {
+      for (auto& r : batch)
+        r(err);
+      --in_flight_;
+      if (dirty_ && in_flight_ == 0)
+        start();
+    });
+  }
+
   writer write_;
+  std::function<tensor()> image_;
   std::vector<reply> waiting_;
+  /// Replies of operations after the write in flight began.
+  std::vector<reply> next_;
+  size_t in_flight_ = 0;
+  /// The size of the last image written.
+  size_t last_size_ = 0;
+  /// The state changed since the write in flight took its image.
+  bool dirty_ = false;
 };
 
 } // namespace actorflow

@@ -234,15 +234,16 @@ void get_resource(worker_self self,
     return;
   }
   map.emplace(key, typename Map::mapped_type{std::move(opts), Handle{}, {rp}});
-  std::string scalar;
-  byte_writer w{scalar};
-  encode(w, tensor_shape{});
+  // A vector of bytes of any length (durable_state.hpp).
+  std::string any_length;
+  byte_writer w{any_length};
+  encode(w, tensor_shape{{-1}});
   auto fail = [self, home, member, key](const status& err) {
     fail_resource(self, home, member, key, err);
   };
   find_variable(
     self, container, durable_state_name(name),
-    static_cast<int32_t>(dtype::string), scalar, home,
+    static_cast<int32_t>(dtype::uint8), any_length, home,
     [self, home, member, key, spawn, fail](status err, variable_actor var) {
       if (!err.ok())
         return fail(err);

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,18 @@ using namespace actorflow;
 using actorflow::testing::deterministic;
 
 namespace {
+
+std::string bytes_of(const tensor& t) {
+  return {static_cast<const char*>(t.raw()),
+          static_cast<size_t>(t.num_elements())};
+}
+
+tensor bytes_tensor(const std::string& bytes) {
+  tensor t{dtype::uint8, tensor_shape{{static_cast<int64_t>(bytes.size())}}};
+  if (!bytes.empty())
+    std::memcpy(t.raw(), bytes.data(), bytes.size());
+  return t;
+}
 
 queue_image sample_queue() {
   queue_image x;
@@ -80,7 +93,9 @@ TEST_CASE("durable state: a queue's and an accumulator's images round-trip",
 TEST_CASE("durable state: unreadable images are DataLoss naming the queue, "
           "and change nothing",
           "[replication][durable]") {
-  auto bytes = encode_image(sample_queue()).scalar_value<std::string>();
+  auto image = encode_image(sample_queue());
+  CHECK(image.type() == dtype::uint8);
+  auto bytes = bytes_of(image);
   queue_image out;
   out.tags = {99};
   auto check_bad = [&](const tensor& t) {
@@ -92,21 +107,21 @@ TEST_CASE("durable state: unreadable images are DataLoss naming the queue, "
   // Every truncation, and every single corrupted byte that still decodes
   // must not crash (most are refused).
   for (size_t n = 0; n < bytes.size(); ++n)
-    check_bad(tensor::scalar(bytes.substr(0, n)));
-  check_bad(tensor::scalar(bytes + "x"));
+    check_bad(bytes_tensor(bytes.substr(0, n)));
+  check_bad(bytes_tensor(bytes + "x"));
   check_bad(tensor::scalar(1.0f));
   check_bad(encode_image(sample_accumulator())); // another kind
   for (size_t i = 0; i < bytes.size(); ++i) {
     auto bad = bytes;
     bad[i] = static_cast<char>(bad[i] ^ 0xff);
     queue_image any;
-    (void) decode_image(tensor::scalar(bad), "q", any);
+    (void) decode_image(bytes_tensor(bad), "q", any);
   }
   // A count that claims more than the bytes hold.
   auto huge = bytes;
   huge[3] = '\xff';
   huge[4] = '\xff';
-  check_bad(tensor::scalar(huge));
+  check_bad(bytes_tensor(huge));
 }
 
 TEST_CASE("durable state: replies wait for the write that holds their "
@@ -126,19 +141,44 @@ TEST_CASE("durable state: replies wait for the write that holds their "
     images.push_back(std::move(image));
     writes.push_back(std::move(k));
   });
+  // Small images pipeline: a write each.
   r.defer(reply);
+  r.commit([] { return tensor::scalar(0); });
   r.defer(reply);
-  r.commit([] { return tensor::scalar(std::string{"one"}); });
-  r.defer(reply);
-  r.commit([] { return tensor::scalar(std::string{"two"}); });
-  CHECK(got.size() == 1);
+  r.commit([] { return tensor::scalar(0); });
   REQUIRE(writes.size() == 2);
-  CHECK(images[1].scalar_value<std::string>() == "two");
+  writes[1](status{});
   writes[0](status{});
   CHECK(got.size() == 3);
+  writes.clear();
+  images.clear();
+  got.clear();
+  got.push_back(status{});
+  // A large image in flight: the operations after it wait for it.
+  tensor large{dtype::int32, tensor_shape{{64 * 1024}}};
+  r.defer(reply);
+  r.defer(reply);
+  r.commit([&] { return large; });
+  REQUIRE(writes.size() == 1);
+  // Two more operations while the first write is in flight: no write
+  // yet; then one for both, of the state as it is when it starts.
+  int state = 2;
+  r.defer(reply);
+  r.commit([&] { return tensor::scalar(state); });
+  r.defer(reply);
+  state = 3;
+  r.commit([&] { return tensor::scalar(state); });
+  CHECK(writes.size() == 1);
+  CHECK(got.size() == 1);
+  writes[0](status{});
+  CHECK(got.size() == 3);
+  REQUIRE(writes.size() == 2);
+  CHECK(images[1].scalar_value<int>() == 3);
   writes[1](status{error_code::unavailable, "no backup"});
-  REQUIRE(got.size() == 4);
+  REQUIRE(got.size() == 5);
   CHECK(got[3].code() == error_code::unavailable);
+  CHECK(got[4].code() == error_code::unavailable);
+  CHECK(writes.size() == 2); // nothing changed since
 }
 
 namespace {
@@ -155,10 +195,10 @@ public:
     : sys_(deterministic(cfg_)),
       sched_(
         dynamic_cast<caf::scheduler::test_coordinator&>(sys_.scheduler())) {
-    primary = spawn_variable(sys_, "_state/q", dtype::string, tensor_shape{},
+    primary = spawn_variable(sys_, "_state/q", dtype::uint8, tensor_shape{{-1}},
                              {.name = "_state/q", .container = "", .task = ""},
                              {replica_role::orphan, 1, "/job:ps/task:0", {}});
-    backup = spawn_variable(sys_, "_state/q", dtype::string, tensor_shape{},
+    backup = spawn_variable(sys_, "_state/q", dtype::uint8, tensor_shape{{-1}},
                             {.name = "backup", .container = "", .task = ""},
                             {replica_role::backup, 0, "/job:ps/task:0", {}});
   }
@@ -351,11 +391,11 @@ TEST_CASE("durable state: an unreadable image fails every operation with "
   caf::actor_system sys{deterministic(cfg)};
   auto& sched
     = dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
-  auto var = spawn_variable(sys, "_state/q", dtype::string, tensor_shape{},
+  auto var = spawn_variable(sys, "_state/q", dtype::uint8, tensor_shape{{-1}},
                             {.name = "_state/q", .container = "", .task = ""},
                             {});
   auto q = spawn_queue(sys, scalar_queue(), {},
-                       {var, tensor::scalar(std::string{"garbage"})});
+                       {var, bytes_tensor("garbage")});
   auto out = std::make_shared<status>();
   sys.spawn([q, out](caf::event_based_actor* self) {
     self->request(q, caf::infinite, dequeue_atom_v, int64_t{1})
