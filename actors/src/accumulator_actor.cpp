@@ -28,6 +28,17 @@ struct accumulator_state {
   durable_replies replies;
   applied_tags tags;
   std::deque<std::pair<int64_t, tensor>> takes;
+  /// Pending takes by tag (replicated): a failed attempt of a step and
+  /// its retry may both wait here, and the retry must not wait behind
+  /// the gradient the failed attempt took.
+  struct take_cell {
+    accumulator_core::attempt_id id = 0;
+    int64_t tag = 0;
+    bool done = false;
+    /// Cancelled to be answered with the result another attempt took.
+    bool from_cache = false;
+  };
+  std::unordered_multimap<int64_t, std::shared_ptr<take_cell>> pending_takes;
   status broken;
   static inline const char* name = "actorflow.accumulator";
 };
@@ -41,6 +52,16 @@ using accumulator_self = accumulator_actor::stateful_pointer<accumulator_state>;
 
 using accumulator_promise
   = caf::typed_response_promise<status, std::vector<tensor>>;
+
+void forget_pending(accumulator_state& st,
+                    const std::shared_ptr<accumulator_state::take_cell>& cell) {
+  auto [first, last] = st.pending_takes.equal_range(cell->tag);
+  for (auto i = first; i != last; ++i)
+    if (i->second == cell) {
+      st.pending_takes.erase(i);
+      return;
+    }
+}
 
 accumulator_image image_of(const accumulator_state& st) {
   accumulator_image x;
@@ -135,26 +156,44 @@ accumulator_actor::behavior_type accumulator(accumulator_self self,
             commit(self);
             return rp;
           }
-      struct attempt_cell {
-        accumulator_core::attempt_id id = 0;
-        bool done = false;
-      };
-      auto cell = std::make_shared<attempt_cell>();
+      auto cell = std::make_shared<accumulator_state::take_cell>();
+      cell->tag = tag;
+      if (st.replies.replicated() && tag != 0)
+        st.pending_takes.emplace(tag, cell);
       cell->id = st.core->take(
         static_cast<int32_t>(n),
-        [self, rp, step, tag, cell](status s, tensor value) mutable {
+        [self, rp, step, cell](status s, tensor value) mutable {
           auto& st = self->state;
           cell->done = true;
           st.by_step.forget(step, cell->id);
-          std::vector<tensor> out;
-          if (s.ok()) {
-            if (st.replies.replicated() && tag != 0) {
-              st.takes.emplace_back(tag, value);
-              if (st.takes.size() > kept_takes)
-                st.takes.pop_front();
+          forget_pending(st, cell);
+          auto tag = cell->tag;
+          if (!s.ok() && cell->from_cache) {
+            // Another attempt of its step took: the same gradient.
+            for (auto& [t, v] : st.takes)
+              if (t == tag) {
+                s = status{};
+                value = v;
+              }
+          } else if (s.ok() && st.replies.replicated() && tag != 0) {
+            st.takes.emplace_back(tag, value);
+            if (st.takes.size() > kept_takes)
+              st.takes.pop_front();
+            // An attempt of the same step waiting behind this one (a
+            // retry that came before the failed attempt was withdrawn)
+            // gets this gradient instead of waiting for the next update's.
+            std::vector<std::shared_ptr<accumulator_state::take_cell>> same;
+            auto [first, last] = st.pending_takes.equal_range(tag);
+            for (auto i = first; i != last; ++i)
+              same.push_back(i->second);
+            for (auto& other : same) {
+              other->from_cache = true;
+              st.core->cancel(other->id);
             }
-            out.push_back(std::move(value));
           }
+          std::vector<tensor> out;
+          if (s.ok())
+            out.push_back(std::move(value));
           answer(self, rp, std::move(s), std::move(out));
         });
       if (!cell->done)

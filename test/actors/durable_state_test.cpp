@@ -384,6 +384,45 @@ TEST_CASE_METHOD(durable_fixture,
   CHECK(who->outputs[0][4].scalar_value<int32_t>() == 0);
 }
 
+TEST_CASE_METHOD(durable_fixture,
+                 "durable state: a retried take that waits behind its failed "
+                 "attempt gets the gradient that attempt took",
+                 "[replication][durable]") {
+  attach();
+  auto acc = keep(
+    spawn_accumulator(sys_, vector_accumulator(), {}, {primary, {}}));
+  // Step 7's take waits; its step failed elsewhere and is retried as step
+  // 8 (same tag) before step 7 was withdrawn here.
+  auto failed = std::make_shared<answers>();
+  auto retry = std::make_shared<answers>();
+  for (auto [step, out] : {std::pair{int64_t{7}, failed}, {int64_t{8}, retry}})
+    sys_.spawn([acc, out, step = step](caf::event_based_actor* self) {
+      self->request(acc, caf::infinite, take_gradient_atom_v, int64_t{2},
+                    step, int64_t{30})
+        .then([out](status& st, std::vector<tensor>& values) {
+          out->results.push_back(std::move(st));
+          out->outputs.push_back(std::move(values));
+        });
+    });
+  drain();
+  auto grad = [](float x) { return tensor::vec<float>({x, x}); };
+  for (auto [x, tag] : {std::pair{1.0f, int64_t{1}}, {3.0f, int64_t{2}}})
+    ask(acc, apply_gradient_atom_v, grad(x), int64_t{0}, std::string{}, tag);
+  // Both answered with the one update's gradient; nothing else taken.
+  REQUIRE(failed->results.size() == 1);
+  REQUIRE(retry->results.size() == 1);
+  CHECK(failed->outputs[0][0] == grad(2));
+  REQUIRE(retry->results[0].ok());
+  CHECK(retry->outputs[0][0] == grad(2));
+  auto who = ask(acc, accumulator_replicas_atom_v);
+  CHECK(who->outputs[0][3].scalar_value<int64_t>() == 1);
+  // Step 7's withdrawal comes late: nothing happens.
+  caf::anon_send(acc, cancel_step_atom_v, int64_t{7});
+  drain();
+  CHECK(ask(acc, num_accumulated_atom_v)->outputs[0][0].scalar_value<int32_t>()
+        == 0);
+}
+
 TEST_CASE("durable state: an unreadable image fails every operation with "
           "DataLoss instead of serving an empty queue",
           "[replication][durable]") {
