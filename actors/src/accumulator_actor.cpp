@@ -44,9 +44,11 @@ struct accumulator_state {
 };
 
 /// How many takes' results a replicated accumulator keeps for retries:
-/// a synchronous update takes once per accumulator, and only the
-/// update in flight at a failover is retried.
-constexpr size_t kept_takes = 2;
+/// the last. An update whose step failed is retried before the next
+/// update starts (the chief runs them one after another), even when its
+/// tokens went out and gradients of the next step arrived already: only
+/// the next take shows that the last one's step is over.
+constexpr size_t kept_takes = 1;
 
 using accumulator_self = accumulator_actor::stateful_pointer<accumulator_state>;
 
@@ -128,14 +130,8 @@ accumulator_actor::behavior_type accumulator(accumulator_self self,
       auto s = st.replies.replicated() && st.tags.seen(tag)
                  ? status{}
                  : st.core->apply(grad, local_step, replica);
-      if (s.ok() && st.replies.replicated()) {
+      if (s.ok() && st.replies.replicated())
         st.tags.record(tag);
-        // A gradient of the step after the last take comes from a worker
-        // that got its token, which the update that took enqueued last:
-        // that update finished, and will not be retried.
-        if (local_step >= st.core->global_step())
-          st.takes.clear();
-      }
       answer(self, rp, std::move(s), {});
       commit(self);
       return rp;
