@@ -86,23 +86,6 @@ std::string durable_state_name(const std::string& name) {
   return "_state/" + name;
 }
 
-void applied_tags::record(int64_t tag) {
-  if (tag == 0 || !set_.insert(tag).second)
-    return;
-  order_.push_back(tag);
-  if (order_.size() > window) {
-    set_.erase(order_.front());
-    order_.pop_front();
-  }
-}
-
-void applied_tags::assign(const std::vector<int64_t>& tags) {
-  set_.clear();
-  order_.clear();
-  for (auto t : tags)
-    record(t);
-}
-
 tensor encode_image(const queue_image& x) {
   std::string out;
   byte_writer w{out};

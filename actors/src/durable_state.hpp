@@ -9,10 +9,8 @@
 // variable. Not thread-safe: one actor owns each.
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <string>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -20,6 +18,7 @@
 #include "actorflow/graph/tensor.hpp"
 #include "actorflow/kernels/accumulator_core.hpp"
 #include "actorflow/kernels/queue_core.hpp"
+#include "applied_tags.hpp"
 
 namespace actorflow {
 
@@ -27,27 +26,6 @@ namespace actorflow {
 /// `name` in its container ("_state/<name>": TF refuses op names that
 /// start with "_", so no graph's variable has it).
 std::string durable_state_name(const std::string& name);
-
-/// The tags of the operations applied (a bounded window): a step retried
-/// after a failover applies each of its operations once.
-class applied_tags {
-public:
-  static constexpr size_t window = 4096;
-  /// True for a tag recorded before (tag 0: untagged, never).
-  bool seen(int64_t tag) const {
-    return tag != 0 && set_.count(tag) > 0;
-  }
-  void record(int64_t tag);
-  /// Oldest first.
-  std::vector<int64_t> list() const {
-    return {order_.begin(), order_.end()};
-  }
-  void assign(const std::vector<int64_t>& tags);
-
-private:
-  std::unordered_set<int64_t> set_;
-  std::deque<int64_t> order_;
-};
 
 /// A queue's replicated state: its elements (those leased to steps
 /// first, in the order they were taken, as they go back to the head when

@@ -8,18 +8,15 @@
 // one actor owns it.
 
 #include <cstdint>
-#include <deque>
-#include <unordered_set>
 #include <vector>
+
+#include "applied_tags.hpp"
 
 namespace actorflow {
 
 class replica_log {
 public:
-  /// How many tags it remembers: a retry comes within its step's
-  /// deadline, while a few thousand other writes at most reach the same
-  /// variable.
-  static constexpr size_t window = 4096;
+  static constexpr size_t window = applied_tags::window;
 
   /// What a backup does with a forwarded write.
   enum class verdict {
@@ -45,24 +42,18 @@ public:
   /// True if a write with `tag` was applied (tag 0: an untagged write,
   /// never).
   bool seen(int64_t tag) const {
-    return tag != 0 && tags_.count(tag) > 0;
+    return tags_.seen(tag);
   }
 
   /// A write with `tag` was applied (the oldest tag goes beyond the
   /// window).
   void record(int64_t tag) {
-    if (tag == 0 || !tags_.insert(tag).second)
-      return;
-    order_.push_back(tag);
-    if (order_.size() > window) {
-      tags_.erase(order_.front());
-      order_.pop_front();
-    }
+    tags_.record(tag);
   }
 
   /// The remembered tags, oldest first (a new backup's sync carries them).
   std::vector<int64_t> tags() const {
-    return {order_.begin(), order_.end()};
+    return tags_.list();
   }
 
   /// A primary's next write number.
@@ -98,10 +89,7 @@ public:
   void reset(int64_t epoch, int64_t seq, const std::vector<int64_t>& tags) {
     epoch_ = epoch;
     seq_ = seq;
-    tags_.clear();
-    order_.clear();
-    for (auto t : tags)
-      record(t);
+    tags_.assign(tags);
   }
 
   /// Becomes the primary of `epoch` (a promotion) or joins it as a
@@ -115,8 +103,7 @@ public:
 private:
   int64_t epoch_ = 0;
   int64_t seq_ = 0;
-  std::unordered_set<int64_t> tags_;
-  std::deque<int64_t> order_;
+  applied_tags tags_;
 };
 
 } // namespace actorflow
