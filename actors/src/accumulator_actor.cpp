@@ -111,10 +111,12 @@ accumulator_actor::behavior_type accumulator(accumulator_self self,
     st.replies.set_writer(durable_writer(self, durable.var));
   }
   // Freed (container reset, task stop): waiting takes get their answer.
-  self->set_exit_handler([self](caf::exit_msg& em) {
+  self->set_exit_handler([self, name](caf::exit_msg& em) {
     self->state.core->cancel_all();
     self->state.by_step.clear();
-    self->state.replies.release();
+    self->state.replies.end({error_code::aborted,
+                             "accumulator " + name + " was freed ("
+                               + caf::to_string(em.reason) + ")"});
     self->quit(em.reason);
   });
   return {

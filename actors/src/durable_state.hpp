@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -102,8 +103,8 @@ public:
     if (in_flight_ == 0 || last_size_ < coalesce_from)
       start();
   }
-  /// Sends the deferred replies without writing (the actor ends: they
-  /// are cancellations; or nothing changed).
+  /// Sends the deferred replies without writing (nothing changed: they
+  /// are cancellations).
   void release() {
     auto replies = std::move(waiting_);
     waiting_.clear();
@@ -111,15 +112,37 @@ public:
       r(status{});
   }
 
+  /// The actor ends: the deferred replies go as they are, and those
+  /// waiting for a write in flight or to come get `why` (the write's
+  /// answer would reach an actor that is gone).
+  void end(const status& why) {
+    release();
+    auto next = std::move(next_);
+    next_.clear();
+    for (auto& r : next)
+      r(why);
+    auto batches = std::move(in_flight_batches_);
+    in_flight_batches_.clear();
+    for (auto& [id, batch] : batches)
+      for (auto& r : batch)
+        r(why);
+  }
+
 private:
   void start() {
     ++in_flight_;
     dirty_ = false;
-    auto batch = std::move(next_);
+    auto id = next_batch_++;
+    in_flight_batches_[id] = std::move(next_);
     next_.clear();
     auto image = image_();
     last_size_ = image.byte_size();
-    write_(std::move(image), [this, batch = std::move(batch)](status err) {
+    write_(std::move(image), [this, id](status err) {
+      auto i = in_flight_batches_.find(id);
+      if (i == in_flight_batches_.end())
+        return; // answered by end()
+      auto batch = std::move(i->second);
+      in_flight_batches_.erase(i);
       for (auto& r : batch)
         r(err);
       --in_flight_;
@@ -133,6 +156,9 @@ private:
   std::vector<reply> waiting_;
   /// Replies of operations after the write in flight began.
   std::vector<reply> next_;
+  /// The replies each write in flight holds, by its number.
+  std::map<uint64_t, std::vector<reply>> in_flight_batches_;
+  uint64_t next_batch_ = 0;
   size_t in_flight_ = 0;
   /// The size of the last image written.
   size_t last_size_ = 0;

@@ -119,7 +119,11 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts,
   self->set_exit_handler([self](caf::exit_msg& em) {
     self->state.core->cancel_all();
     self->state.by_step.clear();
-    self->state.replies.release();
+    self->state.replies.end({error_code::aborted,
+                             std::string{to_string(self->state.core->options().kind)}
+                               + " '" + self->state.core->options().name
+                               + "' was freed ("
+                               + caf::to_string(em.reason) + ")"});
     self->quit(em.reason);
   });
   // After an operation: its replies (and those it completed) go once the

@@ -179,6 +179,16 @@ TEST_CASE("durable state: replies wait for the write that holds their "
   CHECK(got[3].code() == error_code::unavailable);
   CHECK(got[4].code() == error_code::unavailable);
   CHECK(writes.size() == 2); // nothing changed since
+  // The actor ends with a write in flight: its replies get the reason at
+  // once; the write's late answer changes nothing.
+  r.defer(reply);
+  r.commit([] { return tensor::scalar(4); });
+  REQUIRE(writes.size() == 3);
+  r.end({error_code::aborted, "freed"});
+  REQUIRE(got.size() == 6);
+  CHECK(got[5].code() == error_code::aborted);
+  writes[2](status{});
+  CHECK(got.size() == 6);
 }
 
 namespace {
