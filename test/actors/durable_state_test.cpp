@@ -205,12 +205,15 @@ public:
     : sys_(deterministic(cfg_)),
       sched_(
         dynamic_cast<caf::scheduler::test_coordinator&>(sys_.scheduler())) {
-    primary = spawn_variable(sys_, "_state/q", dtype::uint8, tensor_shape{{-1}},
+    auto bytes = tensor_shape{{-1}};
+    primary = spawn_variable(sys_, "_state/q", dtype::uint8, bytes,
                              {.name = "_state/q", .container = "", .task = ""},
-                             {replica_role::orphan, 1, "/job:ps/task:0", {}});
-    backup = spawn_variable(sys_, "_state/q", dtype::uint8, tensor_shape{{-1}},
+                             {replica_role::orphan, 1, "/job:ps/task:0", {},
+                              {}});
+    backup = spawn_variable(sys_, "_state/q", dtype::uint8, bytes,
                             {.name = "backup", .container = "", .task = ""},
-                            {replica_role::backup, 0, "/job:ps/task:0", {}});
+                            {replica_role::backup, 0, "/job:ps/task:0", {},
+                             {}});
   }
 
   ~durable_fixture() {
