@@ -28,6 +28,11 @@ namespace actorflow {
 /// start with "_", so no graph's variable has it).
 std::string durable_state_name(const std::string& name);
 
+/// True for such a name.
+inline bool is_durable_state_name(const std::string& name) {
+  return name.rfind("_state/", 0) == 0;
+}
+
 /// A queue's replicated state: its elements (those leased to steps
 /// first, in the order they were taken, as they go back to the head when
 /// their steps die), whether it is closed, and the applied tags.

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "durable_state.hpp"
 #include "runtime.hpp"
 
 namespace actorflow {
@@ -108,9 +109,11 @@ struct worker_state {
   /// The gauges the master's statistics read.
   void count_resources() {
     size_t n = 0;
+    // A graph's variables: not the states of queues and accumulators.
     for (auto& [home, store] : stores)
       if (store.role == variable_store::role_t::primary)
-        n += store.vars.size();
+        for (auto& [key, e] : store.vars)
+          n += is_durable_state_name(key.second) ? 0 : 1;
     counters->variables.store(n, std::memory_order_relaxed);
     counters->partitions.store(executors.size(), std::memory_order_relaxed);
   }
