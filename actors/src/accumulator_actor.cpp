@@ -253,8 +253,9 @@ accumulator_actor::behavior_type accumulator(accumulator_self self,
     [self](cancel_step_atom, int64_t step) {
       for (auto id : self->state.by_step.take(step))
         self->state.core->cancel(id);
-      // The cancellations' replies (the state did not change).
-      self->state.replies.release();
+      // The cancellations' replies, and those of takes served since the
+      // one in front went.
+      commit(self);
     },
   };
 }

@@ -59,14 +59,23 @@ tensor as_tensor(const std::string& bytes) {
   return t;
 }
 
+// DataLoss: the image of `what` cannot be read, because `why`.
+status unreadable(const std::string& what, const std::string& why) {
+  return {error_code::data_loss,
+          "the replicated state of " + what + " is unreadable: " + why};
+}
+
+// What ends a decoding: OK when every byte was read, else why not.
+status finish(const byte_reader& r, bool ok, const std::string& what) {
+  if (ok && r.remaining() == 0)
+    return {};
+  return unreadable(what, r.ok() ? "trailing bytes" : r.error());
+}
+
 // The image's bytes after its header, or a DataLoss naming `what`.
 status open_image(const tensor& value, const std::string& what,
                   uint8_t kind, std::string& bytes, size_t& at) {
-  auto bad = [&](const std::string& why) {
-    return status{error_code::data_loss,
-                  "the replicated state of " + what + " is unreadable: "
-                    + why};
-  };
+  auto bad = [&](const std::string& why) { return unreadable(what, why); };
   if (value.type() != dtype::uint8 || value.shape().rank() != 1)
     return bad("not a vector of bytes");
   bytes.assign(static_cast<const char*>(value.raw()),
@@ -155,10 +164,8 @@ status decode_image(const tensor& value, const std::string& what,
     }
   }
   ok = ok && decode_tags(r, x.tags);
-  if (!ok || r.remaining() != 0)
-    return {error_code::data_loss,
-            "the replicated state of " + what + " is unreadable: "
-              + (r.ok() ? std::string{"trailing bytes"} : r.error())};
+  if (auto err = finish(r, ok, what); !err.ok())
+    return err;
   x.closed = closed != 0;
   out = std::move(x);
   return {};
@@ -192,10 +199,8 @@ status decode_image(const tensor& value, const std::string& what,
   }
   if (ok && (count < 0 || count > INT32_MAX))
     ok = r.fail("a count of " + std::to_string(count));
-  if (!ok || r.remaining() != 0)
-    return {error_code::data_loss,
-            "the replicated state of " + what + " is unreadable: "
-              + (r.ok() ? std::string{"trailing bytes"} : r.error())};
+  if (auto err = finish(r, ok, what); !err.ok())
+    return err;
   x.core.count = static_cast<int32_t>(count);
   out = std::move(x);
   return {};

@@ -92,14 +92,18 @@ public:
   void defer(reply r) {
     waiting_.push_back(std::move(r));
   }
-  /// The operation is done (the state may have changed): `image()` is
-  /// written, now or after the write in flight, then the deferred
-  /// replies go with the write's status. Not replicated: they go now.
-  void commit(std::function<tensor()> image) {
+  /// The operation is done: when it answered something (an operation
+  /// completed, so the state may have changed) or `changed` says so,
+  /// `image()` is written, now or after the write in flight, and then
+  /// the deferred replies go with the write's status. An operation that
+  /// only waits writes nothing. Not replicated: the replies go now.
+  void commit(std::function<tensor()> image, bool changed = false) {
     if (!write_) {
       release();
       return;
     }
+    if (waiting_.empty() && !changed)
+      return;
     image_ = std::move(image);
     dirty_ = true;
     for (auto& r : waiting_)

@@ -128,9 +128,9 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts,
   });
   // After an operation: its replies (and those it completed) go once the
   // state after it is held.
-  auto commit = [self] {
+  auto commit = [self](bool changed = false) {
     self->state.replies.commit(
-      [self] { return encode_image(image_of(self->state)); });
+      [self] { return encode_image(image_of(self->state)); }, changed);
   };
   // An operation that may wait: `op(done)` starts it on the core, which
   // calls `done` when it completes (at once, or when other operations let
@@ -249,8 +249,8 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts,
     },
     [self, commit](commit_step_atom, int64_t step) {
       // Replicated, the backup learns that the elements left for good.
-      if (self->state.leases.erase(step) > 0 && self->state.replies.replicated())
-        commit();
+      if (self->state.leases.erase(step) > 0)
+        commit(true);
     },
     [self, observed, commit](cancel_step_atom, int64_t step) {
       auto& st = self->state;
@@ -277,7 +277,7 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts,
         rec->gauges[5].fetch_add(withdrawn, std::memory_order_relaxed);
         rec->gauges[6].fetch_add(returned, std::memory_order_relaxed);
       }
-      commit();
+      commit(returned > 0);
       observed();
     },
   };

@@ -62,14 +62,9 @@ void clear_containers(worker_self self, std::vector<std::string> containers) {
   auto free = [&](auto& resources) {
     for (auto i = resources.begin(); i != resources.end();) {
       if (doomed.count(i->first.first) > 0) {
-        if constexpr (requires { i->second.waiting; })
-          for (auto& rp : i->second.waiting)
-            rp.deliver(status{error_code::aborted,
-                              "container '" + i->first.first
-                                + "' was reset"},
-                       decltype(i->second.handle){});
-        if (i->second.handle)
-          self->send_exit(i->second.handle, caf::exit_reason::user_shutdown);
+        end_resource(self, i->second,
+                     {error_code::aborted,
+                      "container '" + i->first.first + "' was reset"});
         i = resources.erase(i);
       } else {
         ++i;
@@ -197,17 +192,29 @@ void fail_resource(worker_self self, const std::string& home,
 }
 
 // Queue or accumulator (container, name) of `home`'s store (`member`:
-// its queues or accumulators): the one there if `check(its options)`
-// agrees, or a new one, `spawn(durable)`. On a replicated task the new
+// its queues or accumulators), as the node in `node_bytes` describes it
+// (`options_of(node)`): the one there if `check(its options, opts)`
+// agrees, or a new one, `spawn(opts, durable)`. On a replicated task the new
 // one's state is a variable of the store (durable_state.hpp), found
 // first: a promoted backup's queue starts with what it held.
-template <class Handle, class Map, class Check, class Spawn>
+template <class Handle, class Map, class OptionsOf, class Check,
+          class Spawn>
 void get_resource(worker_self self,
                   caf::typed_response_promise<status, Handle> rp,
                   Map variable_store::*member, const std::string& container,
-                  const std::string& name, const std::string& home_in,
-                  typename Map::mapped_type::options_type opts, Check check,
-                  Spawn spawn) {
+                  const std::string& name, const std::string& node_bytes,
+                  const std::string& home_in, OptionsOf options_of,
+                  Check check, Spawn spawn) {
+  node_def def;
+  if (auto err = resource_node(container, name, node_bytes, def); !err.ok()) {
+    rp.deliver(err, Handle{});
+    return;
+  }
+  auto opts = options_of(def);
+  if (auto err = validate(opts); !err.ok()) {
+    rp.deliver(err, Handle{});
+    return;
+  }
   auto& st = self->state;
   auto home = home_in.empty() ? st.task_prefix : home_in;
   if (auto err = serves_store(self, home); !err.ok()) {
@@ -219,7 +226,7 @@ void get_resource(worker_self self,
   auto& map = store.*member;
   if (auto i = map.find(key); i != map.end()) {
     // Same container and shared_name: the same one, if it agrees.
-    if (auto err = check(i->second.opts); !err.ok())
+    if (auto err = check(i->second.opts, opts); !err.ok())
       rp.deliver(err, Handle{});
     else if (i->second.handle)
       rp.deliver(status{}, i->second.handle);
@@ -228,12 +235,12 @@ void get_resource(worker_self self,
     return;
   }
   if (!st.replicated) {
-    auto handle = spawn(durable_init{});
+    auto handle = spawn(opts, durable_init{});
     map.emplace(key, typename Map::mapped_type{std::move(opts), handle, {}});
     rp.deliver(status{}, handle);
     return;
   }
-  map.emplace(key, typename Map::mapped_type{std::move(opts), Handle{}, {rp}});
+  map.emplace(key, typename Map::mapped_type{opts, Handle{}, {rp}});
   // A vector of bytes of any length (durable_state.hpp).
   std::string any_length;
   byte_writer w{any_length};
@@ -241,10 +248,14 @@ void get_resource(worker_self self,
   auto fail = [self, home, member, key](const status& err) {
     fail_resource(self, home, member, key, err);
   };
+  auto spawn_with = [spawn, opts](durable_init durable) {
+    return spawn(opts, std::move(durable));
+  };
   find_variable(
     self, container, durable_state_name(name),
     static_cast<int32_t>(dtype::uint8), any_length, home,
-    [self, home, member, key, spawn, fail](status err, variable_actor var) {
+    [self, home, member, key, spawn = spawn_with,
+     fail](status err, variable_actor var) {
       if (!err.ok())
         return fail(err);
       self->request(var, std::chrono::seconds(10), read_atom_v)
@@ -278,20 +289,14 @@ get_queue(worker_self self, const std::string& container,
           const std::string& name, const std::string& node_bytes,
           const std::string& home) {
   auto rp = self->make_response_promise<status, queue_actor>();
-  node_def def;
-  if (auto err = resource_node(container, name, node_bytes, def); !err.ok()) {
-    rp.deliver(err, queue_actor{});
-    return rp;
-  }
-  auto opts = queue_options_of(def, name);
-  if (auto err = validate(opts); !err.ok()) {
-    rp.deliver(err, queue_actor{});
-    return rp;
-  }
   get_resource(
-    self, rp, &variable_store::queues, container, name, home, opts,
-    [opts](const queue_options& have) { return check_compatible(have, opts); },
-    [self, opts, container, name](durable_init durable) {
+    self, rp, &variable_store::queues, container, name, node_bytes, home,
+    [&name](const node_def& def) { return queue_options_of(def, name); },
+    [](const queue_options& have, const queue_options& want) {
+      return check_compatible(have, want);
+    },
+    [self, container, name](const queue_options& opts,
+                            durable_init durable) {
       return spawn_queue(self->system(), opts,
                          {.name = name,
                           .container = container,
@@ -306,36 +311,33 @@ get_accumulator(worker_self self, const std::string& container,
                 const std::string& name, const std::string& node_bytes,
                 const std::string& home) {
   auto rp = self->make_response_promise<status, accumulator_actor>();
-  node_def def;
-  if (auto err = resource_node(container, name, node_bytes, def); !err.ok()) {
-    rp.deliver(err, accumulator_actor{});
-    return rp;
-  }
-  auto opts = accumulator_options_of(def, name);
-  if (auto err = validate(opts); !err.ok()) {
-    rp.deliver(err, accumulator_actor{});
-    return rp;
-  }
-  auto check = [opts, name, container](const accumulator_options& have) {
-    if (have.type != opts.type || !(have.shape == opts.shape)
-        || have.reduction_type != opts.reduction_type)
+  auto check = [&name, &container](const accumulator_options& have,
+                                   const accumulator_options& want) {
+    if (have.type != want.type || !(have.shape == want.shape)
+        || have.reduction_type != want.reduction_type)
       return invalid_argument(
         "Shared accumulator " + name + " in container '" + container
         + "' has dtype " + std::string{to_string(have.type)} + " and shape "
         + have.shape.to_string() + "; requested "
-        + std::string{to_string(opts.type)} + " and "
-        + opts.shape.to_string());
+        + std::string{to_string(want.type)} + " and "
+        + want.shape.to_string());
     return status{};
   };
-  get_resource(self, rp, &variable_store::accumulators, container, name,
-               home, opts, check,
-               [self, opts, container, name](durable_init durable) {
-                 return spawn_accumulator(self->system(), opts,
-                                          {.name = name,
-                                           .container = container,
-                                           .task = self->state.task_prefix},
-                                          std::move(durable));
-               });
+  get_resource(
+    self, rp, &variable_store::accumulators, container, name, node_bytes,
+    home,
+    [&name](const node_def& def) {
+      return accumulator_options_of(def, name);
+    },
+    check,
+    [self, container, name](const accumulator_options& opts,
+                            durable_init durable) {
+      return spawn_accumulator(self->system(), opts,
+                               {.name = name,
+                                .container = container,
+                                .task = self->state.task_prefix},
+                               std::move(durable));
+    });
   return rp;
 }
 
@@ -368,10 +370,10 @@ worker_actor::behavior_type worker(worker_self self, task_options opts,
     auto& st = self->state;
     for (auto& exec : st.executors)
       self->send_exit(exec, em.reason);
+    status why{error_code::aborted, st.task_prefix + " stopped"};
     auto end = [&](auto& resources) {
       for (auto& [key, e] : resources)
-        if (e.handle)
-          self->send_exit(e.handle, em.reason);
+        end_resource(self, e, why, em.reason);
     };
     for (auto& [home, store] : st.stores) {
       end(store.vars);

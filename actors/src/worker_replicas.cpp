@@ -58,12 +58,8 @@ status superseded(worker_self self, const std::string& home,
 // one are told `why`.
 void end_resources(worker_self self, variable_store& s, const status& why) {
   auto end = [&](auto& resources) {
-    for (auto& [key, e] : resources) {
-      if (e.handle)
-        self->send_exit(e.handle, caf::exit_reason::user_shutdown);
-      for (auto& rp : e.waiting)
-        rp.deliver(why, decltype(e.handle){});
-    }
+    for (auto& [key, e] : resources)
+      end_resource(self, e, why);
     resources.clear();
   };
   end(s.queues);

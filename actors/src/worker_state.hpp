@@ -121,6 +121,20 @@ struct worker_state {
 
 using worker_self = worker_actor::stateful_pointer<worker_state>;
 
+/// Ends one resource of a store or the worker (a container reset, a
+/// store handed over, the task's end): its actor exits with `reason`, and
+/// the lookups still waiting for it (a replicated queue or accumulator
+/// whose state variable is being found) get `why`.
+template <class Entry>
+void end_resource(worker_self self, Entry& e, const status& why,
+                  caf::error reason = caf::exit_reason::user_shutdown) {
+  if constexpr (requires { e.waiting; })
+    for (auto& rp : e.waiting)
+      rp.deliver(why, decltype(e.handle){});
+  if (e.handle)
+    self->send_exit(e.handle, reason);
+}
+
 /// InvalidArgument for a container name TF refuses (worker.cpp).
 status check_container(const std::string& container);
 

@@ -141,6 +141,15 @@ TEST_CASE("durable state: replies wait for the write that holds their "
     images.push_back(std::move(image));
     writes.push_back(std::move(k));
   });
+  // An operation that only waits (nothing answered) writes nothing; one
+  // that changed the state without answering anything (a commit) does.
+  r.commit([] { return tensor::scalar(0); });
+  CHECK(writes.empty());
+  r.commit([] { return tensor::scalar(0); }, true);
+  REQUIRE(writes.size() == 1);
+  writes[0](status{});
+  writes.clear();
+  images.clear();
   // Small images pipeline: a write each.
   r.defer(reply);
   r.commit([] { return tensor::scalar(0); });
