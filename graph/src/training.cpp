@@ -410,8 +410,26 @@ operation sync_replicas_optimizer::apply_gradients(const grads_and_vars& gv,
   chief_init_ = group(inits, "chief_init");
   if (elastic_) {
     replicas_feed_ = placeholder(dtype::int32, tensor_shape{}, "replicas_feed");
-    std::vector<operation> sets{
-      replicas_var_.assign(replicas_feed_, true, "set_replicas/assign").op()};
+    // A raise also adds the difference in tokens: the update that ran
+    // before it filled tokens for the old count, and the next one waits
+    // for the new count's gradients; without them every worker would wait
+    // for a token and the update for their gradients. (A token too many
+    // is harmless: it is spent on one stale gradient.)
+    auto before = identity(replicas_var_.ref(), "set_replicas/before");
+    operation assign;
+    {
+      control_dependencies after_read{before};
+      assign = replicas_var_.assign(replicas_feed_, true, "set_replicas/assign")
+                 .op();
+    }
+    auto raise = maximum(sub(replicas_feed_, before, "set_replicas/delta"),
+                         constant(tensor::scalar(int32_t{0})),
+                         "set_replicas/raise");
+    auto extra = tile(reshape(identity(global_step.ref(),
+                                       "set_replicas/step_now"),
+                              {1}),
+                      reshape(raise, {1}), "set_replicas/tokens");
+    std::vector<operation> sets{assign, tokens.enqueue_many({extra})};
     for (auto& acc : accumulators_)
       sets.push_back(acc.set_num_required(replicas_feed_));
     set_replicas_ = group(sets, "set_replicas");

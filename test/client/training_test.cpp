@@ -827,3 +827,54 @@ TEST_CASE("training: elastic synchronous replicas serve an update with fewer "
   sess.close();
   CHECK_NOTHROW(coord.join(std::chrono::seconds(10)));
 }
+
+TEST_CASE("training: raising the elastic replica count adds the difference "
+          "in tokens at once, so the workers of the new count are not left "
+          "waiting",
+          "[training][sync][elastic]") {
+  cluster_spec cluster{std::map<std::string, std::vector<std::string>>{
+    {"ps", {loopback(free_port())}}, {"worker", {loopback(free_port())}}}};
+  server ps{cluster, "ps", 0};
+  server w0{cluster, "worker", 0};
+  graph g;
+  auto as_default = g.as_default();
+  replica_device_setter_options o;
+  o.worker_device = "/job:worker/task:0";
+  device_scope setter{replica_device_setter(cluster, o)};
+  variable w{tensor::vec<float>({0.0f, 0.0f}), named("w")};
+  auto step = create_global_step();
+  auto loss = reduce_sum(square(w.value()));
+  gradient_descent_optimizer opt{0.25};
+  sync_replicas_optimizer sync{opt, 1};
+  sync.set_elastic(true);
+  auto train_op = sync.minimize(loss, step);
+  // The token queue, by its shared name.
+  output tokens;
+  {
+    device_scope on_ps{"/job:ps/task:0"};
+    fifo_queue probe{-1, {dtype::int64}, {tensor_shape{}}, "sync_token_q",
+                     "token_probe"};
+    tokens = probe.size();
+  }
+  session sess{w0.target(), bounded(), &g};
+  sess.run(global_variables_initializer());
+  sess.run(local_variables_initializer());
+  sess.run(sync.local_step_init_op());
+  sess.run(sync.chief_init_op());
+  sess.run(sync.get_init_tokens_op(0));
+  CHECK(sess.run(tokens).scalar_value<int32_t>() == 0);
+  auto set = [&](int32_t n) {
+    sess.run(std::vector<fetch>{sync.set_replicas_op()},
+             {{sync.replicas_placeholder(), tensor::scalar(n)}});
+  };
+  // One to three: two tokens, at the current global step.
+  set(3);
+  CHECK(sess.run(tokens).scalar_value<int32_t>() == 2);
+  // Lowering or setting the same count adds none.
+  set(2);
+  set(2);
+  CHECK(sess.run(tokens).scalar_value<int32_t>() == 2);
+  set(4);
+  CHECK(sess.run(tokens).scalar_value<int32_t>() == 4);
+  CHECK(sess.run(step).scalar_value<int64_t>() == 0);
+}
