@@ -2,8 +2,8 @@
 
 // Logs when a task this process's task connected to goes down or comes
 // back (monitoring::registry's peers, which the task actor keeps): a
-// warning "lost /job:ps/replica:0/task:0 at 10.0.0.5:2222 (reason)" and
-// "reconnected to ..." (info). A thread of its own polls every 100 ms; the
+// warning "lost /job:ps/replica:0/task:0 at 10.0.0.5:2222 (reason)" (info
+// when it shut down in order) and "reconnected to ..." (info). A thread of its own polls every 100 ms; the
 // destructor stops it.
 
 #include <chrono>
@@ -47,9 +47,14 @@ private:
         // A member that left the cluster: the master's log says so.
         if (!p.up && p.reason.starts_with("left"))
           continue;
-        if (!p.up)
-          log::warning("lost " + where
-                       + (p.reason.empty() ? "" : " (" + p.reason + ")"));
+        auto text = "lost " + where
+                    + (p.reason.empty() ? "" : " (" + p.reason + ")");
+        // A task that shut down in order (its process ended its actors:
+        // a worker done training, a node stopped) is no failure.
+        if (!p.up && p.reason.find("user_shutdown") != std::string::npos)
+          log::info(text);
+        else if (!p.up)
+          log::warning(text);
         else if (!first)
           log::info("reconnected to " + where);
       }

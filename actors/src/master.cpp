@@ -483,6 +483,7 @@ master_actor::behavior_type master(master_self self, task_options opts,
   st.members = membership{st.opts.cluster};
   // The worker reaches other tasks (its backups) through this master.
   self->send(st.worker, find_peer_atom_v, caf::actor_cast<caf::actor>(self));
+  watch_members(self);
   std::random_device rd;
   // Step ids from different masters must not collide on a shared worker.
   st.step_base = static_cast<int64_t>(((static_cast<uint64_t>(rd()) << 32)

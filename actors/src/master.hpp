@@ -186,8 +186,13 @@ struct master_state {
   std::set<caf::actor_addr> requesters;
   /// The workers of other tasks, by task, once reached.
   std::unordered_map<std::string, worker_actor> peers;
-  /// Callers waiting for a task being reached.
-  std::unordered_map<std::string, std::vector<peer_callback>> connecting;
+  /// Callers waiting for a task being reached, each until its deadline
+  /// (one connect loop per task serves them all).
+  struct peer_waiter {
+    caf::actor_clock::time_point deadline;
+    peer_callback k;
+  };
+  std::unordered_map<std::string, std::vector<peer_waiter>> connecting;
   /// Graph registrations waiting for a remote task's reply, by task: a
   /// lost task fails them at once (CAF fails no request already sent to
   /// a peer whose connection times out).
@@ -298,17 +303,23 @@ void on_membership_update(master_self self, int64_t version,
                           const std::vector<std::string>& flat);
 
 /// The worker of `task` went down (`reason`): the authority removes an
-/// elastic member.
+/// elastic member, and marks a ClusterSpec task of a job other than "ps"
+/// down until it is reached again (peer_reached).
 void member_lost(master_self self, const std::string& task,
                  const std::string& reason);
+
+/// At the authority's start: it watches the ClusterSpec's tasks that can
+/// go down (member_lost when they are lost or never reached).
+void watch_members(master_self self);
 
 /// What the monitor says of peer `task`: "joined (membership version N)"
 /// for a task that joined the running cluster, "" otherwise.
 std::string member_note(const master_state& st, const std::string& task);
 
-/// `task`'s master was reached: it is remembered, and the authority is
-/// told this task's view when it is newer than a ClusterSpec's (the
-/// authority restarted).
+/// `task`'s master was reached: it is remembered, a ClusterSpec task that
+/// was down is back (at the authority), and the authority is told this
+/// task's view when it is newer than a ClusterSpec's (the authority
+/// restarted).
 void peer_reached(master_self self, const std::string& task,
                   const master_actor& master);
 

@@ -57,20 +57,33 @@ Promise to_authority(master_self self, Promise rp, Fail fail, Ts... xs) {
 void members_changed(master_self self, const membership::member_map& before,
                      const std::string& why) {
   auto& st = self->state;
-  st.opts.cluster = st.members.members();
+  st.opts.cluster = st.members.directory();
   auto version = " (membership version " + std::to_string(st.members.version())
                  + ")";
   auto& reg = monitoring::registry::instance();
+  // A ClusterSpec task going down or coming back is logged only: the
+  // monitor's peers are the connections this task holds, and the one that
+  // held one saw it go (the master's down handler) or come back.
   for (auto& [name, address] : st.members.members())
     if (before.count(name) == 0) {
+      if (st.members.can_go_down(name)) {
+        log_line(self, name + " is back at " + address + version);
+        continue;
+      }
       log_line(self, name + " joined at " + address + version);
       reg.peer_changed(st.task_prefix, {name, address, true,
                                         monitoring::wall_us(),
                                         member_note(st, name)});
     }
-  auto left = "left" + (why.empty() ? "" : ": " + why) + version;
+  auto because = why.empty() ? "" : ": " + why;
   for (auto& [name, address] : before)
     if (st.members.members().count(name) == 0) {
+      if (st.members.down(name)) {
+        log_line(self, name + " is down" + because + version
+                         + "; expected back at " + address);
+        continue;
+      }
+      auto left = "left" + because + version;
       log_line(self, name + " " + left);
       reg.peer_changed(st.task_prefix, {name, address, false,
                                         monitoring::wall_us(), left});
@@ -96,14 +109,41 @@ void broadcast(master_self self, const std::string& skip = {}) {
   }
 }
 
-// The authority watches an elastic member: its worker going down (death,
-// or silence past the heartbeat bound) removes it (member_lost).
+// The authority watches a member: its worker going down (death, or
+// silence past the heartbeat bound) removes it (member_lost).
 void watch(master_self self, const std::string& task) {
   resolve_peer(self, task, self->clock().now() + std::chrono::seconds(30),
                [self, task](status err, worker_actor) {
                  if (!err.ok())
                    member_lost(self, task, "never reached: " + err.message());
                });
+}
+
+// Watches each member that `pred(name, address)` selects. Over a copy: a
+// watch that fails at once changes the members.
+template <class Pred>
+void watch_each(master_self self, Pred pred) {
+  std::vector<std::string> watched;
+  for (auto& [name, address] : self->state.members.members())
+    if (pred(name, address))
+      watched.push_back(name);
+  for (auto& name : watched)
+    watch(self, name);
+}
+
+// The authority reaches the ClusterSpec tasks that are down, once each:
+// one that answers is back (peer_reached). Called when a task that missed
+// changes reaches the authority (a restarted or resumed task tells it its
+// view), not on a timer: CAF 0.17 mixes up a connection that was opened
+// while its peer was stopped (SIGSTOP) with the one the peer still holds.
+void reach_down_members(master_self self) {
+  auto& st = self->state;
+  for (auto& [name, address] : st.members.directory())
+    if (st.members.down(name))
+      resolve_peer(self, name, self->clock().now() + std::chrono::seconds(5),
+                   [](status, worker_actor) {
+                     // Still down: the next task that reaches us tries again.
+                   });
 }
 
 } // namespace
@@ -186,11 +226,12 @@ void on_membership_update(master_self self, int64_t version,
   if (!members || members->count(st.task_prefix) == 0)
     return;
   // An older view reaches the authority from a member that missed a
-  // change: it gets the current one back.
+  // change: it gets the current one back. It may be one that was down.
   if (is_authority(st) && version < st.members.version()) {
     self->send(caf::actor_cast<master_actor>(self->current_sender()),
                membership_update_atom_v, st.members.version(),
                st.members.flat());
+    reach_down_members(self);
     return;
   }
   auto before = st.members.members();
@@ -199,18 +240,32 @@ void on_membership_update(master_self self, int64_t version,
   members_changed(self, before, "");
   // An authority that learns of members (it restarted) watches them.
   if (is_authority(st))
-    for (auto& [name, address] : st.members.members())
-      if (st.members.elastic(name))
-        watch(self, name);
+    watch_each(self, [&](const std::string& name, const std::string&) {
+      return st.members.elastic(name);
+    });
+}
+
+void watch_members(master_self self) {
+  auto& st = self->state;
+  if (!is_authority(st))
+    return;
+  // A task without an address (one process, no network) cannot be
+  // watched.
+  watch_each(self, [&](const std::string& name, const std::string& address) {
+    return name != st.task_prefix && !address.empty()
+           && st.members.can_go_down(name);
+  });
 }
 
 void member_lost(master_self self, const std::string& task,
                  const std::string& reason) {
   auto& st = self->state;
-  if (!is_authority(st) || !st.members.elastic(task))
+  if (!is_authority(st) || task == st.task_prefix
+      || (!st.members.elastic(task) && !st.members.can_go_down(task)))
     return;
   auto before = st.members.members();
-  st.members.leave(task);
+  if (!st.members.leave(task))
+    return;
   members_changed(self, before, "lost (" + reason + ")");
   broadcast(self);
 }
@@ -219,6 +274,13 @@ void peer_reached(master_self self, const std::string& task,
                   const master_actor& master) {
   auto& st = self->state;
   st.peer_masters[task] = master;
+  // A ClusterSpec task that was down is back.
+  if (is_authority(st) && st.members.back(task)) {
+    auto before = st.members.members();
+    before.erase(task);
+    members_changed(self, before, "");
+    broadcast(self);
+  }
   // The authority compares views: it takes a newer one (it restarted) and
   // answers an older one with its own (this task missed a change).
   if (task == st.members.authority())

@@ -4,8 +4,10 @@
 // docs/DESIGN.md, "Elastic workers"): which tasks are members and where
 // they listen, a version that grows with every change, and which members
 // joined a running cluster (elastic) rather than being named by its
-// ClusterSpec. One task (authority()) decides changes; every other task
-// adopts the newest version it hears of. The master (membership.cpp) is
+// ClusterSpec. A ClusterSpec task of a job other than "ps" that is lost
+// is down: no member until it is back at its address (its address stays
+// in directory(), as TF expects it back). One task (authority()) decides
+// changes; every other task adopts the newest version it hears of. The master (membership.cpp) is
 // the thin layer around it. Not thread-safe: one actor owns it.
 
 #include <cstdint>
@@ -36,8 +38,30 @@ public:
     return version_;
   }
 
+  /// The members taking part: the ClusterSpec's tasks that are not down,
+  /// and the tasks that joined.
   const member_map& members() const noexcept {
     return members_;
+  }
+
+  /// Where every task is reached: the members and the ClusterSpec's tasks
+  /// that are down (expected back at their address).
+  member_map directory() const {
+    auto out = members_;
+    out.insert(spec_.begin(), spec_.end());
+    return out;
+  }
+
+  /// True for a ClusterSpec task that is lost and not back.
+  bool down(const std::string& task) const {
+    return spec_.count(task) > 0 && members_.count(task) == 0;
+  }
+
+  /// True for a ClusterSpec task whose loss makes it no member until it
+  /// is back: one of a job other than "ps" (a ps's loss is the business
+  /// of replication, and its variables' placement names it anyway).
+  bool can_go_down(const std::string& task) const {
+    return spec_.count(task) > 0 && task.rfind("/job:ps/", 0) != 0;
   }
 
   /// True for a member that joined the running cluster.
@@ -54,11 +78,14 @@ public:
 
   /// The task that decides changes: the first task of job "ps" (it holds
   /// the variables, so it outlives workers), else the first member.
+  /// A ClusterSpec task stays the authority while it is down (the others
+  /// wait for it, as they wait for their variables).
   std::string authority() const {
-    for (auto& [name, address] : members_)
+    auto all = directory();
+    for (auto& [name, address] : all)
       if (name.rfind("/job:ps/", 0) == 0)
         return name;
-    return members_.empty() ? std::string{} : members_.begin()->first;
+    return all.empty() ? std::string{} : all.begin()->first;
   }
 
   /// Adds a member of `job` at `address` under the next index of the job
@@ -67,7 +94,7 @@ public:
   /// it, for an idempotent retry of the same join).
   std::string join(const std::string& job, const std::string& address,
                    std::string* existing = nullptr) {
-    for (auto& [name, a] : members_)
+    for (auto& [name, a] : directory())
       if (a == address) {
         if (existing != nullptr)
           *existing = name;
@@ -82,11 +109,22 @@ public:
     return name;
   }
 
-  /// Removes `task`; false when it is no member.
+  /// Removes `task` (a joined task leaves; a ClusterSpec task is down
+  /// until back()); false when it is no member.
   bool leave(const std::string& task) {
     if (members_.erase(task) == 0)
       return false;
     elastic_.erase(task);
+    ++version_;
+    return true;
+  }
+
+  /// A ClusterSpec task that was down is a member again, at its address;
+  /// false when it was not down.
+  bool back(const std::string& task) {
+    if (!down(task))
+      return false;
+    members_[task] = spec_.at(task);
     ++version_;
     return true;
   }

@@ -24,8 +24,34 @@ void finish_connect(master_self self, const std::string& task, status err,
     return;
   auto waiters = std::move(i->second);
   self->state.connecting.erase(i);
-  for (auto& k : waiters)
-    k(err, peer);
+  for (auto& w : waiters)
+    w.k(err, peer);
+}
+
+// The connect loop for `task` failed and would try again at `next`: the
+// waiters whose deadline comes first fail with `err` now (a watch with a
+// long deadline keeps no step waiting past its own). True while some
+// still wait.
+bool expire_waiters(master_self self, const std::string& task,
+                    caf::actor_clock::time_point next, const status& err) {
+  auto i = self->state.connecting.find(task);
+  if (i == self->state.connecting.end())
+    return false;
+  std::vector<master_state::peer_waiter> expired;
+  auto& waiters = i->second;
+  for (auto w = waiters.begin(); w != waiters.end();)
+    if (w->deadline <= next) {
+      expired.push_back(std::move(*w));
+      w = waiters.erase(w);
+    } else {
+      ++w;
+    }
+  bool more = !waiters.empty();
+  if (!more)
+    self->state.connecting.erase(i);
+  for (auto& w : expired)
+    w.k(err, {});
+  return more;
 }
 
 // The task's master answered: ask it for its worker.
@@ -77,7 +103,7 @@ void resolve_peer(master_self self, const std::string& task,
     return;
   }
   auto& waiters = st.connecting[task];
-  waiters.push_back(std::move(k));
+  waiters.push_back({deadline, std::move(k)});
   if (waiters.size() == 1)
     connect_peer(self, task, deadline, 0);
 }
@@ -121,19 +147,16 @@ void connect_peer(master_self self, const std::string& task,
       [self, task, address, hp, deadline, attempt](caf::error& err) {
         auto now = self->clock().now();
         // Tasks of a cluster start in any order: retry with back-off
-        // until the step's deadline.
+        // until the last waiter's deadline.
         auto delay = std::chrono::milliseconds(
           std::min(1000, 50 * (1 << std::min(attempt, 5))));
-        if (now + delay >= deadline) {
-          auto tls = last_tls_failure(self->home_system(), hp.host, hp.port);
-          finish_connect(self, task,
-                         {error_code::unavailable,
-                          "Could not connect to " + task + " at " + address
-                            + ": " + self->system().render(err)
-                            + (tls.empty() ? "" : " (" + tls + ")")},
-                         {});
+        auto tls = last_tls_failure(self->home_system(), hp.host, hp.port);
+        status why{error_code::unavailable,
+                   "Could not connect to " + task + " at " + address + ": "
+                     + self->system().render(err)
+                     + (tls.empty() ? "" : " (" + tls + ")")};
+        if (!expire_waiters(self, task, now + delay, why))
           return;
-        }
         self->delayed_send(self, delay, caf::connect_atom::value, task,
                            deadline.time_since_epoch().count(), attempt + 1);
       });

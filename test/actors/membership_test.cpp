@@ -70,6 +70,45 @@ TEST_CASE("membership: a view is adopted only when newer, and its elastic "
   CHECK(other.join("worker", "h:9") == "/job:worker/replica:0/task:3");
 }
 
+TEST_CASE("membership: a ClusterSpec worker that is lost is down until it "
+          "is back at its address, and stays in the directory",
+          "[membership]") {
+  membership m{spec()};
+  const std::string w0 = "/job:worker/replica:0/task:0";
+  CHECK(m.can_go_down(w0));
+  // A ps's loss is replication's business, not membership's.
+  CHECK_FALSE(m.can_go_down("/job:ps/replica:0/task:1"));
+  CHECK_FALSE(m.down(w0));
+  CHECK_FALSE(m.back(w0)); // not down: no change
+  CHECK(m.version() == 1);
+  CHECK(m.leave(w0));
+  CHECK(m.version() == 2);
+  CHECK(m.down(w0));
+  CHECK(m.members().count(w0) == 0);
+  CHECK(m.directory().at(w0) == "h:3");
+  // Its address is still its own: a joiner cannot take it.
+  std::string existing;
+  CHECK(m.join("worker", "h:3", &existing).empty());
+  CHECK(existing == w0);
+  CHECK(m.version() == 2);
+  // Another task adopts the view: it is down there too, not elastic.
+  membership other{spec()};
+  auto view = membership::from_flat(m.flat());
+  REQUIRE(view);
+  CHECK(other.adopt(m.version(), *view));
+  CHECK(other.down(w0));
+  CHECK(other.directory().at(w0) == "h:3");
+  CHECK(m.back(w0));
+  CHECK(m.version() == 3);
+  CHECK(m.members().at(w0) == "h:3");
+  CHECK_FALSE(m.elastic(w0));
+  // The authority stays the first ps while it is lost to a task's view.
+  membership no_ps0{spec()};
+  CHECK(no_ps0.adopt(2, {{"/job:ps/replica:0/task:1", "h:2"},
+                         {"/job:worker/replica:0/task:0", "h:3"}}));
+  CHECK(no_ps0.authority() == "/job:ps/replica:0/task:0");
+}
+
 TEST_CASE("membership: a malformed list of members is refused",
           "[membership]") {
   CHECK_FALSE(membership::from_flat({"/job:worker/replica:0/task:0"}));

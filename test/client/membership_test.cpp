@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "actorflow/client/server.hpp"
+#include "actorflow/actors/monitoring.hpp"
 #include "actorflow/client/session.hpp"
 #include "actorflow/graph/ops.hpp"
 #include "common/session_util.hpp"
@@ -169,4 +170,41 @@ TEST_CASE("membership: a restarted authority learns the members again from "
   CHECK(eventually([&] {
     return ps->membership().second.count("/job:worker/replica:0/task:1") == 0;
   }));
+}
+
+TEST_CASE("membership: a ClusterSpec worker that stops is no member until "
+          "it is back at its address",
+          "[membership][server]") {
+  auto [ps_address, w0_address, cluster] = ps_and_worker();
+  server ps{cluster, "ps", 0};
+  auto w0 = std::make_unique<server>(cluster, "worker", 0);
+  const std::string name = "/job:worker/replica:0/task:0";
+  CHECK(version_of(ps) == 1);
+  // The authority reaches it (it watches the ClusterSpec's workers).
+  auto reached = [&] {
+    for (auto& p : monitoring::registry::instance().peers(
+           "/job:ps/replica:0/task:0"))
+      if (p.peer == name)
+        return p.up;
+    return false;
+  };
+  REQUIRE(eventually(reached));
+  w0->stop();
+  CHECK(eventually([&] { return ps.membership().second.count(name) == 0; }));
+  CHECK(version_of(ps) == 2);
+  // Started again at its address: once it reaches the authority (its
+  // first step on the ps), a member again, as TF expects it back.
+  w0 = std::make_unique<server>(cluster, "worker", 0);
+  graph g;
+  auto as_default = g.as_default();
+  device_scope on_ps{"/job:ps/task:0"};
+  variable v{1.0f, actorflow::testing::named("v")};
+  session sess{w0->target(), session_config{}, &g};
+  sess.run(v.initializer());
+  CHECK(eventually([&] { return ps.membership().second.count(name) == 1; }));
+  CHECK(version_of(ps) == 3);
+  CHECK(ps.membership().second.at(name) == w0_address);
+  // It learns the current view from the authority.
+  CHECK(eventually([&] { return version_of(*w0) == 3; }));
+  sess.close();
 }

@@ -176,6 +176,60 @@ TEST_CASE("elastic: synchronous training with --elastic aggregates one "
   CHECK_THAT(trainer.out(), Catch::Contains("test accuracy:"));
 }
 
+TEST_CASE("elastic: a ClusterSpec worker killed during synchronous training "
+          "with --elastic is no longer waited for, and counts again when it "
+          "is back",
+          "[integration][elastic][train]") {
+  if (!have_fashion_mnist()) {
+    WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
+    return;
+  }
+  child_process trainer{{ACTORFLOW_TRAIN_PATH, "--local", "2", "--sync",
+                         "--elastic", "--model", "mlp", "--hidden", "32",
+                         "--log_every", "100", "--train_steps", "100000"}};
+  REQUIRE(trainer.wait_for_line("worker/1: worker 1: step 100 ", 90s));
+  auto pid = pid_of(trainer.err(), "/job:worker/task:1");
+  REQUIRE(pid > 0);
+  ::kill(pid, SIGKILL);
+  // The authority (ps 0) marks it down; the chief aggregates one gradient.
+  REQUIRE_THAT(err_with(trainer, "/job:worker/replica:0/task:1 is down: lost",
+                        30s),
+               Catch::Contains("expected back at 127.0.0.1:"));
+  REQUIRE(trainer.wait_for_line("membership version 2: 1 worker: each "
+                                "update aggregates 1 gradient",
+                                30s));
+  auto before = last_global(trainer.out());
+  CHECK(global_passes(trainer, before + 300));
+  // Started again at its address, it is a member again and counts.
+  auto err = trainer.err();
+  auto at = err.find("actorflow-train: cluster {");
+  REQUIRE(at != std::string::npos);
+  auto json = err.substr(err.find('{', at),
+                         err.find('\n', at) - err.find('{', at));
+  child_process w1{{ACTORFLOW_TRAIN_PATH, "--cluster", json, "--job_name",
+                    "worker", "--task_index", "1", "--sync", "--elastic",
+                    "--model", "mlp", "--hidden", "32", "--log_every", "100",
+                    "--train_steps", "100000"}};
+  REQUIRE_THAT(err_with(trainer, "/job:worker/replica:0/task:1 is back at ",
+                        60s),
+               Catch::Contains("/job:worker/replica:0/task:1 is back at "));
+  REQUIRE(trainer.wait_for_line("membership version 3: 2 workers: each "
+                                "update aggregates 2 gradients",
+                                30s));
+  REQUIRE(w1.wait_for_line("worker 1: step 100 ", 60s));
+  before = last_global(trainer.out());
+  bool trains = global_passes(trainer, before + 300);
+  INFO("stdout:\n" << trainer.out() << "\nstderr:\n" << trainer.err()
+                    << "\nworker 1's stdout:\n" << w1.out()
+                    << "\nworker 1's stderr:\n" << w1.err());
+  CHECK(trains);
+  w1.send_signal(SIGTERM);
+  CHECK(w1.wait(30s));
+  trainer.send_signal(SIGTERM);
+  auto st = trainer.wait(60s);
+  REQUIRE(st);
+}
+
 TEST_CASE("elastic: a join that cannot be made is refused, naming the flag",
           "[integration][elastic]") {
   // Nothing listens there.
