@@ -1,0 +1,805 @@
+"""actorflow for Python, spelled as TensorFlow 1.x: `import actorflow as tf`.
+
+Graphs, sessions, devices, variables and clusters run on actorflow's
+engine (the C++ extension `actorflow._actorflow`); this package gives it
+TensorFlow's names and Python's habits: numpy in and out, `with` for
+scopes, fetch structures in `Session.run`, tf.errors' exception classes.
+"""
+
+import collections.abc
+import json
+import threading
+
+import numpy as np
+
+from . import _actorflow as _C
+from . import errors
+
+__all__ = [
+    "Graph", "Operation", "Session", "Tensor", "Variable", "add",
+    "as_dtype", "cast", "constant", "container", "control_dependencies",
+    "device", "divide", "errors", "exp", "get_default_graph",
+    "global_variables", "global_variables_initializer", "group",
+    "identity", "local_variables", "local_variables_initializer", "log",
+    "matmul", "maximum", "minimum", "multiply", "name_scope", "negative",
+    "no_op", "placeholder", "reduce_max", "reduce_mean", "reduce_sum",
+    "relu", "reset_default_graph", "reshape", "sigmoid", "sqrt", "square",
+    "subtract", "tanh", "train", "trainable_variables",
+    "variables_initializer",
+]
+
+# -- dtypes ---------------------------------------------------------------------
+
+
+class DType:
+    """tf.DType: a name ("float32") and its numpy type."""
+
+    def __init__(self, name, np_type):
+        self.name = name
+        self.as_numpy_dtype = np_type
+
+    def __eq__(self, other):
+        try:
+            return self.name == as_dtype(other).name
+        except TypeError:
+            return False
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __repr__(self):
+        return "tf." + self.name
+
+
+float32 = DType("float32", np.float32)
+float64 = DType("float64", np.float64)
+double = float64
+int32 = DType("int32", np.int32)
+int64 = DType("int64", np.int64)
+uint8 = DType("uint8", np.uint8)
+bool = DType("bool", np.bool_)  # noqa: A001 (TF's name)
+string = DType("string", np.object_)
+_DTYPES = {d.name: d for d in (float32, float64, int32, int64, uint8, bool,
+                               string)}
+_DTYPES["float"] = float32
+_DTYPES["double"] = float64
+
+
+def as_dtype(value):
+    """tf.as_dtype: a DType from a DType, a name or a numpy type."""
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str) and value in _DTYPES:
+        return _DTYPES[value]
+    try:
+        kind = np.dtype(value)
+    except TypeError:
+        raise TypeError("Cannot convert %r to a dtype" % (value,)) from None
+    if kind.kind in "OSU":
+        return string
+    if kind.name in _DTYPES:
+        return _DTYPES[kind.name]
+    raise TypeError("Cannot convert %r to a dtype: actorflow has float32, "
+                    "float64, int32, int64, uint8, bool and string" % (value,))
+
+
+# -- graphs, operations, tensors -------------------------------------------------
+
+_graphs = {}  # _C.Graph -> Graph; graphs live as long as the process
+_local = threading.local()
+
+
+class Graph:
+    """tf.Graph: a graph under construction. `as_default()` makes it the
+    thread's default graph inside a `with`."""
+
+    def __init__(self, _native=None):
+        self._g = _native if _native is not None else _C.Graph()
+        _graphs[self._g] = self
+
+    def as_default(self):
+        return _Scope(lambda: self._g.as_default(), self)
+
+    def get_operation_by_name(self, name):
+        return Operation(self._g.find_operation(name))
+
+    def get_tensor_by_name(self, name):
+        return Tensor(self._g.tensor_by_name(name))
+
+    def as_graph_element(self, obj):
+        if isinstance(obj, (Tensor, Operation)):
+            return obj
+        if isinstance(obj, Variable):
+            return obj.value()
+        if isinstance(obj, str):
+            if ":" in obj:
+                return self.get_tensor_by_name(obj)
+            return self.get_operation_by_name(obj)
+        raise TypeError("Can not convert a %s into a Tensor or Operation."
+                        % type(obj).__name__)
+
+    @property
+    def seed(self):
+        return self._g.seed()
+
+    @seed.setter
+    def seed(self, value):
+        self._g.set_seed(int(value))
+
+    def get_collection(self, key):
+        return list(self._g.collection(key))
+
+
+def _wrap_graph(native):
+    g = _graphs.get(native)
+    if g is None:
+        g = Graph(native)
+    return g
+
+
+def get_default_graph():
+    """tf.get_default_graph(): the thread's default graph."""
+    return _wrap_graph(_C.default_graph())
+
+
+def reset_default_graph():
+    """tf.reset_default_graph(): a new, empty default graph."""
+    _C.reset_default_graph()
+
+
+class Operation:
+    """tf.Operation: a node of a graph."""
+
+    def __init__(self, native):
+        self._op = native
+
+    name = property(lambda self: self._op.name)
+    type = property(lambda self: self._op.type)
+    device = property(lambda self: self._op.device)
+    graph = property(lambda self: _wrap_graph(self._op.graph))
+    inputs = property(lambda self: [Tensor(x) for x in self._op.inputs])
+    outputs = property(lambda self: [Tensor(self._op.out(i))
+                                     for i in range(self._op.num_outputs)])
+    control_inputs = property(
+        lambda self: [self.graph.get_operation_by_name(n)
+                      for n in self._op.control_inputs])
+
+    def run(self, feed_dict=None, session=None):
+        (session or _default_session()).run(self, feed_dict)
+
+    def __eq__(self, other):
+        return isinstance(other, Operation) and self._op == other._op
+
+    def __hash__(self):
+        return hash(self._op)
+
+    def __repr__(self):
+        return "<tf.Operation '%s' type=%s>" % (self.name, self.type)
+
+
+class Tensor:
+    """tf.Tensor: one output of an operation."""
+
+    def __init__(self, native):
+        self._out = native
+
+    name = property(lambda self: self._out.name)
+    op = property(lambda self: Operation(self._out.op))
+    value_index = property(lambda self: self._out.index)
+    device = property(lambda self: self._out.device)
+    graph = property(lambda self: _wrap_graph(self._out.graph))
+    dtype = property(lambda self: as_dtype(self._out.dtype))
+
+    @property
+    def shape(self):
+        return TensorShape(self._out.shape)
+
+    def get_shape(self):
+        return self.shape
+
+    def eval(self, feed_dict=None, session=None):
+        return (session or _default_session()).run(self, feed_dict)
+
+    def __eq__(self, other):
+        return isinstance(other, Tensor) and self._out == other._out
+
+    def __hash__(self):
+        return hash(self._out)
+
+    def __repr__(self):
+        return "<tf.Tensor '%s' shape=%s dtype=%s>" % (
+            self.name, self.shape, self.dtype.name)
+
+    def __add__(self, y):
+        return add(self, y)
+
+    def __radd__(self, x):
+        return add(x, self)
+
+    def __sub__(self, y):
+        return subtract(self, y)
+
+    def __rsub__(self, x):
+        return subtract(x, self)
+
+    def __mul__(self, y):
+        return multiply(self, y)
+
+    def __rmul__(self, x):
+        return multiply(x, self)
+
+    def __truediv__(self, y):
+        return divide(self, y)
+
+    def __rtruediv__(self, x):
+        return divide(x, self)
+
+    def __neg__(self):
+        return negative(self)
+
+    def __matmul__(self, y):
+        return matmul(self, y)
+
+    def __rmatmul__(self, x):
+        return matmul(x, self)
+
+
+class TensorShape:
+    """tf.TensorShape: dimensions, None where unknown."""
+
+    def __init__(self, dims):
+        self.dims = None if dims is None else list(dims)
+
+    @property
+    def ndims(self):
+        return None if self.dims is None else len(self.dims)
+
+    def as_list(self):
+        if self.dims is None:
+            raise ValueError("as_list() is not defined on an unknown "
+                             "TensorShape.")
+        return list(self.dims)
+
+    def is_compatible_with(self, other):
+        other = other if isinstance(other, TensorShape) else TensorShape(other)
+        if self.dims is None or other.dims is None:
+            return True
+        return len(self.dims) == len(other.dims) and all(
+            a is None or b is None or a == b
+            for a, b in zip(self.dims, other.dims))
+
+    def __eq__(self, other):
+        other = other if isinstance(other, TensorShape) else TensorShape(other)
+        return self.dims == other.dims
+
+    def __repr__(self):
+        if self.dims is None:
+            return "<unknown>"
+        return "(" + ", ".join("?" if d is None else str(d)
+                               for d in self.dims) + (
+                                   ",)" if len(self.dims) == 1 else ")")
+
+
+def _numpy_value(value, dtype=None):
+    """A C-contiguous numpy array of `value` in an actorflow dtype."""
+    if dtype is not None:
+        dtype = as_dtype(dtype)
+        if dtype == string:
+            return np.array(value, dtype=object)
+        return np.asarray(value, dtype=dtype.as_numpy_dtype, order="C")
+    arr = np.asarray(value)
+    if arr.dtype.kind in "SU":
+        return arr.astype(object)
+    if arr.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
+        # Python floats are float32 constants in TF.
+        arr = arr.astype(np.float32)
+    elif arr.dtype == np.int64 and not isinstance(value, (np.ndarray, np.generic)):
+        # Python ints are int32 constants in TF (int64 when too large).
+        if arr.size == 0 or (arr.min() >= -2**31 and arr.max() < 2**31):
+            arr = arr.astype(np.int32)
+    # order="C", not ascontiguousarray, which makes a scalar 1-D.
+    return np.asarray(arr, order="C")
+
+
+def constant(value, dtype=None, shape=None, name="Const"):
+    """tf.constant: a Const node holding `value` (numpy, a scalar, nested
+    lists), reshaped to `shape` (a scalar fills it)."""
+    arr = _numpy_value(value, dtype)
+    if shape is not None:
+        shape = list(shape)
+        if arr.size == 1:
+            arr = np.full(shape, arr.reshape(()).item(), dtype=arr.dtype)
+        else:
+            arr = np.asarray(arr.reshape(shape), order="C")
+    return Tensor(_C.constant(arr, name))
+
+
+def convert_to_tensor(value, dtype=None, name=None):
+    """tf.convert_to_tensor: a Tensor as is, a Variable's value, anything
+    else as a constant."""
+    if isinstance(value, Tensor):
+        if dtype is not None and value.dtype != as_dtype(dtype):
+            raise ValueError(
+                "Tensor conversion requested dtype %s for Tensor with dtype "
+                "%s: %r" % (as_dtype(dtype).name, value.dtype.name, value))
+        return value
+    if isinstance(value, Variable):
+        return value.value()
+    return constant(value, dtype=dtype, name=name or "Const")
+
+
+def _pair(x, y):
+    """Two operands, a Python value taking the other's dtype (as TF)."""
+    if isinstance(x, (Tensor, Variable)):
+        x = convert_to_tensor(x)
+        y = convert_to_tensor(y, dtype=None if isinstance(y, (Tensor, Variable))
+                              else x.dtype)
+        return x, convert_to_tensor(y)
+    y = convert_to_tensor(y)
+    return convert_to_tensor(x, dtype=y.dtype), y
+
+
+def _binary(fn, default):
+    def op(x, y, name=None):
+        x, y = _pair(x, y)
+        return Tensor(fn(x._out, y._out, name or default))
+    return op
+
+
+add = _binary(_C.add, "add")
+subtract = _binary(_C.subtract, "sub")
+multiply = _binary(_C.multiply, "mul")
+divide = _binary(_C.divide, "truediv")
+maximum = _binary(_C.maximum, "Maximum")
+minimum = _binary(_C.minimum, "Minimum")
+truediv = divide
+
+
+def _unary(fn, default):
+    def op(x, name=None):
+        return Tensor(fn(convert_to_tensor(x)._out, name or default))
+    return op
+
+
+negative = _unary(_C.negative, "Neg")
+square = _unary(_C.square, "Square")
+exp = _unary(_C.exp, "Exp")
+log = _unary(_C.log, "Log")
+sqrt = _unary(_C.sqrt, "Sqrt")
+tanh = _unary(_C.tanh, "Tanh")
+sigmoid = _unary(_C.sigmoid, "Sigmoid")
+
+
+def identity(x, name=None):
+    return Tensor(_C.identity(convert_to_tensor(x)._out, name or "Identity"))
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
+    a, b = convert_to_tensor(a), convert_to_tensor(b)
+    return Tensor(_C.matmul(a._out, b._out, transpose_a, transpose_b,
+                            name or "MatMul"))
+
+
+def _reduction(fn, default):
+    def op(input_tensor, axis=None, keepdims=False, name=None,
+           reduction_indices=None, keep_dims=None):
+        if axis is None:
+            axis = reduction_indices
+        if axis is None:
+            axes = []
+        elif isinstance(axis, int):
+            axes = [axis]
+        else:
+            axes = [int(a) for a in axis]
+        keep = keepdims if keep_dims is None else keep_dims
+        return Tensor(fn(convert_to_tensor(input_tensor)._out, axes,
+                         builtins_bool(keep), name or default))
+    return op
+
+
+builtins_bool = type(True)
+reduce_sum = _reduction(_C.reduce_sum, "Sum")
+reduce_mean = _reduction(_C.reduce_mean, "Mean")
+reduce_max = _reduction(_C.reduce_max, "Max")
+
+
+def reshape(tensor, shape, name=None):
+    return Tensor(_C.reshape(convert_to_tensor(tensor)._out,
+                             [int(d) for d in shape], name or "Reshape"))
+
+
+def cast(x, dtype, name=None):
+    return Tensor(_C.cast(convert_to_tensor(x)._out, as_dtype(dtype).name,
+                          name or "Cast"))
+
+
+class nn:  # noqa: N801 (TF's module name)
+    relu = staticmethod(_unary(_C.relu, "Relu"))
+    sigmoid = staticmethod(sigmoid)
+    tanh = staticmethod(tanh)
+
+
+relu = nn.relu
+
+
+def placeholder(dtype, shape=None, name=None):
+    """tf.placeholder: a value fed at run time."""
+    if shape is not None:
+        shape = [None if d is None or d == -1 else int(d) for d in shape]
+    return Tensor(_C.placeholder(as_dtype(dtype).name, shape,
+                                 name or "Placeholder"))
+
+
+def no_op(name=None):
+    return Operation(_C.no_op(name or "NoOp"))
+
+
+def _as_operation(x):
+    if isinstance(x, Operation):
+        return x._op
+    if isinstance(x, Tensor):
+        return x._out.op
+    if isinstance(x, Variable):
+        return x._v.op
+    raise TypeError("Can not convert a %s into an Operation."
+                    % type(x).__name__)
+
+
+def group(*inputs, name=None):
+    """tf.group: an op that runs every input."""
+    return Operation(_C.group([_as_operation(x) for x in inputs],
+                              name or "group_deps"))
+
+
+# -- variables -----------------------------------------------------------------
+
+
+class Variable:
+    """tf.Variable: state kept by the task its device names."""
+
+    def __init__(self, initial_value=None, trainable=True, collections=None,
+                 name=None, dtype=None, _native=None):
+        if _native is not None:
+            self._v = _native
+            return
+        if initial_value is None:
+            raise ValueError("initial_value must be specified.")
+        init = convert_to_tensor(initial_value, dtype=dtype)
+        self._v = _C.Variable(init._out, name or "", trainable,
+                              list(collections or []))
+
+    name = property(lambda self: self._v.name)
+    op = property(lambda self: Operation(self._v.op))
+    initializer = property(lambda self: Operation(self._v.initializer))
+    initial_value = property(lambda self: Tensor(self._v.initial_value))
+    dtype = property(lambda self: self.value().dtype)
+    shape = property(lambda self: self.value().shape)
+    device = property(lambda self: self._v.op.device)
+    graph = property(lambda self: self.op.graph)
+
+    def value(self):
+        return Tensor(self._v.value())
+
+    def read_value(self):
+        return self.value()
+
+    def initialized_value(self):
+        return Tensor(self._v.initialized_value())
+
+    def get_shape(self):
+        return self.shape
+
+    def assign(self, value, use_locking=False, name=None):
+        return Tensor(self._v.assign(convert_to_tensor(value, self.dtype)._out,
+                                     True, name or ""))
+
+    def assign_add(self, delta, use_locking=False, name=None):
+        return Tensor(self._v.assign_add(
+            convert_to_tensor(delta, self.dtype)._out, name or ""))
+
+    def assign_sub(self, delta, use_locking=False, name=None):
+        return Tensor(self._v.assign_sub(
+            convert_to_tensor(delta, self.dtype)._out, name or ""))
+
+    def count_up_to(self, limit):
+        return Tensor(self._v.count_up_to(int(limit)))
+
+    def eval(self, session=None):
+        return self.value().eval(session=session)
+
+    def __repr__(self):
+        return "<tf.Variable '%s' shape=%s dtype=%s>" % (
+            self.name, self.shape, self.dtype.name)
+
+    # Arithmetic reads the value, as TF's Variable does.
+    def __add__(self, y):
+        return add(self, y)
+
+    def __radd__(self, x):
+        return add(x, self)
+
+    def __sub__(self, y):
+        return subtract(self, y)
+
+    def __rsub__(self, x):
+        return subtract(x, self)
+
+    def __mul__(self, y):
+        return multiply(self, y)
+
+    def __rmul__(self, x):
+        return multiply(x, self)
+
+    def __truediv__(self, y):
+        return divide(self, y)
+
+    def __neg__(self):
+        return negative(self)
+
+    def __matmul__(self, y):
+        return matmul(self, y)
+
+
+def global_variables():
+    return [Variable(_native=v) for v in _C.global_variables()]
+
+
+def trainable_variables():
+    return [Variable(_native=v) for v in _C.trainable_variables()]
+
+
+def local_variables():
+    return [Variable(_native=v) for v in _C.local_variables()]
+
+
+def global_variables_initializer():
+    return Operation(_C.global_variables_initializer())
+
+
+def local_variables_initializer():
+    return Operation(_C.local_variables_initializer("init_1"))
+
+
+def variables_initializer(var_list, name="init"):
+    return Operation(_C.variables_initializer([v._v for v in var_list], name))
+
+
+initialize_all_variables = global_variables_initializer
+
+
+# -- scopes ------------------------------------------------------------------------
+
+
+class _Scope:
+    """A C++ scope guard opened by `with` and closed when it ends."""
+
+    def __init__(self, opener, value=None):
+        self._opener = opener
+        self._value = value
+        self._scope = None
+
+    def __enter__(self):
+        opened = self._opener()
+        if isinstance(opened, tuple):
+            self._scope, self._value = opened
+        else:
+            self._scope = opened
+        return self._value
+
+    def __exit__(self, *exc):
+        self._scope.close()
+        return False
+
+
+def device(device_name_or_function):
+    """`with tf.device("/job:ps/task:0"):` (None clears the device)."""
+    spec = device_name_or_function
+    if spec is None:
+        return _Scope(_C.clear_device_scope)
+    if callable(spec):
+        raise TypeError("tf.device with a function is not supported yet: "
+                        "use tf.train.replica_device_setter's device names")
+    return _Scope(lambda: _C.device_scope(str(spec)))
+
+
+def name_scope(name, default_name=None, values=None):
+    """`with tf.name_scope("layer") as scope:` (scope is "layer/")."""
+    return _Scope(lambda: _C.name_scope(name or default_name or ""))
+
+
+def container(container_name):
+    """`with tf.container("c"):` stateful ops get container "c"."""
+    return _Scope(lambda: _C.container_scope(container_name))
+
+
+def control_dependencies(control_inputs):
+    """`with tf.control_dependencies([...]):` (None clears them)."""
+    if control_inputs is None:
+        return _Scope(_C.clear_control_dependencies)
+    ops = [_as_operation(x) for x in control_inputs]
+    return _Scope(lambda: _C.control_dependencies(ops))
+
+
+def colocate_with(op, ignore_existing=False):
+    return _Scope(lambda: _C.colocate_with(_as_operation(op)))
+
+
+# -- sessions ------------------------------------------------------------------------
+
+
+class ConfigProto:
+    """tf.ConfigProto's fields the engine has."""
+
+    def __init__(self, operation_timeout_in_ms=0, log_device_placement=False,
+                 allow_soft_placement=False, **unused):
+        self.operation_timeout_in_ms = operation_timeout_in_ms
+        self.log_device_placement = log_device_placement
+        self.allow_soft_placement = allow_soft_placement
+
+
+class RunOptions:
+    """tf.RunOptions: `timeout_in_ms` bounds the step."""
+
+    NO_TRACE = 0
+    SOFTWARE_TRACE = 1
+    HARDWARE_TRACE = 2
+    FULL_TRACE = 3
+
+    def __init__(self, timeout_in_ms=0, trace_level=0):
+        self.timeout_in_ms = timeout_in_ms
+        self.trace_level = trace_level
+
+
+def _is_namedtuple(x):
+    return isinstance(x, tuple) and hasattr(x, "_fields")
+
+
+def _flatten(fetches, leaves):
+    """The leaves of a fetch structure, and how to rebuild it."""
+    if isinstance(fetches, (Tensor, Operation, Variable, str)):
+        leaves.append(fetches)
+        i = len(leaves) - 1
+        return lambda values: values[i]
+    if isinstance(fetches, collections.abc.Mapping):
+        keys = list(fetches.keys())
+        parts = [_flatten(fetches[k], leaves) for k in keys]
+        kind = type(fetches)
+        return lambda values: kind(
+            (k, p(values)) for k, p in zip(keys, parts))
+    if _is_namedtuple(fetches):
+        parts = [_flatten(x, leaves) for x in fetches]
+        kind = type(fetches)
+        return lambda values: kind(*[p(values) for p in parts])
+    if isinstance(fetches, (list, tuple)):
+        parts = [_flatten(x, leaves) for x in fetches]
+        kind = type(fetches)
+        return lambda values: kind(p(values) for p in parts)
+    if fetches is None:
+        raise TypeError("Fetch argument None has invalid type <class "
+                        "'NoneType'>")
+    raise TypeError("Fetch argument %r has invalid type %r, must be a string "
+                    "or Tensor. (Can not convert a %s into a Tensor or "
+                    "Operation.)" % (fetches, type(fetches),
+                                     type(fetches).__name__))
+
+
+_sessions = threading.local()
+
+
+def _default_session():
+    stack = getattr(_sessions, "stack", [])
+    if not stack:
+        raise ValueError("Cannot evaluate tensor using `eval()`: No default "
+                         "session is registered. Use `with sess.as_default()` "
+                         "or pass an explicit session to `eval(session=sess)`")
+    return stack[-1]
+
+
+class Session:
+    """tf.Session: runs steps of a graph, in process ('') or on the master
+    of a server ('grpc://host:port', 'caf://host:port' or 'host:port')."""
+
+    def __init__(self, target="", graph=None, config=None):
+        self._graph = graph or get_default_graph()
+        config = config or ConfigProto()
+        self._closed = False
+        self._s = _C.Session(target, self._graph._g,
+                             config.operation_timeout_in_ms,
+                             config.log_device_placement,
+                             config.allow_soft_placement)
+
+    graph = property(lambda self: self._graph)
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """Runs one step; returns the fetches' values in their structure
+        (numpy arrays; a fetched Operation gives None)."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        leaves = []
+        rebuild = _flatten(fetches, leaves)
+        names = []
+        for leaf in leaves:
+            if isinstance(leaf, Tensor):
+                names.append(leaf.name)
+            elif isinstance(leaf, Operation):
+                names.append(leaf.name)
+            elif isinstance(leaf, Variable):
+                names.append(leaf.value().name)
+            else:
+                self._graph.as_graph_element(leaf)  # TF's errors for a bad name
+                names.append(leaf)
+        feeds = []
+        for key, value in (feed_dict or {}).items():
+            feeds.append(self._feed(key, value))
+        timeout = options.timeout_in_ms if options is not None else 0
+        values = self._s.run(names, feeds, timeout)
+        return rebuild(values)
+
+    def _feed(self, key, value):
+        if isinstance(key, str):
+            key = self._graph.get_tensor_by_name(key)
+        elif isinstance(key, Variable):
+            key = key.value()
+        if not isinstance(key, Tensor):
+            raise TypeError("The value of a feed cannot be a tf.Tensor "
+                            "object." if isinstance(value, Tensor) else
+                            "Cannot interpret feed_dict key as Tensor: "
+                            "%r" % (key,))
+        if isinstance(value, (Tensor, Variable)):
+            raise TypeError(
+                "The value of a feed cannot be a tf.Tensor object. "
+                "Acceptable feed values include Python scalars, strings, "
+                "lists, numpy ndarrays, or TensorHandles.")
+        try:
+            arr = _numpy_value(value, key.dtype)
+        except (TypeError, ValueError) as e:
+            raise ValueError("Cannot feed value for Tensor '%s' of dtype %s: "
+                             "%s" % (key.name, key.dtype.name, e)) from None
+        if not key.shape.is_compatible_with(TensorShape(list(arr.shape))):
+            raise ValueError(
+                "Cannot feed value of shape %r for Tensor '%s', which has "
+                "shape '%r'" % (TensorShape(list(arr.shape)), key.name,
+                                key.shape))
+        return (key._out, arr)
+
+    def close(self):
+        if not self._closed:
+            self._closed = True
+            self._s.close()
+
+    def as_default(self):
+        session = self
+
+        class _Default:
+            def __enter__(self):
+                if not hasattr(_sessions, "stack"):
+                    _sessions.stack = []
+                _sessions.stack.append(session)
+                return session
+
+            def __exit__(self, *exc):
+                _sessions.stack.pop()
+                return False
+
+        return _Default()
+
+    def __enter__(self):
+        self._default = self.as_default()
+        self._default.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._default.__exit__(*exc)
+        self.close()
+        return False
+
+    @staticmethod
+    def reset(target, containers=None, config=None):
+        """tf.Session.reset: closes the master's sessions and frees the
+        containers' resources on every task."""
+        _C.Session.reset(target, list(containers or []))
+
+
+InteractiveSession = Session
+
+from . import train  # noqa: E402 (needs the names above)

@@ -1,0 +1,84 @@
+"""Clusters from Python: ClusterSpec, Servers in the process, and a Python
+client of C++ actorflow-node tasks (issue 32 §1)."""
+
+import json
+
+import numpy as np
+import pytest
+
+import actorflow as tf
+
+from conftest import loopback
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+    yield
+
+
+def test_cluster_spec_reads_as_tf_does():
+    spec = tf.train.ClusterSpec({"ps": ["h:1", "h:2"],
+                                 "worker": {0: "h:3", 3: "h:4"}})
+    assert sorted(spec.jobs) == ["ps", "worker"]
+    assert spec.num_tasks("ps") == 2
+    assert spec.num_tasks("worker") == 2
+    assert spec.task_indices("worker") == [0, 3]
+    assert spec.task_address("ps", 1) == "h:2"
+    assert spec.task_address("worker", 3) == "h:4"
+    assert spec.job_tasks("worker") == ["h:3", None, None, "h:4"]
+    assert spec.as_dict() == {"ps": ["h:1", "h:2"],
+                              "worker": {0: "h:3", 3: "h:4"}}
+    assert tf.train.ClusterSpec(spec.as_dict()) == spec
+    with pytest.raises(ValueError, match="No such job"):
+        spec.task_address("chief", 0)
+    with pytest.raises(TypeError, match="must be a dictionary"):
+        tf.train.ClusterSpec(["h:1"])
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.train.ClusterSpec({"": ["h:1"]})
+
+
+def test_two_servers_share_a_variable():
+    spec = tf.train.ClusterSpec({"ps": [loopback()], "worker": [loopback()]})
+    ps = tf.train.Server(spec, job_name="ps", task_index=0)
+    worker = tf.train.Server(spec, job_name="worker", task_index=0)
+    assert worker.target.startswith(("grpc://", "caf://"))
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(0.0, name="shared")
+    inc = v.assign_add(1.0)
+    with tf.Session(worker.target) as s:
+        s.run(v.initializer)
+        for _ in range(3):
+            s.run(inc)
+    # Another session, on the other server, sees the same variable.
+    with tf.Session(ps.target) as s:
+        assert s.run(v) == 3.0
+    worker.stop()
+    ps.stop()
+
+
+def test_a_bad_server_is_refused_with_tf_errors():
+    spec = {"local": ["localhost"]}
+    with pytest.raises(tf.errors.InvalidArgumentError, match="port"):
+        tf.train.Server(spec, job_name="local", task_index=0)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.train.Server({"local": [loopback()]}, job_name="nope",
+                        task_index=0)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.Session("this is no target")
+
+
+def test_a_python_client_of_cpp_nodes(nodes):
+    cluster = {"ps": [loopback()], "worker": [loopback()]}
+    text = json.dumps(cluster)
+    nodes(text, "ps", 0)
+    nodes(text, "worker", 0)
+    with tf.device("/job:ps/task:0"):
+        w = tf.Variable(np.zeros([2, 2], np.float32), name="w")
+    with tf.device("/job:worker/task:0"):
+        x = tf.placeholder(tf.float32, [2, 2])
+        y = tf.matmul(x, w + 1.0)
+    with tf.Session("grpc://" + cluster["worker"][0]) as s:
+        s.run(tf.global_variables_initializer())
+        out = s.run(y, feed_dict={x: np.eye(2, dtype=np.float32)})
+    assert out.tolist() == [[1.0, 1.0], [1.0, 1.0]]
