@@ -413,13 +413,199 @@ def cast(x, dtype, name=None):
                           name or "Cast"))
 
 
+def _labels_logits(fn, default):
+    def op(_sentinel=None, labels=None, logits=None, name=None):
+        if _sentinel is not None:
+            raise ValueError("Only call `%s` with named arguments "
+                             "(labels=..., logits=..., ...)" % default)
+        logits = convert_to_tensor(logits)
+        labels = convert_to_tensor(labels)
+        return Tensor(fn(labels._out, logits._out, name or default))
+    return op
+
+
 class nn:  # noqa: N801 (TF's module name)
     relu = staticmethod(_unary(_C.relu, "Relu"))
     sigmoid = staticmethod(sigmoid)
     tanh = staticmethod(tanh)
+    softmax = staticmethod(_unary(_C.softmax, "Softmax"))
+    log_softmax = staticmethod(_unary(_C.log_softmax, "LogSoftmax"))
+    l2_loss = staticmethod(_unary(_C.l2_loss, "L2Loss"))
+    softmax_cross_entropy_with_logits = staticmethod(_labels_logits(
+        _C.softmax_cross_entropy_with_logits,
+        "softmax_cross_entropy_with_logits"))
+    sparse_softmax_cross_entropy_with_logits = staticmethod(_labels_logits(
+        _C.sparse_softmax_cross_entropy_with_logits,
+        "sparse_softmax_cross_entropy_with_logits"))
+    sigmoid_cross_entropy_with_logits = staticmethod(_labels_logits(
+        _C.sigmoid_cross_entropy_with_logits,
+        "sigmoid_cross_entropy_with_logits"))
+
+    @staticmethod
+    def bias_add(value, bias, name=None):
+        return Tensor(_C.bias_add(convert_to_tensor(value)._out,
+                                  convert_to_tensor(bias)._out,
+                                  name or "BiasAdd"))
 
 
 relu = nn.relu
+
+
+def argmax(input, axis=None, name=None, dimension=None):  # noqa: A002
+    axis = dimension if axis is None else axis
+    return Tensor(_C.argmax(convert_to_tensor(input)._out,
+                            0 if axis is None else int(axis),
+                            name or "ArgMax"))
+
+
+def equal(x, y, name=None):
+    x, y = _pair(x, y)
+    return Tensor(_C.equal(x._out, y._out, name or "Equal"))
+
+
+def zeros_like(tensor, name=None):
+    return Tensor(_C.zeros_like(convert_to_tensor(tensor)._out,
+                                name or "zeros_like"))
+
+
+def ones_like(tensor, name=None):
+    return Tensor(_C.ones_like(convert_to_tensor(tensor)._out,
+                               name or "ones_like"))
+
+
+def add_n(inputs, name=None):
+    return Tensor(_C.add_n([convert_to_tensor(x)._out for x in inputs],
+                           name or "AddN"))
+
+
+def transpose(a, perm=None, name=None):
+    return Tensor(_C.transpose(convert_to_tensor(a)._out,
+                               [int(p) for p in (perm or [])],
+                               name or "transpose"))
+
+
+def expand_dims(input, axis, name=None):  # noqa: A002
+    return Tensor(_C.expand_dims(convert_to_tensor(input)._out, int(axis),
+                                 name or "ExpandDims"))
+
+
+def zeros(shape, dtype=float32, name=None):
+    return Tensor(_C.zeros([int(d) for d in shape], as_dtype(dtype).name,
+                           name or "zeros"))
+
+
+def ones(shape, dtype=float32, name=None):
+    return Tensor(_C.ones([int(d) for d in shape], as_dtype(dtype).name,
+                          name or "ones"))
+
+
+def _random(fn, default):
+    def op(shape, a, b, dtype, seed, name):
+        return Tensor(fn([int(d) for d in shape], float(a), float(b),
+                         as_dtype(dtype).name, int(seed or 0),
+                         name or default))
+    return op
+
+
+_normal = _random(_C.random_normal, "random_normal")
+_truncated = _random(_C.truncated_normal, "truncated_normal")
+_uniform = _random(_C.random_uniform, "random_uniform")
+
+
+def random_normal(shape, mean=0.0, stddev=1.0, dtype=float32, seed=None,
+                  name=None):
+    return _normal(shape, mean, stddev, dtype, seed, name)
+
+
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=float32, seed=None,
+                     name=None):
+    return _truncated(shape, mean, stddev, dtype, seed, name)
+
+
+def random_uniform(shape, minval=0, maxval=None, dtype=float32, seed=None,
+                   name=None):
+    return _uniform(shape, minval, 1.0 if maxval is None else maxval, dtype,
+                    seed, name)
+
+
+def gradients(ys, xs, grad_ys=None, name="gradients"):
+    """tf.gradients: d(sum of ys)/d(x) for each x (None where no path)."""
+    ys = ys if isinstance(ys, (list, tuple)) else [ys]
+    single = not isinstance(xs, (list, tuple))
+    xs = [xs] if single else list(xs)
+    outs = _C.gradients([convert_to_tensor(y)._out for y in ys],
+                        [convert_to_tensor(x)._out for x in xs],
+                        [convert_to_tensor(g)._out for g in (grad_ys or [])],
+                        name)
+    return [Tensor(g) if g is not None else None for g in outs]
+
+
+# -- queues --------------------------------------------------------------------------
+
+
+class QueueBase:
+    """A queue of the graph (tf.QueueBase): its ops take and give lists of
+    components."""
+
+    def __init__(self, native, dtypes):
+        self._q = native
+        self.dtypes = dtypes
+
+    name = property(lambda self: self._q.name)
+    queue_ref = property(lambda self: Tensor(self._q.op.out(0)))
+
+    def _values(self, vals):
+        if not isinstance(vals, (list, tuple)):
+            vals = [vals]
+        return [convert_to_tensor(v, dtype=d)._out
+                for v, d in zip(vals, self.dtypes)]
+
+    @staticmethod
+    def _single(outs):
+        outs = [Tensor(o) for o in outs]
+        return outs[0] if len(outs) == 1 else outs
+
+    def enqueue(self, vals, name=None):
+        return Operation(self._q.enqueue(self._values(vals), name or ""))
+
+    def enqueue_many(self, vals, name=None):
+        return Operation(self._q.enqueue_many(self._values(vals), name or ""))
+
+    def dequeue(self, name=None):
+        return self._single(self._q.dequeue(name or ""))
+
+    def dequeue_many(self, n, name=None):
+        return self._single(self._q.dequeue_many(int(n), name or ""))
+
+    def dequeue_up_to(self, n, name=None):
+        return self._single(self._q.dequeue_up_to(int(n), name or ""))
+
+    def close(self, cancel_pending_enqueues=False, name=None):
+        return Operation(self._q.close(cancel_pending_enqueues, name or ""))
+
+    def size(self, name=None):
+        return Tensor(self._q.size(name or ""))
+
+    def is_closed(self, name=None):
+        return Tensor(self._q.is_closed(name or ""))
+
+
+class FIFOQueue(QueueBase):
+    """tf.FIFOQueue(capacity, dtypes, shapes=None, shared_name=None)."""
+
+    def __init__(self, capacity, dtypes, shapes=None, names=None,
+                 shared_name=None, name="fifo_queue"):
+        single = not isinstance(dtypes, (list, tuple))
+        dtypes = [as_dtype(d) for d in ([dtypes] if single else dtypes)]
+        if shapes is None:
+            shapes = []
+        elif single:
+            shapes = [shapes]
+        shapes = [s.dims if isinstance(s, TensorShape) else list(s)
+                  for s in shapes]
+        QueueBase.__init__(self, _C.fifo_queue(
+            int(capacity), [d.name for d in dtypes], shapes,
+            shared_name or "", name), dtypes)
 
 
 def placeholder(dtype, shape=None, name=None):
@@ -489,15 +675,28 @@ class Variable:
     def get_shape(self):
         return self.shape
 
+    def _number(self, value, name):
+        # A Python number without a name: the engine names its constant
+        # under the op ("AssignAdd/value"), as TF does.
+        return (name is None and isinstance(value, (int, float))
+                and not isinstance(value, type(True))
+                and self.dtype in (float32, float64))
+
     def assign(self, value, use_locking=False, name=None):
+        if self._number(value, name):
+            return Tensor(self._v.assign_value(float(value)))
         return Tensor(self._v.assign(convert_to_tensor(value, self.dtype)._out,
                                      True, name or ""))
 
     def assign_add(self, delta, use_locking=False, name=None):
+        if self._number(delta, name):
+            return Tensor(self._v.assign_add_value(float(delta)))
         return Tensor(self._v.assign_add(
             convert_to_tensor(delta, self.dtype)._out, name or ""))
 
     def assign_sub(self, delta, use_locking=False, name=None):
+        if self._number(delta, name):
+            return Tensor(self._v.assign_sub_value(float(delta)))
         return Tensor(self._v.assign_sub(
             convert_to_tensor(delta, self.dtype)._out, name or ""))
 
@@ -592,10 +791,13 @@ class _Scope:
 
 
 def device(device_name_or_function):
-    """`with tf.device("/job:ps/task:0"):` (None clears the device)."""
+    """`with tf.device("/job:ps/task:0"):` (None clears the device; a
+    tf.train.replica_device_setter places each op by its type)."""
     spec = device_name_or_function
     if spec is None:
         return _Scope(_C.clear_device_scope)
+    if isinstance(spec, _C.DeviceFunction):
+        return _Scope(lambda: _C.device_function_scope(spec))
     if callable(spec):
         raise TypeError("tf.device with a function is not supported yet: "
                         "use tf.train.replica_device_setter's device names")
@@ -648,6 +850,34 @@ class RunOptions:
     def __init__(self, timeout_in_ms=0, trace_level=0):
         self.timeout_in_ms = timeout_in_ms
         self.trace_level = trace_level
+
+
+class NodeExecStats:
+    """One node's times in a traced step (TF's NodeExecStats)."""
+
+    def __init__(self, fields):
+        (self.node_name, self.all_start_micros, self.op_start_rel_micros,
+         self.op_end_rel_micros, self.all_end_rel_micros,
+         self.timeline_label) = fields
+
+
+class DeviceStepStats:
+    def __init__(self, device, nodes):
+        self.device = device
+        self.node_stats = [NodeExecStats(n) for n in nodes]
+
+
+class StepStats:
+    def __init__(self, devices=()):
+        self.dev_stats = [DeviceStepStats(d, n) for d, n in devices]
+
+
+class RunMetadata:
+    """tf.RunMetadata: `step_stats.dev_stats` after a step run with
+    `tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)`."""
+
+    def __init__(self):
+        self.step_stats = StepStats()
 
 
 def _is_namedtuple(x):
@@ -724,7 +954,8 @@ class Session:
             elif isinstance(leaf, Operation):
                 names.append(leaf.name)
             elif isinstance(leaf, Variable):
-                names.append(leaf.value().name)
+                # The variable itself ("var:0"), as TF fetches it.
+                names.append(leaf.name)
             else:
                 self._graph.as_graph_element(leaf)  # TF's errors for a bad name
                 names.append(leaf)
@@ -732,7 +963,10 @@ class Session:
         for key, value in (feed_dict or {}).items():
             feeds.append(self._feed(key, value))
         timeout = options.timeout_in_ms if options is not None else 0
-        values = self._s.run(names, feeds, timeout)
+        trace = options.trace_level if options is not None else 0
+        values, stats = self._s.run(names, feeds, timeout, trace)
+        if run_metadata is not None and stats is not None:
+            run_metadata.step_stats = StepStats(stats)
         return rebuild(values)
 
     def _feed(self, key, value):

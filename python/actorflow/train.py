@@ -123,3 +123,110 @@ class Server:
 
     def stop(self):
         self._s.stop()
+
+
+# -- training ------------------------------------------------------------------
+
+
+def _tf():
+    # The package (train is imported at its end, so not at import time).
+    import actorflow
+    return actorflow
+
+
+class Optimizer:
+    """tf.train.Optimizer: compute_gradients, apply_gradients, minimize."""
+
+    def __init__(self, native):
+        self._o = native
+
+    def compute_gradients(self, loss, var_list=None):
+        tf = _tf()
+        pairs = self._o.compute_gradients(
+            tf.convert_to_tensor(loss)._out,
+            [v._v for v in (var_list or [])])
+        return [(tf.Tensor(g), tf.Variable(_native=v)) for g, v in pairs]
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        tf = _tf()
+        pairs = [(tf.convert_to_tensor(g)._out, v._v)
+                 for g, v in grads_and_vars]
+        return tf.Operation(self._o.apply_gradients(
+            pairs, global_step._v if global_step is not None else None,
+            name or ""))
+
+    def minimize(self, loss, global_step=None, var_list=None, name=None):
+        tf = _tf()
+        return tf.Operation(self._o.minimize(
+            tf.convert_to_tensor(loss)._out,
+            global_step._v if global_step is not None else None,
+            [v._v for v in (var_list or [])], name or ""))
+
+    def get_slot(self, var, name):
+        tf = _tf()
+        return tf.Variable(_native=self._o.get_slot(var._v, name))
+
+    def get_name(self):
+        return self._o.name
+
+
+class GradientDescentOptimizer(Optimizer):
+    def __init__(self, learning_rate, use_locking=False,
+                 name="GradientDescent"):
+        Optimizer.__init__(self, _C.GradientDescentOptimizer(
+            float(learning_rate), name))
+
+
+class MomentumOptimizer(Optimizer):
+    def __init__(self, learning_rate, momentum, use_locking=False,
+                 name="Momentum", use_nesterov=False):
+        Optimizer.__init__(self, _C.MomentumOptimizer(
+            float(learning_rate), float(momentum), bool(use_nesterov), name))
+
+
+class AdagradOptimizer(Optimizer):
+    def __init__(self, learning_rate, initial_accumulator_value=0.1,
+                 use_locking=False, name="Adagrad"):
+        Optimizer.__init__(self, _C.AdagradOptimizer(
+            float(learning_rate), float(initial_accumulator_value), name))
+
+
+class AdamOptimizer(Optimizer):
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999,
+                 epsilon=1e-08, use_locking=False, name="Adam"):
+        Optimizer.__init__(self, _C.AdamOptimizer(
+            float(learning_rate), float(beta1), float(beta2), float(epsilon),
+            name))
+
+
+def create_global_step(graph=None):
+    return _tf().Variable(_native=_C.create_global_step())
+
+
+def get_global_step(graph=None):
+    v = _C.get_global_step()
+    return None if v is None else _tf().Variable(_native=v)
+
+
+def get_or_create_global_step(graph=None):
+    return _tf().Variable(_native=_C.get_or_create_global_step())
+
+
+def replica_device_setter(ps_tasks=0, ps_device="/job:ps",
+                          worker_device="/job:worker", merge_devices=True,
+                          cluster=None, ps_ops=None, ps_strategy=None):
+    """tf.train.replica_device_setter: variables round-robin over the ps
+    tasks, every other op on `worker_device`; for `tf.device`. None when
+    there are no ps tasks (as TF)."""
+    if ps_ops is not None or ps_strategy is not None:
+        raise NotImplementedError("ps_ops and ps_strategy are not supported "
+                                  "yet: the standard ps ops round-robin")
+    spec = ClusterSpec(cluster) if cluster is not None else None
+    native = _C.replica_device_setter(
+        spec._spec if spec is not None else _C.ClusterSpec("{}"),
+        int(ps_tasks), ps_device, worker_device, bool(merge_devices))
+    if spec is None and ps_tasks == 0:
+        return None
+    if spec is not None and "ps" not in spec.jobs and ps_tasks == 0:
+        return None
+    return native

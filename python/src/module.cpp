@@ -12,14 +12,19 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "actorflow/client/cluster_spec.hpp"
+#include "actorflow/client/device_setter.hpp"
 #include "actorflow/client/server.hpp"
 #include "actorflow/client/session.hpp"
+#include "actorflow/graph/gradients.hpp"
 #include "actorflow/graph/nn_ops.hpp"
 #include "actorflow/graph/ops.hpp"
+#include "actorflow/graph/queue_ops.hpp"
+#include "actorflow/graph/training.hpp"
 
 namespace py = pybind11;
 using namespace actorflow;
@@ -185,6 +190,28 @@ std::vector<operation> ops_of(const std::vector<operation>& xs) {
 
 // -- sessions -----------------------------------------------------------------
 
+dtype parse_or_throw(const std::string& type) {
+  auto t = parse_dtype(type);
+  if (t == dtype::invalid)
+    throw op_error(error_code::invalid_argument,
+                   "unknown dtype \"" + type + "\"");
+  return t;
+}
+
+tensor_shape shape_from(const py::object& shape) {
+  if (shape.is_none())
+    return tensor_shape::unknown();
+  std::vector<int64_t> dims;
+  for (auto d : shape)
+    dims.push_back(d.is_none() ? -1 : d.cast<int64_t>());
+  return tensor_shape(std::move(dims));
+}
+
+// A device function (replica_device_setter's), for device_scope.
+struct device_fn {
+  std::optional<device_function> fn;
+};
+
 session_config config_from(int64_t operation_timeout_in_ms,
                            bool log_device_placement,
                            bool allow_soft_placement) {
@@ -335,6 +362,14 @@ PYBIND11_MODULE(_actorflow, m) {
            return v.assign_sub(x, name.empty() ? "AssignSub" : name);
          },
          py::arg("value"), py::arg("name") = "")
+    // A Python number: the constant is named under the op, as TF names
+    // it ("AssignAdd/value").
+    .def("assign_value",
+         [](const variable& v, double x) { return v.assign(x); })
+    .def("assign_add_value",
+         [](const variable& v, double x) { return v.assign_add(x); })
+    .def("assign_sub_value",
+         [](const variable& v, double x) { return v.assign_sub(x); })
     .def("count_up_to", &variable::count_up_to, py::arg("limit"),
          py::arg("name") = "CountUpTo");
   m.def("global_variables", [] { return global_variables(); });
@@ -420,6 +455,174 @@ PYBIND11_MODULE(_actorflow, m) {
         },
         py::arg("x"), py::arg("dtype"), py::arg("name") = "Cast");
 
+  // More ops: nn, random, shapes.
+  m.def("softmax", &softmax, py::arg("logits"), py::arg("name") = "Softmax");
+  m.def("log_softmax", &log_softmax, py::arg("logits"),
+        py::arg("name") = "LogSoftmax");
+  m.def("softmax_cross_entropy_with_logits",
+        &softmax_cross_entropy_with_logits, py::arg("labels"),
+        py::arg("logits"), py::arg("name") = "SoftmaxCrossEntropyWithLogits");
+  m.def("sparse_softmax_cross_entropy_with_logits",
+        &sparse_softmax_cross_entropy_with_logits, py::arg("labels"),
+        py::arg("logits"),
+        py::arg("name") = "SparseSoftmaxCrossEntropyWithLogits");
+  m.def("sigmoid_cross_entropy_with_logits",
+        &sigmoid_cross_entropy_with_logits, py::arg("labels"),
+        py::arg("logits"), py::arg("name") = "logistic_loss");
+  m.def("l2_loss", &l2_loss, py::arg("t"), py::arg("name") = "L2Loss");
+  m.def("bias_add", &bias_add, py::arg("value"), py::arg("bias"),
+        py::arg("name") = "BiasAdd");
+  m.def("argmax", &argmax, py::arg("x"), py::arg("axis"),
+        py::arg("name") = "ArgMax");
+  m.def("equal", &equal, py::arg("x"), py::arg("y"), py::arg("name") = "Equal");
+  m.def("zeros_like", &zeros_like, py::arg("x"),
+        py::arg("name") = "zeros_like");
+  m.def("ones_like", &ones_like, py::arg("x"), py::arg("name") = "ones_like");
+  m.def("add_n", &add_n, py::arg("xs"), py::arg("name") = "AddN");
+  m.def("transpose", &transpose, py::arg("x"),
+        py::arg("perm") = std::vector<int>{}, py::arg("name") = "transpose");
+  m.def("expand_dims", &expand_dims, py::arg("x"), py::arg("axis"),
+        py::arg("name") = "ExpandDims");
+  using random_fn = output (*)(std::vector<int64_t>, double, double, dtype,
+                               int64_t, const std::string&);
+  for (auto [py_name, fn] :
+       {std::pair{"random_normal", random_fn{&random_normal}},
+        std::pair{"truncated_normal", random_fn{&truncated_normal}},
+        std::pair{"random_uniform", random_fn{&random_uniform}}})
+    m.def(py_name,
+          [fn = fn](std::vector<int64_t> shape, double a, double b,
+                    const std::string& type, int64_t seed,
+                    const std::string& name) {
+            return fn(std::move(shape), a, b, parse_or_throw(type), seed, name);
+          },
+          py::arg("shape"), py::arg("a"), py::arg("b"), py::arg("dtype"),
+          py::arg("seed"), py::arg("name"));
+  m.def("zeros",
+        [](std::vector<int64_t> shape, const std::string& type,
+           const std::string& name) {
+          return zeros(std::move(shape), parse_or_throw(type), name);
+        },
+        py::arg("shape"), py::arg("dtype"), py::arg("name") = "zeros");
+  m.def("ones",
+        [](std::vector<int64_t> shape, const std::string& type,
+           const std::string& name) {
+          return ones(std::move(shape), parse_or_throw(type), name);
+        },
+        py::arg("shape"), py::arg("dtype"), py::arg("name") = "ones");
+
+  // Training: gradients, the global step, optimizers.
+  m.def("gradients", &gradients, py::arg("ys"), py::arg("xs"),
+        py::arg("grad_ys") = std::vector<output>{},
+        py::arg("name") = "gradients");
+  m.def("create_global_step", &create_global_step);
+  m.def("get_global_step", [] {
+    auto v = get_global_step();
+    return v.op().valid() ? py::cast(v) : py::object(py::none());
+  });
+  m.def("get_or_create_global_step", &get_or_create_global_step);
+  py::class_<optimizer>(m, "Optimizer")
+    .def("compute_gradients", &optimizer::compute_gradients,
+         py::arg("loss"), py::arg("var_list") = std::vector<variable>{})
+    .def("apply_gradients",
+         [](optimizer& o, const grads_and_vars& gv,
+            std::optional<variable> step, const std::string& name) {
+           return o.apply_gradients(gv, step ? &*step : nullptr, name);
+         },
+         py::arg("grads_and_vars"), py::arg("global_step") = py::none(),
+         py::arg("name") = "")
+    .def("minimize",
+         [](optimizer& o, const output& loss, std::optional<variable> step,
+            std::vector<variable> vars, const std::string& name) {
+           return o.minimize(loss, step ? &*step : nullptr, std::move(vars),
+                             name);
+         },
+         py::arg("loss"), py::arg("global_step") = py::none(),
+         py::arg("var_list") = std::vector<variable>{}, py::arg("name") = "")
+    .def("get_slot", &optimizer::get_slot)
+    .def_property_readonly("name", &optimizer::name);
+  py::class_<gradient_descent_optimizer, optimizer>(m,
+                                                    "GradientDescentOptimizer")
+    .def(py::init<double, const std::string&>(), py::arg("learning_rate"),
+         py::arg("name") = "GradientDescent");
+  py::class_<momentum_optimizer, optimizer>(m, "MomentumOptimizer")
+    .def(py::init<double, double, bool, const std::string&>(),
+         py::arg("learning_rate"), py::arg("momentum"),
+         py::arg("use_nesterov") = false, py::arg("name") = "Momentum");
+  py::class_<adagrad_optimizer, optimizer>(m, "AdagradOptimizer")
+    .def(py::init<double, double, const std::string&>(),
+         py::arg("learning_rate"), py::arg("initial_accumulator_value") = 0.1,
+         py::arg("name") = "Adagrad");
+  py::class_<adam_optimizer, optimizer>(m, "AdamOptimizer")
+    .def(py::init<double, double, double, double, const std::string&>(),
+         py::arg("learning_rate") = 0.001, py::arg("beta1") = 0.9,
+         py::arg("beta2") = 0.999, py::arg("epsilon") = 1e-8,
+         py::arg("name") = "Adam");
+
+  // replica_device_setter: a device function that tf.device opens.
+  py::class_<device_fn>(m, "DeviceFunction");
+  m.def("replica_device_setter",
+        [](const cluster_spec& cluster, int ps_tasks,
+           const std::string& ps_device, const std::string& worker_device,
+           bool merge_devices) {
+          replica_device_setter_options o;
+          o.ps_tasks = ps_tasks;
+          o.ps_device = ps_device;
+          o.worker_device = worker_device;
+          o.merge_devices = merge_devices;
+          if (cluster.empty())
+            return device_fn{replica_device_setter(o)};
+          return device_fn{replica_device_setter(cluster, o)};
+        },
+        py::arg("cluster"), py::arg("ps_tasks"), py::arg("ps_device"),
+        py::arg("worker_device"), py::arg("merge_devices"));
+  m.def("device_function_scope", [](const device_fn& f) {
+    return open_scope<device_scope>(f.fn);
+  });
+
+  // Queues (tf.FIFOQueue).
+  py::class_<queue_base>(m, "Queue")
+    .def_property_readonly("name", &queue_base::name)
+    .def_property_readonly("op", &queue_base::op)
+    .def_property_readonly("dtypes",
+                           [](const queue_base& q) {
+                             std::vector<std::string> out;
+                             for (auto t : q.dtypes())
+                               out.emplace_back(to_string(t));
+                             return out;
+                           })
+    .def("enqueue", &queue_base::enqueue, py::arg("values"),
+         py::arg("name") = "")
+    .def("enqueue_many", &queue_base::enqueue_many, py::arg("values"),
+         py::arg("name") = "")
+    .def("dequeue", &queue_base::dequeue, py::arg("name") = "")
+    .def("dequeue_many",
+         py::overload_cast<int32_t, const std::string&>(
+           &queue_base::dequeue_many),
+         py::arg("n"), py::arg("name") = "")
+    .def("dequeue_up_to",
+         py::overload_cast<int32_t, const std::string&>(
+           &queue_base::dequeue_up_to),
+         py::arg("n"), py::arg("name") = "")
+    .def("close", &queue_base::close,
+         py::arg("cancel_pending_enqueues") = false, py::arg("name") = "")
+    .def("size", &queue_base::size, py::arg("name") = "")
+    .def("is_closed", &queue_base::is_closed, py::arg("name") = "");
+  m.def("fifo_queue",
+        [](int32_t capacity, const std::vector<std::string>& types,
+           const std::vector<py::object>& shapes,
+           const std::string& shared_name, const std::string& name) {
+          std::vector<dtype> ts;
+          for (auto& t : types)
+            ts.push_back(parse_or_throw(t));
+          std::vector<tensor_shape> ss;
+          for (auto& s : shapes)
+            ss.push_back(shape_from(s));
+          return queue_base{fifo_queue{capacity, std::move(ts), std::move(ss),
+                                       shared_name, name}};
+        },
+        py::arg("capacity"), py::arg("dtypes"), py::arg("shapes"),
+        py::arg("shared_name"), py::arg("name"));
+
   // Clusters and servers.
   py::class_<cluster_spec>(m, "ClusterSpec")
     .def(py::init([](const std::string& json) {
@@ -473,24 +676,45 @@ PYBIND11_MODULE(_actorflow, m) {
     .def("run",
          [](session& s, const std::vector<std::string>& names,
             const std::vector<std::pair<output, py::array>>& feeds,
-            int64_t timeout_ms) {
+            int64_t timeout_ms, int32_t trace_level) {
            std::vector<fetch> fetches(names.begin(), names.end());
            feed_dict fd;
            for (auto& [x, arr] : feeds)
              fd.emplace_back(x, from_numpy(arr));
            run_options o;
            o.timeout_in_ms = timeout_ms;
+           o.trace_level = trace_level;
            std::vector<tensor> out;
+           run_metadata md;
            {
              py::gil_scoped_release unlocked;
-             out = s.run(fetches, fd, o);
+             out = s.run(fetches, fd, o, &md);
            }
            py::list values;
            for (auto& t : out)
              values.append(to_numpy(t));
-           return values;
+           // The step's stats (RunMetadata.step_stats), when it was traced:
+           // per device, its nodes' (name, all_start_micros,
+           // op_start_rel_micros, op_end_rel_micros, all_end_rel_micros,
+           // timeline_label).
+           py::object stats = py::none();
+           if (md.has_step_stats) {
+             py::list devices;
+             for (auto& d : md.stats.dev_stats) {
+               py::list nodes;
+               for (auto& n : d.node_stats)
+                 nodes.append(py::make_tuple(
+                   n.node_name, n.all_start_micros, n.op_start_rel_micros,
+                   n.op_end_rel_micros, n.all_end_rel_micros,
+                   n.timeline_label));
+               devices.append(py::make_tuple(d.device, nodes));
+             }
+             stats = devices;
+           }
+           return py::make_tuple(values, stats);
          },
-         py::arg("fetches"), py::arg("feeds"), py::arg("timeout_in_ms") = 0)
+         py::arg("fetches"), py::arg("feeds"), py::arg("timeout_in_ms") = 0,
+         py::arg("trace_level") = 0)
     .def("close", &session::close, py::call_guard<py::gil_scoped_release>())
     .def_static("reset",
                 [](const std::string& target,

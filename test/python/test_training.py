@@ -1,0 +1,147 @@
+"""Gradients, optimizers, the global step, replica_device_setter and
+queues from Python (issue 32 §1)."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import actorflow as tf
+
+from conftest import loopback
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+    yield
+
+
+def test_gradients_match_the_derivative():
+    x = tf.placeholder(tf.float32, [3])
+    y = tf.reduce_sum(tf.square(x) * 3.0)
+    (dx,) = tf.gradients(y, [x])
+    s = tf.Session()
+    value = np.array([1.0, -2.0, 0.5], np.float32)
+    np.testing.assert_allclose(s.run(dx, {x: value}), 6 * value)
+    # A single x gives a list of one, as TF.
+    assert len(tf.gradients(y, x)) == 1
+
+
+@pytest.mark.parametrize("make", [
+    lambda: tf.train.GradientDescentOptimizer(0.1),
+    lambda: tf.train.MomentumOptimizer(0.05, 0.9),
+    lambda: tf.train.AdagradOptimizer(0.5),
+    lambda: tf.train.AdamOptimizer(0.1),
+])
+def test_each_optimizer_minimizes_a_quadratic(make):
+    w = tf.Variable([5.0, -3.0], name="w")
+    loss = tf.reduce_sum(tf.square(w - tf.constant([1.0, 2.0])))
+    step = tf.train.get_or_create_global_step()
+    train_op = make().minimize(loss, global_step=step)
+    s = tf.Session()
+    s.run(tf.global_variables_initializer())
+    first = s.run(loss)
+    for _ in range(200):
+        s.run(train_op)
+    assert s.run(loss) < first * 0.01
+    assert s.run(step) == 200
+
+
+def test_adam_has_its_slots_and_apply_gradients_takes_pairs():
+    w = tf.Variable([1.0], name="w")
+    loss = tf.reduce_sum(w * w)
+    opt = tf.train.AdamOptimizer()
+    pairs = opt.compute_gradients(loss)
+    assert [v.name for _, v in pairs] == [w.name]
+    train_op = opt.apply_gradients(pairs)
+    assert opt.get_slot(w, "m").name.startswith("w/Adam")
+    s = tf.Session()
+    s.run(tf.global_variables_initializer())
+    s.run(train_op)
+    assert s.run(w)[0] < 1.0
+
+
+def test_replica_device_setter_places_variables_on_ps_tasks():
+    cluster = tf.train.ClusterSpec({"ps": ["h:1", "h:2"], "worker": ["h:3"]})
+    with tf.device(tf.train.replica_device_setter(cluster=cluster)):
+        a = tf.Variable(1.0, name="a")
+        b = tf.Variable(2.0, name="b")
+        c = a + b
+    assert a.device == "/job:ps/task:0"
+    assert b.device == "/job:ps/task:1"
+    assert c.device == "/job:worker"
+    assert tf.train.replica_device_setter(cluster={"worker": ["h:3"]}) is None
+
+
+def test_a_fifo_queue_in_order_and_closed():
+    q = tf.FIFOQueue(10, [tf.int32, tf.string], shapes=[[], []])
+    enq = q.enqueue_many([[1, 2, 3], ["a", "b", "c"]])
+    x, label = q.dequeue()
+    batch = q.dequeue_many(2)
+    size = q.size()
+    close = q.close()
+    s = tf.Session()
+    s.run(enq)
+    assert s.run(size) == 3
+    assert s.run([x, label]) == [1, b"a"]
+    out = s.run(batch)
+    assert out[0].tolist() == [2, 3] and out[1].tolist() == [b"b", b"c"]
+    s.run(close)
+    with pytest.raises(tf.errors.OutOfRangeError, match="closed"):
+        s.run(x)
+    with pytest.raises(tf.errors.DeadlineExceededError):
+        q2 = tf.FIFOQueue(1, tf.float32)
+        s.run(q2.dequeue(), options=tf.RunOptions(timeout_in_ms=200))
+
+
+def test_threads_feed_a_queue_while_another_dequeues():
+    q = tf.FIFOQueue(2, tf.float32, shapes=[])
+    p = tf.placeholder(tf.float32, [])
+    enq = q.enqueue(p)
+    deq = q.dequeue()
+    s = tf.Session()
+    got = []
+
+    def consume():
+        for _ in range(20):
+            got.append(float(s.run(deq)))
+
+    t = threading.Thread(target=consume)
+    t.start()
+    for i in range(20):
+        s.run(enq, {p: float(i)})  # blocks while the queue is full
+    t.join(30)
+    assert got == [float(i) for i in range(20)]
+
+
+def test_logistic_regression_trains_across_a_ps_and_a_worker():
+    spec = tf.train.ClusterSpec({"ps": [loopback()], "worker": [loopback()]})
+    ps = tf.train.Server(spec, "ps", 0)
+    worker = tf.train.Server(spec, "worker", 0)
+    rng = np.random.RandomState(0)
+    xs = rng.randn(256, 4).astype(np.float32)
+    ys = (xs @ np.array([1.0, -2.0, 0.5, 0.0]) > 0).astype(np.int32)
+    with tf.device(tf.train.replica_device_setter(
+            cluster=spec, worker_device="/job:worker/task:0")):
+        x = tf.placeholder(tf.float32, [None, 4])
+        y = tf.placeholder(tf.int32, [None])
+        w = tf.Variable(tf.zeros([4, 2]), name="w")
+        b = tf.Variable(tf.zeros([2]), name="b")
+        logits = tf.nn.bias_add(tf.matmul(x, w), b)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=y, logits=logits))
+        step = tf.train.get_or_create_global_step()
+        train_op = tf.train.GradientDescentOptimizer(0.5).minimize(
+            loss, global_step=step)
+        correct = tf.equal(tf.cast(tf.argmax(logits, 1), tf.int32), y)
+        accuracy = tf.reduce_mean(tf.cast(correct, tf.float32))
+    assert w.device == "/job:ps/task:0"
+    with tf.Session(worker.target) as s:
+        s.run(tf.global_variables_initializer())
+        for _ in range(100):
+            s.run(train_op, {x: xs, y: ys})
+        assert s.run(accuracy, {x: xs, y: ys}) > 0.9
+        assert s.run(step) == 100
+    worker.stop()
+    ps.stop()
