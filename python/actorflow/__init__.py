@@ -478,6 +478,56 @@ def add_n(inputs, name=None):
                            name or "AddN"))
 
 
+def split(value, num_or_size_splits, axis=0, num=None, name="split"):
+    """tf.split into equal parts; also TF 0.x's split(split_dim,
+    num_split, value), as old programs call it."""
+    if isinstance(value, int) and not isinstance(num_or_size_splits, Tensor) \
+            and isinstance(axis, (Tensor, Variable, list, np.ndarray)):
+        # split(split_dim, num_split, value)
+        value, num_or_size_splits, axis = axis, num_or_size_splits, value
+    if not isinstance(num_or_size_splits, int):
+        raise NotImplementedError("tf.split with sizes is not supported yet: "
+                                  "give the number of equal parts")
+    return [Tensor(o) for o in _C.split(convert_to_tensor(value)._out,
+                                        num_or_size_splits, int(axis), name)]
+
+
+def concat(values, axis, name="concat"):
+    return Tensor(_C.concat([convert_to_tensor(v)._out for v in values],
+                            int(axis), name))
+
+
+def stack(values, axis=0, name="stack"):
+    return Tensor(_C.stack([convert_to_tensor(v)._out for v in values],
+                           int(axis), name))
+
+
+pack = stack  # TF 0.x's name
+
+
+def Print(input_, data, message=None, first_n=None, summarize=None,  # noqa: N802
+          name=None):
+    """tf.Print: `input_` unchanged; logs `message` and `data` (to stderr)
+    each time it runs."""
+    return Tensor(_C.print(convert_to_tensor(input_)._out,
+                           [convert_to_tensor(d)._out for d in data],
+                           message or "", -1 if first_n is None else first_n,
+                           3 if summarize is None else summarize,
+                           name or "Print"))
+
+
+class truncated_normal_initializer:  # noqa: N801 (TF's name)
+    """tf.truncated_normal_initializer: called with a shape, a
+    truncated_normal tensor."""
+
+    def __init__(self, mean=0.0, stddev=1.0, seed=None, dtype=float32):
+        self.mean, self.stddev, self.seed, self.dtype = mean, stddev, seed, dtype
+
+    def __call__(self, shape, dtype=None):
+        return truncated_normal(shape, self.mean, self.stddev,
+                                dtype or self.dtype, self.seed)
+
+
 def transpose(a, perm=None, name=None):
     return Tensor(_C.transpose(convert_to_tensor(a)._out,
                                [int(p) for p in (perm or [])],
@@ -913,6 +963,52 @@ def _flatten(fetches, leaves):
                                      type(fetches).__name__))
 
 
+def _feed(graph, key, value):
+    """A feed_dict entry as (output, C-contiguous array), with TF's checks."""
+    if isinstance(key, str):
+        key = graph.get_tensor_by_name(key)
+    elif isinstance(key, Variable):
+        key = key.value()
+    if not isinstance(key, Tensor):
+        raise TypeError("Cannot interpret feed_dict key as Tensor: %r"
+                        % (key,))
+    if isinstance(value, (Tensor, Variable)):
+        raise TypeError(
+            "The value of a feed cannot be a tf.Tensor object. "
+            "Acceptable feed values include Python scalars, strings, "
+            "lists, numpy ndarrays, or TensorHandles.")
+    try:
+        arr = _numpy_value(value, key.dtype)
+    except (TypeError, ValueError) as e:
+        raise ValueError("Cannot feed value for Tensor '%s' of dtype %s: "
+                         "%s" % (key.name, key.dtype.name, e)) from None
+    if not key.shape.is_compatible_with(TensorShape(list(arr.shape))):
+        raise ValueError(
+            "Cannot feed value of shape %r for Tensor '%s', which has "
+            "shape '%r'" % (TensorShape(list(arr.shape)), key.name,
+                            key.shape))
+    return (key._out, arr)
+
+
+def _prepare(graph, fetches, feed_dict):
+    """A step's fetch names, feeds, and how to rebuild the fetch
+    structure from the values."""
+    leaves = []
+    rebuild = _flatten(fetches, leaves)
+    names = []
+    for leaf in leaves:
+        if isinstance(leaf, (Tensor, Operation)):
+            names.append(leaf.name)
+        elif isinstance(leaf, Variable):
+            # The variable itself ("var:0"), as TF fetches it.
+            names.append(leaf.name)
+        else:
+            graph.as_graph_element(leaf)  # TF's errors for a bad name
+            names.append(leaf)
+    feeds = [_feed(graph, k, v) for k, v in (feed_dict or {}).items()]
+    return names, feeds, rebuild
+
+
 _sessions = threading.local()
 
 
@@ -945,56 +1041,13 @@ class Session:
         (numpy arrays; a fetched Operation gives None)."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        leaves = []
-        rebuild = _flatten(fetches, leaves)
-        names = []
-        for leaf in leaves:
-            if isinstance(leaf, Tensor):
-                names.append(leaf.name)
-            elif isinstance(leaf, Operation):
-                names.append(leaf.name)
-            elif isinstance(leaf, Variable):
-                # The variable itself ("var:0"), as TF fetches it.
-                names.append(leaf.name)
-            else:
-                self._graph.as_graph_element(leaf)  # TF's errors for a bad name
-                names.append(leaf)
-        feeds = []
-        for key, value in (feed_dict or {}).items():
-            feeds.append(self._feed(key, value))
+        names, feeds, rebuild = _prepare(self._graph, fetches, feed_dict)
         timeout = options.timeout_in_ms if options is not None else 0
         trace = options.trace_level if options is not None else 0
         values, stats = self._s.run(names, feeds, timeout, trace)
         if run_metadata is not None and stats is not None:
             run_metadata.step_stats = StepStats(stats)
         return rebuild(values)
-
-    def _feed(self, key, value):
-        if isinstance(key, str):
-            key = self._graph.get_tensor_by_name(key)
-        elif isinstance(key, Variable):
-            key = key.value()
-        if not isinstance(key, Tensor):
-            raise TypeError("The value of a feed cannot be a tf.Tensor "
-                            "object." if isinstance(value, Tensor) else
-                            "Cannot interpret feed_dict key as Tensor: "
-                            "%r" % (key,))
-        if isinstance(value, (Tensor, Variable)):
-            raise TypeError(
-                "The value of a feed cannot be a tf.Tensor object. "
-                "Acceptable feed values include Python scalars, strings, "
-                "lists, numpy ndarrays, or TensorHandles.")
-        try:
-            arr = _numpy_value(value, key.dtype)
-        except (TypeError, ValueError) as e:
-            raise ValueError("Cannot feed value for Tensor '%s' of dtype %s: "
-                             "%s" % (key.name, key.dtype.name, e)) from None
-        if not key.shape.is_compatible_with(TensorShape(list(arr.shape))):
-            raise ValueError(
-                "Cannot feed value of shape %r for Tensor '%s', which has "
-                "shape '%r'" % (TensorShape(list(arr.shape)), key.name,
-                                key.shape))
-        return (key._out, arr)
 
     def close(self):
         if not self._closed:

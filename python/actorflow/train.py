@@ -66,6 +66,10 @@ class ClusterSpec:
                 out[job] = tasks
         return out
 
+    def as_cluster_def(self):
+        """The ClusterDef protobuf's text form, as TF prints it."""
+        return self._spec.as_cluster_def()
+
     def __eq__(self, other):
         return isinstance(other, ClusterSpec) and (
             self.as_dict() == other.as_dict())
@@ -230,3 +234,104 @@ def replica_device_setter(ps_tasks=0, ps_device="/job:ps",
     if spec is not None and "ps" not in spec.jobs and ps_tasks == 0:
         return None
     return native
+
+
+# -- monitored training ------------------------------------------------------------
+
+
+class SessionRunHook:
+    """The engine's hooks (StopAtStepHook, NanTensorHook). Hooks written
+    in Python are not supported yet."""
+
+    def __init__(self, native):
+        self._h = native
+
+
+class StopAtStepHook(SessionRunHook):
+    """Requests a stop after `num_steps` more global steps, or at
+    `last_step`."""
+
+    def __init__(self, num_steps=None, last_step=None):
+        if (num_steps is None) == (last_step is None):
+            raise ValueError("One of num_steps or last_step must be "
+                             "specified.")
+        SessionRunHook.__init__(self, _C.StopAtStepHook(num_steps, last_step))
+
+
+class NanTensorHook(SessionRunHook):
+    """Fails the step (or requests a stop) when the loss is NaN."""
+
+    def __init__(self, loss_tensor, fail_on_nan_loss=True):
+        SessionRunHook.__init__(self, _C.NanTensorHook(
+            _tf().convert_to_tensor(loss_tensor)._out, fail_on_nan_loss))
+
+
+class NanLossDuringTrainingError(RuntimeError):
+    """A NanTensorHook saw a NaN loss (tf.train's class)."""
+
+
+class _MonitoredSession:
+    def __init__(self, native, graph):
+        self._s = native
+        self._graph = graph
+
+    graph = property(lambda self: self._graph)
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        names, feeds, rebuild = _tf()._prepare(self._graph, fetches,
+                                               feed_dict)
+        timeout = options.timeout_in_ms if options is not None else 0
+        try:
+            values = self._s.run(names, feeds, timeout)
+        except _tf().errors.InvalidArgumentError as e:
+            # NanTensorHook's failure is TF's NanLossDuringTrainingError.
+            if str(e).startswith("NaN loss during training"):
+                raise NanLossDuringTrainingError(str(e)) from e
+            raise
+        return rebuild(values)
+
+    def should_stop(self):
+        return self._s.should_stop()
+
+    def close(self):
+        self._s.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def MonitoredTrainingSession(master="", is_chief=True,  # noqa: N802
+                             checkpoint_dir=None, scaffold=None, hooks=None,
+                             chief_only_hooks=None,
+                             save_checkpoint_secs=600,
+                             save_summaries_steps=None,
+                             save_summaries_secs=None, config=None,
+                             stop_grace_period_secs=120,
+                             log_step_count_steps=100,
+                             save_checkpoint_steps=None):
+    """tf.train.MonitoredTrainingSession: the chief initializes or restores
+    the variables (and saves checkpoints in `checkpoint_dir`), the others
+    wait for it; `hooks` run around every step; `run` recovers from a lost
+    task by making the session again."""
+    if scaffold is not None:
+        raise NotImplementedError("scaffold is not supported yet")
+    for h in list(hooks or []) + list(chief_only_hooks or []):
+        if not isinstance(h, SessionRunHook):
+            raise TypeError("hooks written in Python are not supported yet: "
+                            "%r" % (h,))
+    if save_checkpoint_steps is not None:
+        save_checkpoint_secs = None
+    tf = _tf()
+    graph = tf.get_default_graph()
+    timeout = config.operation_timeout_in_ms if config is not None else 0
+    native = _C.monitored_training_session(
+        master, bool(is_chief), checkpoint_dir or "",
+        [h._h for h in hooks or []], [h._h for h in chief_only_hooks or []],
+        None if save_checkpoint_secs is None else float(save_checkpoint_secs),
+        None if save_checkpoint_steps is None else int(save_checkpoint_steps),
+        int(log_step_count_steps or 0), graph._g, int(timeout))
+    return _MonitoredSession(native, graph)

@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "actorflow/client/basic_session_run_hooks.hpp"
 #include "actorflow/client/cluster_spec.hpp"
+#include "actorflow/client/monitored_session.hpp"
 #include "actorflow/client/device_setter.hpp"
 #include "actorflow/client/server.hpp"
 #include "actorflow/client/session.hpp"
@@ -479,6 +481,15 @@ PYBIND11_MODULE(_actorflow, m) {
         py::arg("name") = "zeros_like");
   m.def("ones_like", &ones_like, py::arg("x"), py::arg("name") = "ones_like");
   m.def("add_n", &add_n, py::arg("xs"), py::arg("name") = "AddN");
+  m.def("split", &split, py::arg("value"), py::arg("num_split"),
+        py::arg("axis"), py::arg("name") = "split");
+  m.def("concat", &concat, py::arg("values"), py::arg("axis"),
+        py::arg("name") = "concat");
+  m.def("stack", &stack, py::arg("values"), py::arg("axis"),
+        py::arg("name") = "stack");
+  m.def("print", &print, py::arg("input"), py::arg("data"),
+        py::arg("message"), py::arg("first_n"), py::arg("summarize"),
+        py::arg("name") = "Print");
   m.def("transpose", &transpose, py::arg("x"),
         py::arg("perm") = std::vector<int>{}, py::arg("name") = "transpose");
   m.def("expand_dims", &expand_dims, py::arg("x"), py::arg("axis"),
@@ -623,12 +634,79 @@ PYBIND11_MODULE(_actorflow, m) {
         py::arg("capacity"), py::arg("dtypes"), py::arg("shapes"),
         py::arg("shared_name"), py::arg("name"));
 
+  // Monitored training sessions and the engine's hooks.
+  py::class_<session_run_hook, std::shared_ptr<session_run_hook>>(
+    m, "SessionRunHook");
+  py::class_<stop_at_step_hook, session_run_hook,
+             std::shared_ptr<stop_at_step_hook>>(m, "StopAtStepHook")
+    .def(py::init<std::optional<int64_t>, std::optional<int64_t>>(),
+         py::arg("num_steps"), py::arg("last_step"));
+  py::class_<nan_tensor_hook, session_run_hook,
+             std::shared_ptr<nan_tensor_hook>>(m, "NanTensorHook")
+    .def(py::init([](const output& loss, bool fail) {
+           return std::make_shared<nan_tensor_hook>(loss, fail);
+         }),
+         py::arg("loss_tensor"), py::arg("fail_on_nan_loss"));
+  py::class_<monitored_session>(m, "MonitoredSession")
+    .def("run",
+         [](monitored_session& s, const std::vector<std::string>& names,
+            const std::vector<std::pair<output, py::array>>& feeds,
+            int64_t timeout_ms) {
+           std::vector<fetch> fetches(names.begin(), names.end());
+           feed_dict fd;
+           for (auto& [x, arr] : feeds)
+             fd.emplace_back(x, from_numpy(arr));
+           run_options o;
+           o.timeout_in_ms = timeout_ms;
+           std::vector<tensor> out;
+           {
+             py::gil_scoped_release unlocked;
+             out = s.run(fetches, fd, o);
+           }
+           py::list values;
+           for (auto& t : out)
+             values.append(to_numpy(t));
+           return values;
+         },
+         py::arg("fetches"), py::arg("feeds"), py::arg("timeout_in_ms") = 0)
+    .def("should_stop", &monitored_session::should_stop,
+         py::call_guard<py::gil_scoped_release>())
+    .def("close", &monitored_session::close,
+         py::call_guard<py::gil_scoped_release>());
+  m.def("monitored_training_session",
+        [](const std::string& master, bool is_chief,
+           const std::string& checkpoint_dir, session_run_hooks hooks,
+           session_run_hooks chief_only_hooks,
+           std::optional<double> save_checkpoint_secs,
+           std::optional<int64_t> save_checkpoint_steps,
+           int64_t log_step_count_steps, graph* g, int64_t timeout_ms) {
+          monitored_training_session_options o;
+          o.master = master;
+          o.is_chief = is_chief;
+          o.checkpoint_dir = checkpoint_dir;
+          o.hooks = std::move(hooks);
+          o.chief_only_hooks = std::move(chief_only_hooks);
+          o.save_checkpoint_secs = save_checkpoint_secs;
+          o.save_checkpoint_steps = save_checkpoint_steps;
+          o.log_step_count_steps = log_step_count_steps;
+          o.g = g;
+          o.config.operation_timeout_in_ms = timeout_ms;
+          py::gil_scoped_release unlocked;
+          return monitored_training_session(std::move(o));
+        },
+        py::arg("master"), py::arg("is_chief"), py::arg("checkpoint_dir"),
+        py::arg("hooks"), py::arg("chief_only_hooks"),
+        py::arg("save_checkpoint_secs"), py::arg("save_checkpoint_steps"),
+        py::arg("log_step_count_steps"), py::arg("graph"),
+        py::arg("operation_timeout_in_ms"));
+
   // Clusters and servers.
   py::class_<cluster_spec>(m, "ClusterSpec")
     .def(py::init([](const std::string& json) {
       return cluster_spec::from_json(json);
     }))
     .def("to_json", &cluster_spec::to_json)
+    .def("as_cluster_def", &cluster_spec::as_cluster_def)
     .def("jobs", &cluster_spec::jobs)
     .def("num_tasks", &cluster_spec::num_tasks)
     .def("task_indices", &cluster_spec::task_indices)

@@ -10,10 +10,11 @@ EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 
 def run(name):
+    # What the program prints is its stdout; the engine logs to stderr.
     done = subprocess.run([sys.executable, os.path.join(EXAMPLES, name)],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, timeout=120)
-    assert done.returncode == 0, done.stdout
+    assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
 
@@ -74,3 +75,59 @@ def test_seed003_control_dependencies_and_a_session_on_worker_1():
         "control inputs of x: ['Const', 'add']",
         "3.0",
     ]
+
+
+def test_seed002_hello_cluster_spec_and_a_net_on_two_ps_tasks():
+    out = run("seed002_local_server.py")
+    lines = out.splitlines()
+    assert lines[0] == "b'Hello, distributed TensorFlow!'"
+    assert lines[1:3] == [">>> cluster.jobs", "['ps', 'worker']"]
+    assert 'job {\n  name: "ps"\n  tasks {\n    value: "127.0.0.1:' in out
+    assert '  tasks {\n    key: 2\n' in out
+    tail = lines[lines.index(">>> cluster.as_dict() == dict"):]
+    assert tail == [
+        ">>> cluster.as_dict() == dict", "True",
+        ">>> cluster.job_tasks('worker') == dict['worker']", "True",
+        ">>> cluster.num_tasks('worker')", "3",
+        ">>> cluster.task_address('worker', 2) == dict['worker'][2]", "True",
+        ">>> cluster.task_indices('worker')", "[0, 1, 2]",
+        "w1: /job:ps/task:0", "b1: /job:ps/task:0",
+        "w2: /job:ps/task:1", "b2: /job:ps/task:1",
+        "logits: /job:worker/task:2",
+        "logits shape: (32, 3)",
+        "loss went down: True",
+    ]
+
+
+def test_seed001_cluster_spec_pinning_and_a_reduce_across_two_workers():
+    out = run("seed001_cluster_reduce.py")
+    lines = out.splitlines()
+    assert lines[0] == "['ps', 'worker']"
+    assert lines[1].startswith("ps ['127.0.0.1:")
+    assert lines[2].startswith("worker ['127.0.0.1:")
+    assert lines[3:] == [
+        "['/job:worker/task:0', '/job:worker/task:1']",
+        "['/job:ps/task:0', '/job:ps/task:1']",
+        "''",
+        "'/job:ps/task:1'",
+        "/job:worker/task:0",
+        "/job:worker/task:1",
+        "1000",
+        "''",
+    ]
+
+
+def test_train_mnist_across_a_ps_and_two_worker_processes():
+    if not os.path.exists("/usr/share/datasets/fashion-mnist"):
+        import pytest
+        pytest.skip("Fashion-MNIST is not installed (dataset-fashion-mnist)")
+    done = subprocess.run(
+        [sys.executable, os.path.join(EXAMPLES, "train_mnist.py"),
+         "--local", "2", "--train_steps", "600", "--hidden", "64"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "worker 0: done: " in out and "worker 1: done: " in out, out
+    accuracy = float(out.split("test accuracy: ")[1].split()[0])
+    assert accuracy > 0.75, out

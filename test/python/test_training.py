@@ -145,3 +145,36 @@ def test_logistic_regression_trains_across_a_ps_and_a_worker():
         assert s.run(step) == 100
     worker.stop()
     ps.stop()
+
+
+def test_monitored_training_session_stops_at_its_step_and_checks_nan():
+    w = tf.Variable([5.0], name="w")
+    loss = tf.reduce_sum(tf.square(w))
+    step = tf.train.get_or_create_global_step()
+    train_op = tf.train.GradientDescentOptimizer(0.1).minimize(
+        loss, global_step=step)
+    hooks = [tf.train.StopAtStepHook(last_step=30),
+             tf.train.NanTensorHook(loss)]
+    runs = 0
+    with tf.train.MonitoredTrainingSession(hooks=hooks,
+                                           log_step_count_steps=0) as sess:
+        while not sess.should_stop():
+            out = sess.run({"step": step, "train": train_op})
+            runs += 1
+    assert runs == 30 and out["step"] == 29
+    with pytest.raises(ValueError, match="One of num_steps or last_step"):
+        tf.train.StopAtStepHook()
+    with pytest.raises(TypeError, match="hooks written in Python"):
+        tf.train.MonitoredTrainingSession(hooks=[object()])
+
+
+def test_a_nan_loss_fails_the_step():
+    p = tf.placeholder(tf.float32, [])
+    loss = p * 1.0
+    with tf.train.MonitoredTrainingSession(
+            hooks=[tf.train.NanTensorHook(loss)],
+            log_step_count_steps=0) as sess:
+        sess.run(loss, {p: 1.0})
+        with pytest.raises(tf.train.NanLossDuringTrainingError,
+                           match="NaN loss during training"):
+            sess.run(loss, {p: float("nan")})
