@@ -61,13 +61,18 @@ void members_changed(master_self self, const membership::member_map& before,
   auto version = " (membership version " + std::to_string(st.members.version())
                  + ")";
   auto& reg = monitoring::registry::instance();
-  // A ClusterSpec task going down or coming back is logged only: the
-  // monitor's peers are the connections this task holds, and the one that
-  // held one saw it go (the master's down handler) or come back.
+  // A ClusterSpec task going down or coming back is not a peer change
+  // (the monitor's peers are the connections this task holds, and the one
+  // that held one saw it go or come back), and only the authority logs
+  // it, not for a task that shut down in order (the end of a program
+  // stops each of its servers).
+  bool quiet = !is_authority(st)
+               || why.find("user_shutdown") != std::string::npos;
   for (auto& [name, address] : st.members.members())
     if (before.count(name) == 0) {
       if (st.members.can_go_down(name)) {
-        log_line(self, name + " is back at " + address + version);
+        if (is_authority(st))
+          log_line(self, name + " is back at " + address + version);
         continue;
       }
       log_line(self, name + " joined at " + address + version);
@@ -79,8 +84,9 @@ void members_changed(master_self self, const membership::member_map& before,
   for (auto& [name, address] : before)
     if (st.members.members().count(name) == 0) {
       if (st.members.down(name)) {
-        log_line(self, name + " is down" + because + version
-                         + "; expected back at " + address);
+        if (!quiet)
+          log_line(self, name + " is down" + because + version
+                           + "; expected back at " + address);
         continue;
       }
       auto left = "left" + because + version;
