@@ -177,38 +177,9 @@ class Operation:
         return "<tf.Operation '%s' type=%s>" % (self.name, self.type)
 
 
-class Tensor:
-    """tf.Tensor: one output of an operation."""
-
-    def __init__(self, native):
-        self._out = native
-
-    name = property(lambda self: self._out.name)
-    op = property(lambda self: Operation(self._out.op))
-    value_index = property(lambda self: self._out.index)
-    device = property(lambda self: self._out.device)
-    graph = property(lambda self: _wrap_graph(self._out.graph))
-    dtype = property(lambda self: as_dtype(self._out.dtype))
-
-    @property
-    def shape(self):
-        return TensorShape(self._out.shape)
-
-    def get_shape(self):
-        return self.shape
-
-    def eval(self, feed_dict=None, session=None):
-        return (session or _default_session()).run(self, feed_dict)
-
-    def __eq__(self, other):
-        return isinstance(other, Tensor) and self._out == other._out
-
-    def __hash__(self):
-        return hash(self._out)
-
-    def __repr__(self):
-        return "<tf.Tensor '%s' shape=%s dtype=%s>" % (
-            self.name, self.shape, self.dtype.name)
+class _Operators:
+    """Python's operators on graph values (a Variable's read its value, as
+    TF's Variable does)."""
 
     def __add__(self, y):
         return add(self, y)
@@ -242,6 +213,40 @@ class Tensor:
 
     def __rmatmul__(self, x):
         return matmul(x, self)
+
+
+class Tensor(_Operators):
+    """tf.Tensor: one output of an operation."""
+
+    def __init__(self, native):
+        self._out = native
+
+    name = property(lambda self: self._out.name)
+    op = property(lambda self: Operation(self._out.op))
+    value_index = property(lambda self: self._out.index)
+    device = property(lambda self: self._out.device)
+    graph = property(lambda self: _wrap_graph(self._out.graph))
+    dtype = property(lambda self: as_dtype(self._out.dtype))
+
+    @property
+    def shape(self):
+        return TensorShape(self._out.shape)
+
+    def get_shape(self):
+        return self.shape
+
+    def eval(self, feed_dict=None, session=None):
+        return (session or _default_session()).run(self, feed_dict)
+
+    def __eq__(self, other):
+        return isinstance(other, Tensor) and self._out == other._out
+
+    def __hash__(self):
+        return hash(self._out)
+
+    def __repr__(self):
+        return "<tf.Tensor '%s' shape=%s dtype=%s>" % (
+            self.name, self.shape, self.dtype.name)
 
 
 class TensorShape:
@@ -690,7 +695,7 @@ def group(*inputs, name=None):
 # -- variables -----------------------------------------------------------------
 
 
-class Variable:
+class Variable(_Operators):
     """tf.Variable: state kept by the task its device names."""
 
     def __init__(self, initial_value=None, trainable=True, collections=None,
@@ -759,34 +764,6 @@ class Variable:
     def __repr__(self):
         return "<tf.Variable '%s' shape=%s dtype=%s>" % (
             self.name, self.shape, self.dtype.name)
-
-    # Arithmetic reads the value, as TF's Variable does.
-    def __add__(self, y):
-        return add(self, y)
-
-    def __radd__(self, x):
-        return add(x, self)
-
-    def __sub__(self, y):
-        return subtract(self, y)
-
-    def __rsub__(self, x):
-        return subtract(x, self)
-
-    def __mul__(self, y):
-        return multiply(self, y)
-
-    def __rmul__(self, x):
-        return multiply(x, self)
-
-    def __truediv__(self, y):
-        return divide(self, y)
-
-    def __neg__(self):
-        return negative(self)
-
-    def __matmul__(self, y):
-        return matmul(self, y)
 
 
 def global_variables():

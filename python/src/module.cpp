@@ -35,28 +35,16 @@ namespace {
 
 // -- tensors and numpy --------------------------------------------------------
 
-// numpy's name of a dtype ("float32", ...), "object" for strings.
-const char* numpy_name(dtype t) {
-  switch (t) {
-    case dtype::float32:
-      return "float32";
-    case dtype::float64:
-      return "float64";
-    case dtype::int32:
-      return "int32";
-    case dtype::uint8:
-      return "uint8";
-    case dtype::int64:
-      return "int64";
-    case dtype::bool_:
-      return "bool";
-    case dtype::string:
-      return "object";
-    default:
-      throw op_error(error_code::unimplemented,
-                     "dtype " + std::string{to_string(t)}
-                       + " has no numpy counterpart here");
-  }
+// numpy's name of a dtype: TF's ("float32", "bool", ...), "object" for
+// strings.
+std::string numpy_name(dtype t) {
+  if (t == dtype::string)
+    return "object";
+  if (!known_dtype(static_cast<uint8_t>(t)) || t == dtype::invalid)
+    throw op_error(error_code::unimplemented,
+                   "dtype " + std::to_string(static_cast<int>(t))
+                     + " has no numpy counterpart here");
+  return std::string{to_string(t)};
 }
 
 std::vector<py::ssize_t> dims_of(const tensor_shape& shape) {
@@ -152,6 +140,23 @@ tensor from_numpy(const py::array& arr) {
   if (t.num_elements() > 0)
     std::memcpy(t.raw(), arr.data(), t.byte_size());
   return t;
+}
+
+// A step's feeds as the package passes them: (output, array) pairs.
+using py_feeds = std::vector<std::pair<output, py::array>>;
+
+feed_dict feeds_of(const py_feeds& feeds) {
+  feed_dict fd;
+  for (auto& [x, arr] : feeds)
+    fd.emplace_back(x, from_numpy(arr));
+  return fd;
+}
+
+py::list numpy_list(const std::vector<tensor>& values) {
+  py::list out;
+  for (auto& t : values)
+    out.append(to_numpy(t));
+  return out;
 }
 
 // -- errors -------------------------------------------------------------------
@@ -650,12 +655,9 @@ PYBIND11_MODULE(_actorflow, m) {
   py::class_<monitored_session>(m, "MonitoredSession")
     .def("run",
          [](monitored_session& s, const std::vector<std::string>& names,
-            const std::vector<std::pair<output, py::array>>& feeds,
-            int64_t timeout_ms) {
+            const py_feeds& feeds, int64_t timeout_ms) {
            std::vector<fetch> fetches(names.begin(), names.end());
-           feed_dict fd;
-           for (auto& [x, arr] : feeds)
-             fd.emplace_back(x, from_numpy(arr));
+           auto fd = feeds_of(feeds);
            run_options o;
            o.timeout_in_ms = timeout_ms;
            std::vector<tensor> out;
@@ -663,10 +665,7 @@ PYBIND11_MODULE(_actorflow, m) {
              py::gil_scoped_release unlocked;
              out = s.run(fetches, fd, o);
            }
-           py::list values;
-           for (auto& t : out)
-             values.append(to_numpy(t));
-           return values;
+           return numpy_list(out);
          },
          py::arg("fetches"), py::arg("feeds"), py::arg("timeout_in_ms") = 0)
     .def("should_stop", &monitored_session::should_stop,
@@ -753,12 +752,9 @@ PYBIND11_MODULE(_actorflow, m) {
     // (output, array) pairs. The GIL is released while the step runs.
     .def("run",
          [](session& s, const std::vector<std::string>& names,
-            const std::vector<std::pair<output, py::array>>& feeds,
-            int64_t timeout_ms, int32_t trace_level) {
+            const py_feeds& feeds, int64_t timeout_ms, int32_t trace_level) {
            std::vector<fetch> fetches(names.begin(), names.end());
-           feed_dict fd;
-           for (auto& [x, arr] : feeds)
-             fd.emplace_back(x, from_numpy(arr));
+           auto fd = feeds_of(feeds);
            run_options o;
            o.timeout_in_ms = timeout_ms;
            o.trace_level = trace_level;
@@ -768,9 +764,7 @@ PYBIND11_MODULE(_actorflow, m) {
              py::gil_scoped_release unlocked;
              out = s.run(fetches, fd, o, &md);
            }
-           py::list values;
-           for (auto& t : out)
-             values.append(to_numpy(t));
+           auto values = numpy_list(out);
            // The step's stats (RunMetadata.step_stats), when it was traced:
            // per device, its nodes' (name, all_start_micros,
            // op_start_rel_micros, op_end_rel_micros, all_end_rel_micros,
