@@ -3,8 +3,8 @@
 // Logs when a task this process's task connected to goes down or comes
 // back (monitoring::registry's peers, which the task actor keeps): a
 // warning "lost /job:ps/replica:0/task:0 at 10.0.0.5:2222 (reason)" (info
-// when it shut down in order) and "reconnected to ..." (info). A thread of its own polls every 100 ms; the
-// destructor stops it.
+// when it shut down in order) and "reconnected to ..." (info). A thread
+// of its own polls every 100 ms; the destructor stops it.
 
 #include <chrono>
 #include <condition_variable>

@@ -7,8 +7,9 @@
 // ClusterSpec. A ClusterSpec task of a job other than "ps" that is lost
 // is down: no member until it is back at its address (its address stays
 // in directory(), as TF expects it back). One task (authority()) decides
-// changes; every other task adopts the newest version it hears of. The master (membership.cpp) is
-// the thin layer around it. Not thread-safe: one actor owns it.
+// changes; every other task adopts the newest version it hears of. The
+// master (membership.cpp) is the thin layer around it. Not thread-safe:
+// one actor owns it.
 
 #include <cstdint>
 #include <map>

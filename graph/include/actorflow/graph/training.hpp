@@ -227,8 +227,10 @@ public:
   /// With set_elastic: the op that sets the number of replicas to the
   /// int32 scalar `replicas_placeholder()` is fed with, for the next
   /// update; an update waiting for more gradients than that waits for
-  /// that many (a replica left). InvalidArgument without set_elastic or
-  /// before apply_gradients.
+  /// that many (a replica left), and a raise enqueues the difference in
+  /// tokens at the current global step (a replica joined: without them
+  /// every worker could wait for a token). InvalidArgument without
+  /// set_elastic or before apply_gradients.
   operation set_replicas_op() const;
   output replicas_placeholder() const;
 
