@@ -82,3 +82,33 @@ def test_a_python_client_of_cpp_nodes(nodes):
         s.run(tf.global_variables_initializer())
         out = s.run(y, feed_dict={x: np.eye(2, dtype=np.float32)})
     assert out.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+
+
+def test_a_cpp_client_of_python_servers():
+    import os
+    import subprocess
+    client = os.environ.get("ACTORFLOW_COUNTER_CLIENT")
+    if not client:
+        pytest.skip("ACTORFLOW_COUNTER_CLIENT names no counter_client")
+    spec = tf.train.ClusterSpec({"ps": [loopback(), loopback()]})
+    servers = [tf.train.Server(spec, "ps", i) for i in range(2)]
+    target = servers[0].target
+
+    def counter(*args):
+        done = subprocess.run([client, target] + list(args),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout.strip()
+
+    # The C++ process makes the variables, runs steps and reads them.
+    counter("init")
+    assert counter("run", "25") == "done 25 errors 0"
+    assert counter("read") == "c0 25 c1 25 global_step 25"
+    # This Python process sees the same variables by name.
+    with tf.device("/job:ps/task:1"):
+        c1 = tf.Variable(0, dtype=tf.int64, name="c1")
+    with tf.Session(servers[1].target) as s:
+        assert s.run(c1) == 25
+    for server in servers:
+        server.stop()
