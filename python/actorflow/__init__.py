@@ -692,6 +692,89 @@ def group(*inputs, name=None):
                               name or "group_deps"))
 
 
+def _queue_args(dtypes, shapes):
+    single = not isinstance(dtypes, (list, tuple))
+    dtypes = [as_dtype(d) for d in ([dtypes] if single else dtypes)]
+    if shapes is None:
+        shapes = []
+    elif single:
+        shapes = [shapes]
+    shapes = [s.dims if isinstance(s, TensorShape) else
+              (None if s is None else list(s)) for s in shapes]
+    return dtypes, shapes
+
+
+class PaddingFIFOQueue(QueueBase):
+    """tf.PaddingFIFOQueue: shapes may have None dimensions; dequeue_many
+    pads each batch with zeros to its largest element."""
+
+    def __init__(self, capacity, dtypes, shapes, names=None, shared_name=None,
+                 name="padding_fifo_queue"):
+        dtypes, shapes = _queue_args(dtypes, shapes)
+        QueueBase.__init__(self, _C.padding_fifo_queue(
+            int(capacity), [d.name for d in dtypes], shapes,
+            shared_name or "", name), dtypes)
+
+
+class RandomShuffleQueue(QueueBase):
+    """tf.RandomShuffleQueue: dequeues in random order, keeping at least
+    `min_after_dequeue` elements until it is closed."""
+
+    def __init__(self, capacity, min_after_dequeue, dtypes, shapes=None,
+                 names=None, seed=None, shared_name=None,
+                 name="random_shuffle_queue"):
+        dtypes, shapes = _queue_args(dtypes, shapes)
+        QueueBase.__init__(self, _C.random_shuffle_queue(
+            int(capacity), int(min_after_dequeue), [d.name for d in dtypes],
+            shapes, int(seed or 0), shared_name or "", name), dtypes)
+
+
+# -- readers -------------------------------------------------------------------------
+
+
+class ReaderBase:
+    """A reader (tf.ReaderBase): `read(queue)` gives (key, value) of the
+    next record of the files the queue names."""
+
+    def __init__(self, native):
+        self._r = native
+
+    def read(self, queue, name=None):
+        key, value = self._r.read(queue._q, name or "")
+        return Tensor(key), Tensor(value)
+
+    def read_up_to(self, queue, num_records, name=None):
+        key, value = self._r.read_up_to(queue._q, int(num_records),
+                                        name or "")
+        return Tensor(key), Tensor(value)
+
+    def num_records_produced(self, name=None):
+        return Tensor(self._r.num_records_produced(name or ""))
+
+    def reset(self, name=None):
+        return Operation(self._r.reset(name or ""))
+
+
+class TextLineReader(ReaderBase):
+    def __init__(self, skip_header_lines=None, name=None):
+        ReaderBase.__init__(self, _C.text_line_reader(
+            int(skip_header_lines or 0), name or "TextLineReaderV2"))
+
+
+class WholeFileReader(ReaderBase):
+    def __init__(self, name=None):
+        ReaderBase.__init__(self, _C.whole_file_reader(
+            name or "WholeFileReaderV2"))
+
+
+class FixedLengthRecordReader(ReaderBase):
+    def __init__(self, record_bytes, header_bytes=None, footer_bytes=None,
+                 hop_bytes=None, name=None):
+        ReaderBase.__init__(self, _C.fixed_length_record_reader(
+            int(record_bytes), int(header_bytes or 0), int(footer_bytes or 0),
+            int(hop_bytes or 0), name or "FixedLengthRecordReaderV2"))
+
+
 # -- variables -----------------------------------------------------------------
 
 

@@ -335,3 +335,148 @@ def MonitoredTrainingSession(master="", is_chief=True,  # noqa: N802
         None if save_checkpoint_steps is None else int(save_checkpoint_steps),
         int(log_step_count_steps or 0), graph._g, int(timeout))
     return _MonitoredSession(native, graph)
+
+
+# -- input pipelines ---------------------------------------------------------------
+
+
+def string_input_producer(string_tensor, num_epochs=None, shuffle=True,
+                          seed=None, capacity=32, shared_name=None,
+                          name=None, cancel_op=None):
+    """tf.train.string_input_producer: a queue of the strings (file
+    names), refilled by a queue runner, `num_epochs` times (None: for
+    ever)."""
+    tf = _tf()
+    strings = tf.convert_to_tensor(string_tensor, dtype=tf.string)
+    native = _C.string_input_producer(
+        strings._out, int(num_epochs or 0), bool(shuffle), int(seed or 0),
+        int(capacity), shared_name or "", name or "input_producer")
+    return tf.QueueBase(native, [tf.string])
+
+
+def _batch(tensors, batch_size, num_threads, capacity, enqueue_many, shapes,
+           dynamic_pad, allow_smaller_final_batch, shared_name, name,
+           shuffle_capacity=0, min_after_dequeue=-1, seed=None):
+    tf = _tf()
+    single = not isinstance(tensors, (list, tuple, dict))
+    if isinstance(tensors, dict):
+        raise NotImplementedError("a dict of tensors is not supported yet")
+    items = [tensors] if single else list(tensors)
+    outs = _C.batch([tf.convert_to_tensor(t)._out for t in items],
+                    int(batch_size), int(num_threads), int(capacity),
+                    bool(enqueue_many),
+                    [None if s is None else list(s) for s in (shapes or [])],
+                    bool(dynamic_pad), bool(allow_smaller_final_batch),
+                    shared_name or "", name or "", int(shuffle_capacity),
+                    int(min_after_dequeue), int(seed or 0))
+    outs = [tf.Tensor(o) for o in outs]
+    return outs[0] if single else (type(tensors)(outs)
+                                   if isinstance(tensors, tuple) else outs)
+
+
+def batch(tensors, batch_size, num_threads=1, capacity=32,
+          enqueue_many=False, shapes=None, dynamic_pad=False,
+          allow_smaller_final_batch=False, shared_name=None, name=None):
+    """tf.train.batch: batches of `batch_size` from a queue that
+    `num_threads` queue runner threads fill."""
+    return _batch(tensors, batch_size, num_threads, capacity, enqueue_many,
+                  shapes, dynamic_pad, allow_smaller_final_batch,
+                  shared_name, name)
+
+
+def shuffle_batch(tensors, batch_size, capacity, min_after_dequeue,
+                  num_threads=1, seed=None, enqueue_many=False, shapes=None,
+                  allow_smaller_final_batch=False, shared_name=None,
+                  name=None):
+    """tf.train.shuffle_batch: as batch, through a RandomShuffleQueue."""
+    return _batch(tensors, batch_size, num_threads, capacity, enqueue_many,
+                  shapes, False, allow_smaller_final_batch, shared_name,
+                  name, capacity, min_after_dequeue, seed)
+
+
+class Coordinator:
+    """tf.train.Coordinator: threads stop together. The queue runners'
+    threads are the engine's; Python threads given to join() are joined
+    too."""
+
+    def __init__(self, clean_stop_exception_types=None):
+        self._c = _C.Coordinator()
+        self._exception = None
+
+    def request_stop(self, ex=None):
+        if ex is not None and self._exception is None:
+            self._exception = ex
+        self._c.request_stop()
+
+    def should_stop(self):
+        return self._c.should_stop()
+
+    def clear_stop(self):
+        self._c.clear_stop()
+        self._exception = None
+
+    def wait_for_stop(self, timeout=None):
+        return self._c.wait_for_stop(timeout)
+
+    def join(self, threads=None, stop_grace_period_secs=120,
+             ignore_live_threads=False):
+        """Joins the runners' threads and the given Python threads once a
+        stop was requested; raises the first error a thread reported."""
+        import threading
+        for t in threads or []:
+            if isinstance(t, threading.Thread):
+                t.join(stop_grace_period_secs)
+        self._c.join(float(stop_grace_period_secs), bool(ignore_live_threads))
+        if self._exception is not None:
+            raise self._exception
+
+    def stop_on_exception(self):
+        coord = self
+
+        class _Guard:
+            def __enter__(self):
+                return coord
+
+            def __exit__(self, kind, value, tb):
+                if value is not None:
+                    coord.request_stop(value)
+                return True
+
+        return _Guard()
+
+
+class QueueRunner:
+    """tf.train.QueueRunner: threads that run `enqueue_ops` into `queue`;
+    add it with add_queue_runner, start it with start_queue_runners."""
+
+    def __init__(self, queue=None, enqueue_ops=None):
+        tf = _tf()
+        self._qr = _C.QueueRunner(queue._q, [tf._as_operation(op)
+                                             for op in enqueue_ops])
+        self.queue = queue
+        self.enqueue_ops = enqueue_ops
+
+
+def add_queue_runner(qr, collection=None):
+    _C.add_queue_runner(qr._qr)
+
+
+class _RunnerThread:
+    """Stands for one of the engine's queue runner threads in the list
+    start_queue_runners returns (the coordinator joins them)."""
+
+
+def start_queue_runners(sess=None, coord=None, daemon=True, start=True,
+                        collection=None):
+    """Starts the threads of the graph's queue runners; returns one
+    placeholder per thread (pass the list to coord.join as in TF)."""
+    tf = _tf()
+    sess = sess or tf._default_session()
+    if coord is None:
+        raise NotImplementedError("start_queue_runners needs a coordinator "
+                                  "here: its threads are joined by it")
+    native = getattr(sess, "_s", None)
+    if not isinstance(native, _C.Session):
+        raise TypeError("start_queue_runners takes a tf.Session")
+    return [_RunnerThread()
+            for _ in range(_C.start_queue_runners(native, coord._c))]

@@ -18,11 +18,15 @@
 
 #include "actorflow/client/basic_session_run_hooks.hpp"
 #include "actorflow/client/cluster_spec.hpp"
+#include "actorflow/client/coordinator.hpp"
+#include "actorflow/client/queue_runner.hpp"
 #include "actorflow/client/monitored_session.hpp"
 #include "actorflow/client/device_setter.hpp"
 #include "actorflow/client/server.hpp"
 #include "actorflow/client/session.hpp"
 #include "actorflow/graph/gradients.hpp"
+#include "actorflow/graph/input.hpp"
+#include "actorflow/graph/io_ops.hpp"
 #include "actorflow/graph/nn_ops.hpp"
 #include "actorflow/graph/ops.hpp"
 #include "actorflow/graph/queue_ops.hpp"
@@ -638,6 +642,149 @@ PYBIND11_MODULE(_actorflow, m) {
         },
         py::arg("capacity"), py::arg("dtypes"), py::arg("shapes"),
         py::arg("shared_name"), py::arg("name"));
+
+  m.def("padding_fifo_queue",
+        [](int32_t capacity, const std::vector<std::string>& types,
+           const std::vector<py::object>& shapes,
+           const std::string& shared_name, const std::string& name) {
+          std::vector<dtype> ts;
+          for (auto& t : types)
+            ts.push_back(parse_or_throw(t));
+          std::vector<tensor_shape> ss;
+          for (auto& s : shapes)
+            ss.push_back(shape_from(s));
+          return queue_base{padding_fifo_queue{capacity, std::move(ts),
+                                               std::move(ss), shared_name,
+                                               name}};
+        },
+        py::arg("capacity"), py::arg("dtypes"), py::arg("shapes"),
+        py::arg("shared_name"), py::arg("name"));
+  m.def("random_shuffle_queue",
+        [](int32_t capacity, int32_t min_after_dequeue,
+           const std::vector<std::string>& types,
+           const std::vector<py::object>& shapes, int64_t seed,
+           const std::string& shared_name, const std::string& name) {
+          std::vector<dtype> ts;
+          for (auto& t : types)
+            ts.push_back(parse_or_throw(t));
+          std::vector<tensor_shape> ss;
+          for (auto& s : shapes)
+            ss.push_back(shape_from(s));
+          return queue_base{random_shuffle_queue{capacity, min_after_dequeue,
+                                                 std::move(ts), std::move(ss),
+                                                 seed, shared_name, name}};
+        },
+        py::arg("capacity"), py::arg("min_after_dequeue"), py::arg("dtypes"),
+        py::arg("shapes"), py::arg("seed"), py::arg("shared_name"),
+        py::arg("name"));
+
+  // Readers and input pipelines.
+  py::class_<reader_base>(m, "Reader")
+    .def("read", &reader_base::read, py::arg("queue"), py::arg("name") = "")
+    .def("read_up_to",
+         py::overload_cast<const queue_base&, int64_t, const std::string&>(
+           &reader_base::read_up_to),
+         py::arg("queue"), py::arg("num_records"), py::arg("name") = "")
+    .def("num_records_produced", &reader_base::num_records_produced,
+         py::arg("name") = "")
+    .def("reset", &reader_base::reset, py::arg("name") = "");
+  m.def("text_line_reader",
+        [](int64_t skip, const std::string& name) {
+          return reader_base{text_line_reader{skip, "", name}};
+        },
+        py::arg("skip_header_lines"), py::arg("name"));
+  m.def("whole_file_reader", [](const std::string& name) {
+    return reader_base{whole_file_reader{"", name}};
+  });
+  m.def("fixed_length_record_reader",
+        [](int64_t record, int64_t header, int64_t footer, int64_t hop,
+           const std::string& name) {
+          return reader_base{
+            fixed_length_record_reader{record, header, footer, hop, "", "",
+                                       name}};
+        },
+        py::arg("record_bytes"), py::arg("header_bytes"),
+        py::arg("footer_bytes"), py::arg("hop_bytes"), py::arg("name"));
+  m.def("string_input_producer",
+        [](const output& strings, int64_t num_epochs, bool shuffle,
+           int64_t seed, int32_t capacity, const std::string& shared_name,
+           const std::string& name) {
+          input_producer_options o;
+          o.num_epochs = num_epochs;
+          o.shuffle = shuffle;
+          o.seed = seed;
+          o.capacity = capacity;
+          o.shared_name = shared_name;
+          o.name = name;
+          return queue_base{string_input_producer(strings, o)};
+        },
+        py::arg("strings"), py::arg("num_epochs"), py::arg("shuffle"),
+        py::arg("seed"), py::arg("capacity"), py::arg("shared_name"),
+        py::arg("name"));
+  m.def("batch",
+        [](const std::vector<output>& tensors, int32_t batch_size,
+           int32_t num_threads, int32_t capacity, bool enqueue_many,
+           const std::vector<py::object>& shapes, bool dynamic_pad,
+           bool allow_smaller, const std::string& shared_name,
+           const std::string& name, int32_t shuffle_capacity,
+           int32_t min_after_dequeue, int64_t seed) {
+          batch_options o;
+          o.num_threads = num_threads;
+          o.capacity = capacity;
+          o.enqueue_many = enqueue_many;
+          for (auto& s : shapes)
+            o.shapes.push_back(shape_from(s));
+          o.dynamic_pad = dynamic_pad;
+          o.allow_smaller_final_batch = allow_smaller;
+          o.shared_name = shared_name;
+          o.name = name;
+          o.seed = seed;
+          if (min_after_dequeue >= 0)
+            return shuffle_batch(tensors, batch_size, shuffle_capacity,
+                                 min_after_dequeue, o);
+          return batch(tensors, batch_size, o);
+        },
+        py::arg("tensors"), py::arg("batch_size"), py::arg("num_threads"),
+        py::arg("capacity"), py::arg("enqueue_many"), py::arg("shapes"),
+        py::arg("dynamic_pad"), py::arg("allow_smaller_final_batch"),
+        py::arg("shared_name"), py::arg("name"), py::arg("shuffle_capacity"),
+        py::arg("min_after_dequeue"), py::arg("seed"));
+
+  // Coordinators and queue runners: the runners' threads are C++ threads
+  // the coordinator owns (they never touch Python).
+  py::class_<coordinator>(m, "Coordinator")
+    .def(py::init<>())
+    .def("request_stop", py::overload_cast<>(&coordinator::request_stop))
+    .def("should_stop", &coordinator::should_stop)
+    .def("clear_stop", &coordinator::clear_stop)
+    .def("wait_for_stop",
+         [](const coordinator& c, std::optional<double> timeout_s) {
+           py::gil_scoped_release unlocked;
+           if (!timeout_s)
+             return c.wait_for_stop();
+           return c.wait_for_stop(std::chrono::milliseconds(
+             static_cast<int64_t>(*timeout_s * 1000)));
+         },
+         py::arg("timeout") = py::none())
+    .def("join",
+         [](coordinator& c, double grace_s, bool ignore_live) {
+           py::gil_scoped_release unlocked;
+           c.join(std::chrono::milliseconds(static_cast<int64_t>(grace_s
+                                                                 * 1000)),
+                  ignore_live);
+         },
+         py::arg("stop_grace_period_secs"), py::arg("ignore_live_threads"))
+    .def("joined", &coordinator::joined);
+  py::class_<queue_runner>(m, "QueueRunner")
+    .def(py::init([](const queue_base& q, const std::vector<operation>& ops) {
+      return queue_runner{q, ops};
+    }))
+    .def_property_readonly("name", &queue_runner::name);
+  m.def("add_queue_runner", &add_queue_runner);
+  m.def("start_queue_runners", [](session& s, coordinator& c) {
+    py::gil_scoped_release unlocked;
+    return start_queue_runners(s, c);
+  });
 
   // Monitored training sessions and the engine's hooks.
   py::class_<session_run_hook, std::shared_ptr<session_run_hook>>(
