@@ -480,3 +480,53 @@ def start_queue_runners(sess=None, coord=None, daemon=True, start=True,
         raise TypeError("start_queue_runners takes a tf.Session")
     return [_RunnerThread()
             for _ in range(_C.start_queue_runners(native, coord._c))]
+
+
+# -- checkpoints ---------------------------------------------------------------------
+
+
+class Saver:
+    """tf.train.Saver: saves the variables (all global ones by default)
+    to TF's checkpoint format and restores them."""
+
+    def __init__(self, var_list=None, reshape=False, sharded=True,
+                 max_to_keep=5, name=None, **unused):
+        tf = _tf()
+        if isinstance(var_list, dict):
+            raise NotImplementedError("a dict var_list is not supported yet")
+        self._s = _C.Saver([v._v for v in (var_list or [])], int(max_to_keep),
+                           bool(sharded), name or "save")
+
+    def save(self, sess, save_path, global_step=None, **unused):
+        """Writes a checkpoint; returns its path (with "-STEP")."""
+        step_var = None
+        step = -1
+        if global_step is not None:
+            if isinstance(global_step, _tf().Variable):
+                step_var = global_step._v
+            else:
+                step = int(global_step)
+        return self._s.save(sess._s, save_path, step_var, step)
+
+    def restore(self, sess, save_path):
+        try:
+            self._s.restore(sess._s, save_path)
+        except _tf().errors.InvalidArgumentError as e:
+            # TF raises ValueError for a path that is no checkpoint.
+            if "not a valid checkpoint" in str(e):
+                raise ValueError(str(e)) from None
+            raise
+
+    @property
+    def last_checkpoints(self):
+        return list(self._s.last_checkpoints)
+
+
+def latest_checkpoint(checkpoint_dir, latest_filename=None):
+    """The newest checkpoint in the directory, or None."""
+    path = _C.latest_checkpoint(checkpoint_dir)
+    return path or None
+
+
+def checkpoint_exists(checkpoint_prefix):
+    return _C.checkpoint_exists(checkpoint_prefix)

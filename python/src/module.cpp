@@ -20,6 +20,7 @@
 #include "actorflow/client/cluster_spec.hpp"
 #include "actorflow/client/coordinator.hpp"
 #include "actorflow/client/queue_runner.hpp"
+#include "actorflow/client/saver.hpp"
 #include "actorflow/client/monitored_session.hpp"
 #include "actorflow/client/device_setter.hpp"
 #include "actorflow/client/server.hpp"
@@ -785,6 +786,34 @@ PYBIND11_MODULE(_actorflow, m) {
     py::gil_scoped_release unlocked;
     return start_queue_runners(s, c);
   });
+
+  // Checkpoints (tf.train.Saver): saves and restores block, GIL released.
+  py::class_<saver>(m, "Saver")
+    .def(py::init([](std::vector<variable> vars, int max_to_keep,
+                     bool sharded, const std::string& name) {
+           saver_options o;
+           o.var_list = std::move(vars);
+           o.max_to_keep = max_to_keep;
+           o.sharded = sharded;
+           o.name = name;
+           return std::make_unique<saver>(std::move(o));
+         }),
+         py::arg("var_list"), py::arg("max_to_keep"), py::arg("sharded"),
+         py::arg("name"))
+    .def("save",
+         [](saver& sv, session& s, const std::string& path,
+            std::optional<variable> step_var, int64_t step) {
+           py::gil_scoped_release unlocked;
+           return step_var ? sv.save(s, path, *step_var)
+                           : sv.save(s, path, step);
+         },
+         py::arg("sess"), py::arg("save_path"), py::arg("step_var"),
+         py::arg("global_step"))
+    .def("restore", &saver::restore, py::arg("sess"), py::arg("save_path"),
+         py::call_guard<py::gil_scoped_release>())
+    .def_property_readonly("last_checkpoints", &saver::last_checkpoints);
+  m.def("latest_checkpoint", &latest_checkpoint);
+  m.def("checkpoint_exists", &checkpoint_exists);
 
   // Monitored training sessions and the engine's hooks.
   py::class_<session_run_hook, std::shared_ptr<session_run_hook>>(

@@ -178,3 +178,29 @@ def test_a_nan_loss_fails_the_step():
         with pytest.raises(tf.train.NanLossDuringTrainingError,
                            match="NaN loss during training"):
             sess.run(loss, {p: float("nan")})
+
+
+def test_a_saver_saves_and_restores_variables(tmp_path):
+    w = tf.Variable([1.0, 2.0], name="w")
+    step = tf.train.get_or_create_global_step()
+    bump = tf.group(w.assign_add([10.0, 10.0]), step.assign_add(1))
+    saver = tf.train.Saver(max_to_keep=2)
+    s = tf.Session()
+    s.run(tf.global_variables_initializer())
+    s.run(bump)
+    path = saver.save(s, str(tmp_path / "model"), global_step=step)
+    assert path.endswith("model-1")
+    assert tf.train.latest_checkpoint(str(tmp_path)) == path
+    assert tf.train.checkpoint_exists(path)
+    s.run(bump)
+    assert s.run(w).tolist() == [21.0, 22.0]
+    saver.restore(s, path)
+    assert s.run(w).tolist() == [11.0, 12.0]
+    assert s.run(step) == 1
+    # A fresh session (another process would do the same) restores too.
+    other = tf.Session()
+    saver.restore(other, path)
+    assert other.run(w).tolist() == [11.0, 12.0]
+    assert tf.train.latest_checkpoint(str(tmp_path / "none")) is None
+    with pytest.raises(ValueError, match="not a valid checkpoint"):
+        saver.restore(other, str(tmp_path / "missing-7"))
