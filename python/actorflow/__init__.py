@@ -650,24 +650,27 @@ class FIFOQueue(QueueBase):
 
     def __init__(self, capacity, dtypes, shapes=None, names=None,
                  shared_name=None, name="fifo_queue"):
-        single = not isinstance(dtypes, (list, tuple))
-        dtypes = [as_dtype(d) for d in ([dtypes] if single else dtypes)]
-        if shapes is None:
-            shapes = []
-        elif single:
-            shapes = [shapes]
-        shapes = [s.dims if isinstance(s, TensorShape) else list(s)
-                  for s in shapes]
+        dtypes, shapes = _queue_args(dtypes, shapes)
         QueueBase.__init__(self, _C.fifo_queue(
             int(capacity), [d.name for d in dtypes], shapes,
             shared_name or "", name), dtypes)
 
 
+def _dims(shape):
+    """A shape as a list of dims (None where unknown), or None for an
+    unknown rank; an int is a 1-D shape, as TF's TensorShape(2) is [2]."""
+    if shape is None:
+        return None
+    if isinstance(shape, TensorShape):
+        return shape.dims
+    if isinstance(shape, (int, np.integer)):
+        return [int(shape)]
+    return [None if d is None or d == -1 else int(d) for d in shape]
+
+
 def placeholder(dtype, shape=None, name=None):
     """tf.placeholder: a value fed at run time."""
-    if shape is not None:
-        shape = [None if d is None or d == -1 else int(d) for d in shape]
-    return Tensor(_C.placeholder(as_dtype(dtype).name, shape,
+    return Tensor(_C.placeholder(as_dtype(dtype).name, _dims(shape),
                                  name or "Placeholder"))
 
 
@@ -699,9 +702,7 @@ def _queue_args(dtypes, shapes):
         shapes = []
     elif single:
         shapes = [shapes]
-    shapes = [s.dims if isinstance(s, TensorShape) else
-              (None if s is None else list(s)) for s in shapes]
-    return dtypes, shapes
+    return dtypes, [_dims(s) for s in shapes]
 
 
 class PaddingFIFOQueue(QueueBase):
@@ -782,15 +783,23 @@ class Variable(_Operators):
     """tf.Variable: state kept by the task its device names."""
 
     def __init__(self, initial_value=None, trainable=True, collections=None,
-                 name=None, dtype=None, _native=None):
+                 validate_shape=True, name=None, dtype=None, _native=None):
         if _native is not None:
             self._v = _native
             return
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
+        if callable(initial_value):
+            initial_value = initial_value()
         init = convert_to_tensor(initial_value, dtype=dtype)
-        self._v = _C.Variable(init._out, name or "", trainable,
-                              list(collections or []))
+        self._v = _C.Variable(
+            init._out, name or "", trainable,
+            None if collections is None else list(collections),
+            builtins_bool(validate_shape))
+
+    @property
+    def trainable(self):
+        return self.name in [v.name for v in trainable_variables()]
 
     name = property(lambda self: self._v.name)
     op = property(lambda self: Operation(self._v.op))

@@ -337,19 +337,22 @@ PYBIND11_MODULE(_actorflow, m) {
     });
 
   py::class_<variable>(m, "Variable")
+    // collections: None for the default ones, [] for none (TF's).
     .def(py::init([](const output& initial, const std::string& name,
-                     bool trainable, std::vector<std::string> collections) {
+                     bool trainable,
+                     std::optional<std::vector<std::string>> collections,
+                     bool validate_shape) {
            variable_options o;
            if (!name.empty())
              o.name = name;
            o.trainable = trainable;
-           if (!collections.empty())
-             o.collections = std::move(collections);
+           o.collections = std::move(collections);
+           o.validate_shape = validate_shape;
            return variable{initial, std::move(o)};
          }),
          py::arg("initial_value"), py::arg("name") = "",
-         py::arg("trainable") = true,
-         py::arg("collections") = std::vector<std::string>{})
+         py::arg("trainable") = true, py::arg("collections") = py::none(),
+         py::arg("validate_shape") = true)
     .def_property_readonly("name", &variable::name)
     .def_property_readonly("op", &variable::op)
     .def("ref", &variable::ref)

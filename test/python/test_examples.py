@@ -131,3 +131,38 @@ def test_train_mnist_across_a_ps_and_two_worker_processes():
     assert "worker 0: done: " in out and "worker 1: done: " in out, out
     accuracy = float(out.split("test accuracy: ")[1].split()[0])
     assert accuracy > 0.75, out
+
+
+def test_seed004_containers_queues_between_processes_and_preloading():
+    out = run("seed004_queues.py")
+    expected_in_order = [
+        "== containers ==",
+        "x (container my_problem_1) = 5.0",
+        "y in a new session = 1.0",
+        "x must be initialized again",
+        "--- training_data_loader.py",
+        "enqueued [1. 2.], [3. 4.], [5. 6.]",
+        "enqueued many [[1. 2.] [3. 4.] [5. 6.]]",
+        "--- trainer.py",
+        "[1. 2.]", "[3. 4.]", "[5. 6.]", "[[1. 2.]", " [3. 4.]]",
+        "blocked waiting for another instance",
+        "== queues of tuples ==",
+        "10",
+        "[11 12]",
+        "blocked waiting for another pair",
+        "enqueue after close: CancelledError",
+        "5 items (17 left)", "5 items (12 left)",
+        "12 - 5 < 10: blocked waiting for 3 more instances",
+        "== PaddingFIFOQueue ==",
+        "[[[1. 2. 0. 0.]",
+        " [[1. 0. 0. 0.]",
+        "refused: initial_value must have a shape specified: Placeholder:0 "
+        "(Variable 'training_set')",
+        "in GLOBAL_VARIABLES: False",
+        "trainable: False",
+    ]
+    lines = out.splitlines()
+    at = 0
+    for want in expected_in_order:
+        assert want in lines[at:], (want, out)
+        at = lines.index(want, at) + 1
