@@ -1156,6 +1156,20 @@ class Session:
         _C.Session.reset(target, list(containers or []))
 
 
-InteractiveSession = Session
+class InteractiveSession(Session):
+    """tf.InteractiveSession: a Session that is the default one from its
+    creation until it is closed (for shells: `t.eval()` without `with`)."""
+
+    def __init__(self, target="", graph=None, config=None):
+        Session.__init__(self, target, graph, config)
+        if not hasattr(_sessions, "stack"):
+            _sessions.stack = []
+        _sessions.stack.append(self)
+
+    def close(self):
+        stack = getattr(_sessions, "stack", [])
+        if self in stack:
+            stack.remove(self)
+        Session.close(self)
 
 from . import train  # noqa: E402 (needs the names above)

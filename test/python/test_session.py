@@ -216,3 +216,12 @@ def test_the_gil_is_released_while_a_step_waits():
     assert "/job:absent/replica:0/task:0" in str(errors[0])
     s.close()
     server.stop()
+
+
+def test_an_interactive_session_is_the_default_until_closed():
+    c = tf.constant(4.0) * 2.0
+    sess = tf.InteractiveSession()
+    assert c.eval() == 8.0
+    sess.close()
+    with pytest.raises(ValueError, match="No default session"):
+        c.eval()
