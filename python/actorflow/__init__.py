@@ -918,9 +918,22 @@ def device(device_name_or_function):
     if isinstance(spec, _C.DeviceFunction):
         return _Scope(lambda: _C.device_function_scope(spec))
     if callable(spec):
-        raise TypeError("tf.device with a function is not supported yet: "
-                        "use tf.train.replica_device_setter's device names")
+        def device_of(node):
+            device = spec(_NodeView(node))
+            return "" if device is None else str(device)
+        return _Scope(lambda: _C.device_callable_scope(device_of))
     return _Scope(lambda: _C.device_scope(str(spec)))
+
+
+class _NodeView:
+    """What a device function sees of the op being made (as TF's
+    Operation: name, type, device, node_def)."""
+
+    def __init__(self, node):
+        self.node_def = node
+        self.name = node.name
+        self.type = node.op
+        self.device = node.device
 
 
 def name_scope(name, default_name=None, values=None):

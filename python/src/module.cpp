@@ -602,6 +602,26 @@ PYBIND11_MODULE(_actorflow, m) {
   m.def("device_function_scope", [](const device_fn& f) {
     return open_scope<device_scope>(f.fn);
   });
+  // `with tf.device(fn)`: the graph calls `fn` (with the GIL, since ops
+  // are built from Python) for each node made in the scope.
+  py::class_<node_def>(m, "NodeDef")
+    .def_readonly("name", &node_def::name)
+    .def_readonly("op", &node_def::op)
+    .def_readonly("device", &node_def::device)
+    .def_readonly("inputs", &node_def::inputs);
+  m.def("device_callable_scope", [](py::function fn) {
+    // Freed with the GIL, whichever thread drops the last copy.
+    auto held = std::shared_ptr<py::function>(
+      new py::function(std::move(fn)), [](py::function* f) {
+        py::gil_scoped_acquire locked;
+        delete f;
+      });
+    device_function f = [held](const node_def& nd) {
+      py::gil_scoped_acquire locked;
+      return (*held)(nd).cast<std::string>();
+    };
+    return open_scope<device_scope>(std::optional<device_function>{f});
+  });
 
   // Queues (tf.FIFOQueue).
   py::class_<queue_base>(m, "Queue")

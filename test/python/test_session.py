@@ -225,3 +225,31 @@ def test_an_interactive_session_is_the_default_until_closed():
     sess.close()
     with pytest.raises(ValueError, match="No default session"):
         c.eval()
+
+
+def test_a_device_function_places_each_op():
+    seen = []
+
+    def pin(op):
+        seen.append((op.name, op.type))
+        if op.type.startswith("Variable"):
+            return "/job:ps/task:0"
+        return None if op.type == "Const" else "/job:worker/task:1"
+
+    with tf.device(pin):
+        v = tf.Variable(1.0, name="v")
+        c = tf.constant(2.0, name="c")
+        y = v * c
+    assert v.device == "/job:ps/task:0"
+    assert c.device == ""
+    assert y.device == "/job:worker/task:1"
+    assert ("c", "Const") in seen
+
+    def broken(op):
+        raise RuntimeError("no device for " + op.name)
+
+    with pytest.raises(RuntimeError, match="no device for d"):
+        with tf.device(broken):
+            tf.constant(1.0, name="d")
+    # The scope is closed and the graph still works.
+    assert tf.Session().run(tf.constant(1.0) + 1.0) == 2.0
