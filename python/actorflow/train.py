@@ -1,5 +1,7 @@
-"""tf.train: clusters and servers (more of tf.train comes later)."""
+"""tf.train: clusters, servers, optimizers, input pipelines, monitored
+training and checkpoints."""
 
+import collections
 import json
 
 from . import _actorflow as _C
@@ -240,14 +242,109 @@ def replica_device_setter(ps_tasks=0, ps_device="/job:ps",
 
 
 class SessionRunHook:
-    """The engine's hooks (StopAtStepHook, NanTensorHook). Hooks written
-    in Python are not supported yet."""
+    """tf.train.SessionRunHook: subclass it and override what you need;
+    MonitoredTrainingSession calls begin, after_create_session,
+    before_run (return SessionRunArgs to fetch or feed more in the same
+    step), after_run (run_values.results holds what before_run asked
+    for) and end."""
+
+    def begin(self):
+        pass
+
+    def after_create_session(self, session, coord):
+        pass
+
+    def before_run(self, run_context):
+        return None
+
+    def after_run(self, run_context, run_values):
+        pass
+
+    def end(self, session):
+        pass
+
+
+class _EngineHook(SessionRunHook):
+    """A hook the engine implements (its calls run in C++)."""
 
     def __init__(self, native):
         self._h = native
 
 
-class StopAtStepHook(SessionRunHook):
+SessionRunArgs = collections.namedtuple("SessionRunArgs",
+                                        ["fetches", "feed_dict", "options"])
+SessionRunArgs.__new__.__defaults__ = (None, None)
+SessionRunValues = collections.namedtuple(
+    "SessionRunValues", ["results", "options", "run_metadata"])
+
+
+class SessionRunContext:
+    """What a hook sees of the step: the run call's arguments, the
+    session, and a way to ask for a stop."""
+
+    def __init__(self, original_args, session):
+        self.original_args = original_args
+        self.session = session
+        self._stop = False
+
+    def request_stop(self):
+        self._stop = True
+
+    @property
+    def stop_requested(self):
+        return self._stop
+
+
+class _PythonHook:
+    """The adapter the engine calls (the C++ PythonHook) for a hook
+    written in Python."""
+
+    def __init__(self, hook, graph):
+        self.hook = hook
+        self.graph = graph
+        self.original = None
+        self._session = None
+        self._context = None
+        self._rebuild = None
+
+    def _wrap(self, native):
+        tf = _tf()
+        session = tf.Session.__new__(tf.Session)
+        session._s = native
+        session._graph = self.graph
+        session._closed = False
+        return session
+
+    def begin(self):
+        self.hook.begin()
+
+    def after_create_session(self, native):
+        self._session = self._wrap(native)
+        self.hook.after_create_session(self._session, None)
+
+    def before_run(self):
+        self._context = SessionRunContext(self.original, self._session)
+        args = self.hook.before_run(self._context)
+        self._rebuild = None
+        if args is None or args.fetches is None and not args.feed_dict:
+            return None
+        names, feeds, rebuild = _tf()._prepare(
+            self.graph, [] if args.fetches is None else args.fetches,
+            args.feed_dict)
+        self._rebuild = rebuild if args.fetches is not None else None
+        return (names, feeds)
+
+    def after_run(self, values):
+        results = self._rebuild(values) if self._rebuild else None
+        self.hook.after_run(self._context,
+                            SessionRunValues(results, None, None))
+        return self._context.stop_requested
+
+    def end(self, native):
+        self.hook.end(self._wrap(native))
+
+
+class StopAtStepHook(_EngineHook):
     """Requests a stop after `num_steps` more global steps, or at
     `last_step`."""
 
@@ -255,14 +352,14 @@ class StopAtStepHook(SessionRunHook):
         if (num_steps is None) == (last_step is None):
             raise ValueError("One of num_steps or last_step must be "
                              "specified.")
-        SessionRunHook.__init__(self, _C.StopAtStepHook(num_steps, last_step))
+        _EngineHook.__init__(self, _C.StopAtStepHook(num_steps, last_step))
 
 
-class NanTensorHook(SessionRunHook):
+class NanTensorHook(_EngineHook):
     """Fails the step (or requests a stop) when the loss is NaN."""
 
     def __init__(self, loss_tensor, fail_on_nan_loss=True):
-        SessionRunHook.__init__(self, _C.NanTensorHook(
+        _EngineHook.__init__(self, _C.NanTensorHook(
             _tf().convert_to_tensor(loss_tensor)._out, fail_on_nan_loss))
 
 
@@ -271,9 +368,10 @@ class NanLossDuringTrainingError(RuntimeError):
 
 
 class _MonitoredSession:
-    def __init__(self, native, graph):
+    def __init__(self, native, graph, adapters):
         self._s = native
         self._graph = graph
+        self._adapters = adapters
 
     graph = property(lambda self: self._graph)
 
@@ -281,6 +379,8 @@ class _MonitoredSession:
         names, feeds, rebuild = _tf()._prepare(self._graph, fetches,
                                                feed_dict)
         timeout = options.timeout_in_ms if options is not None else 0
+        for adapter in self._adapters:
+            adapter.original = SessionRunArgs(fetches, feed_dict, options)
         try:
             values = self._s.run(names, feeds, timeout)
         except _tf().errors.InvalidArgumentError as e:
@@ -319,22 +419,30 @@ def MonitoredTrainingSession(master="", is_chief=True,  # noqa: N802
     task by making the session again."""
     if scaffold is not None:
         raise NotImplementedError("scaffold is not supported yet")
-    for h in list(hooks or []) + list(chief_only_hooks or []):
-        if not isinstance(h, SessionRunHook):
-            raise TypeError("hooks written in Python are not supported yet: "
-                            "%r" % (h,))
     if save_checkpoint_steps is not None:
         save_checkpoint_secs = None
     tf = _tf()
     graph = tf.get_default_graph()
+    adapters = []
+
+    def native_of(h):
+        if isinstance(h, _EngineHook):
+            return h._h
+        if not isinstance(h, SessionRunHook):
+            raise TypeError("a hook must be a tf.train.SessionRunHook: %r"
+                            % (h,))
+        adapters.append(_PythonHook(h, graph))
+        return _C.PythonHook(adapters[-1])
+
+    natives = [native_of(h) for h in hooks or []]
+    chief_natives = [native_of(h) for h in chief_only_hooks or []]
     timeout = config.operation_timeout_in_ms if config is not None else 0
     native = _C.monitored_training_session(
-        master, bool(is_chief), checkpoint_dir or "",
-        [h._h for h in hooks or []], [h._h for h in chief_only_hooks or []],
+        master, bool(is_chief), checkpoint_dir or "", natives, chief_natives,
         None if save_checkpoint_secs is None else float(save_checkpoint_secs),
         None if save_checkpoint_steps is None else int(save_checkpoint_steps),
         int(log_step_count_steps or 0), graph._g, int(timeout))
-    return _MonitoredSession(native, graph)
+    return _MonitoredSession(native, graph, adapters)
 
 
 # -- input pipelines ---------------------------------------------------------------

@@ -200,6 +200,59 @@ std::vector<operation> ops_of(const std::vector<operation>& xs) {
   return xs;
 }
 
+// -- hooks written in Python ----------------------------------------------------
+
+// A session_run_hook whose calls go to a Python object: the package's
+// adapter (actorflow.train._PythonHook), which turns them into TF's
+// SessionRunHook calls on the user's hook. The monitored session calls
+// hooks in the thread that runs the step, which released the GIL.
+class python_hook : public session_run_hook {
+public:
+  explicit python_hook(py::object adapter) : adapter_(std::move(adapter)) {
+  }
+  ~python_hook() override {
+    py::gil_scoped_acquire locked;
+    adapter_ = py::object{};
+  }
+  void begin() override {
+    py::gil_scoped_acquire locked;
+    adapter_.attr("begin")();
+  }
+  void after_create_session(session& sess, coordinator&) override {
+    py::gil_scoped_acquire locked;
+    adapter_.attr("after_create_session")(
+      py::cast(&sess, py::return_value_policy::reference));
+  }
+  session_run_args before_run(session_run_context& context) override {
+    py::gil_scoped_acquire locked;
+    // (fetch names, [(output, array)]) or None.
+    auto extra = adapter_.attr("before_run")();
+    session_run_args args;
+    if (extra.is_none())
+      return args;
+    auto pair = extra.cast<py::tuple>();
+    for (auto& name : pair[0].cast<std::vector<std::string>>())
+      args.fetches.emplace_back(name);
+    args.feeds = feeds_of(pair[1].cast<py_feeds>());
+    (void) context;
+    return args;
+  }
+  void after_run(session_run_context& context,
+                 const session_run_values& values) override {
+    py::gil_scoped_acquire locked;
+    // True: the hook asked for a stop (run_context.request_stop()).
+    if (adapter_.attr("after_run")(numpy_list(values.results)).cast<bool>())
+      context.request_stop();
+  }
+  void end(session& sess) override {
+    py::gil_scoped_acquire locked;
+    adapter_.attr("end")(py::cast(&sess, py::return_value_policy::reference));
+  }
+
+private:
+  py::object adapter_;
+};
+
 // -- sessions -----------------------------------------------------------------
 
 dtype parse_or_throw(const std::string& type) {
@@ -845,6 +898,9 @@ PYBIND11_MODULE(_actorflow, m) {
              std::shared_ptr<stop_at_step_hook>>(m, "StopAtStepHook")
     .def(py::init<std::optional<int64_t>, std::optional<int64_t>>(),
          py::arg("num_steps"), py::arg("last_step"));
+  py::class_<python_hook, session_run_hook, std::shared_ptr<python_hook>>(
+    m, "PythonHook")
+    .def(py::init<py::object>());
   py::class_<nan_tensor_hook, session_run_hook,
              std::shared_ptr<nan_tensor_hook>>(m, "NanTensorHook")
     .def(py::init([](const output& loss, bool fail) {

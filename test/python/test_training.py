@@ -164,8 +164,6 @@ def test_monitored_training_session_stops_at_its_step_and_checks_nan():
     assert runs == 30 and out["step"] == 29
     with pytest.raises(ValueError, match="One of num_steps or last_step"):
         tf.train.StopAtStepHook()
-    with pytest.raises(TypeError, match="hooks written in Python"):
-        tf.train.MonitoredTrainingSession(hooks=[object()])
 
 
 def test_a_nan_loss_fails_the_step():
@@ -204,3 +202,60 @@ def test_a_saver_saves_and_restores_variables(tmp_path):
     assert tf.train.latest_checkpoint(str(tmp_path / "none")) is None
     with pytest.raises(ValueError, match="not a valid checkpoint"):
         saver.restore(other, str(tmp_path / "missing-7"))
+
+
+def test_a_hook_written_in_python_sees_every_call_and_can_stop():
+    w = tf.Variable([5.0], name="w")
+    loss = tf.reduce_sum(tf.square(w))
+    step = tf.train.get_or_create_global_step()
+    train_op = tf.train.GradientDescentOptimizer(0.1).minimize(
+        loss, global_step=step)
+
+    class LossLogger(tf.train.SessionRunHook):
+        def __init__(self):
+            self.calls = []
+            self.losses = []
+
+        def begin(self):
+            self.calls.append("begin")
+
+        def after_create_session(self, session, coord):
+            self.calls.append("after_create_session")
+            self.first = session.run(step)
+
+        def before_run(self, run_context):
+            assert run_context.original_args.fetches is train_op
+            return tf.train.SessionRunArgs({"loss": loss, "step": step})
+
+        def after_run(self, run_context, run_values):
+            self.losses.append(float(run_values.results["loss"]))
+            if run_values.results["step"] >= 9:
+                run_context.request_stop()
+
+        def end(self, session):
+            self.calls.append("end")
+            self.last = session.run(step)
+
+    hook = LossLogger()
+    runs = 0
+    with tf.train.MonitoredTrainingSession(hooks=[hook],
+                                           log_step_count_steps=0) as sess:
+        while not sess.should_stop():
+            sess.run(train_op)
+            runs += 1
+    assert runs == 10
+    assert hook.calls == ["begin", "after_create_session", "end"]
+    assert hook.first == 0 and hook.last == 10
+    # Fetched in the same step, before its update: 5², then 4², ...
+    assert hook.losses[:2] == [25.0, 16.0]
+
+    class Broken(tf.train.SessionRunHook):
+        def after_run(self, run_context, run_values):
+            raise ValueError("broken hook")
+
+    with pytest.raises(ValueError, match="broken hook"):
+        with tf.train.MonitoredTrainingSession(
+                hooks=[Broken()], log_step_count_steps=0) as sess:
+            sess.run(train_op)
+    with pytest.raises(TypeError, match="must be a tf.train.SessionRunHook"):
+        tf.train.MonitoredTrainingSession(hooks=[object()])
