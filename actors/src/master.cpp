@@ -501,7 +501,8 @@ master_actor::behavior_type master(master_self self, task_options opts,
         self->state.task_prefix,
         {task, "", false, monitoring::wall_us(), reason});
       lost_task(self, task, reason, dm.source);
-      member_lost(self, task, reason);
+      member_lost(self, task, reason,
+                  dm.reason == caf::exit_reason::user_shutdown);
       return;
     }
     lost_executor(self, dm.source, caf::to_string(dm.reason));

@@ -302,11 +302,12 @@ caf::result<status> on_leave(master_self self, const std::string& task);
 void on_membership_update(master_self self, int64_t version,
                           const std::vector<std::string>& flat);
 
-/// The worker of `task` went down (`reason`): the authority removes an
-/// elastic member, and marks a ClusterSpec task of a job other than "ps"
-/// down until it is reached again (peer_reached).
+/// The worker of `task` went down (`reason`; `orderly` when it shut down
+/// in order, which the log leaves out): the authority removes an elastic
+/// member, and marks a ClusterSpec task of a job other than "ps" down
+/// until it is reached again (peer_reached).
 void member_lost(master_self self, const std::string& task,
-                 const std::string& reason);
+                 const std::string& reason, bool orderly);
 
 /// At the authority's start: it watches the ClusterSpec's tasks that can
 /// go down (member_lost when they are lost or never reached).

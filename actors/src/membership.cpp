@@ -55,7 +55,7 @@ Promise to_authority(master_self self, Promise rp, Fail fail, Ts... xs) {
 // This task's copy of the members changed: the directory follows, and
 // the log and the monitor name what changed.
 void members_changed(master_self self, const membership::member_map& before,
-                     const std::string& why) {
+                     const std::string& why, bool orderly = false) {
   auto& st = self->state;
   st.opts.cluster = st.members.directory();
   auto version = " (membership version " + std::to_string(st.members.version())
@@ -66,8 +66,7 @@ void members_changed(master_self self, const membership::member_map& before,
   // that held one saw it go or come back), and only the authority logs
   // it, not for a task that shut down in order (the end of a program
   // stops each of its servers).
-  bool quiet = !is_authority(st)
-               || why.find("user_shutdown") != std::string::npos;
+  bool quiet = !is_authority(st) || orderly;
   for (auto& [name, address] : st.members.members())
     if (before.count(name) == 0) {
       if (st.members.can_go_down(name)) {
@@ -121,7 +120,8 @@ void watch(master_self self, const std::string& task) {
   resolve_peer(self, task, self->clock().now() + std::chrono::seconds(30),
                [self, task](status err, worker_actor) {
                  if (!err.ok())
-                   member_lost(self, task, "never reached: " + err.message());
+                   member_lost(self, task, "never reached: " + err.message(),
+                               false);
                });
 }
 
@@ -264,7 +264,7 @@ void watch_members(master_self self) {
 }
 
 void member_lost(master_self self, const std::string& task,
-                 const std::string& reason) {
+                 const std::string& reason, bool orderly) {
   auto& st = self->state;
   if (!is_authority(st) || task == st.task_prefix
       || (!st.members.elastic(task) && !st.members.can_go_down(task)))
@@ -272,7 +272,7 @@ void member_lost(master_self self, const std::string& task,
   auto before = st.members.members();
   if (!st.members.leave(task))
     return;
-  members_changed(self, before, "lost (" + reason + ")");
+  members_changed(self, before, "lost (" + reason + ")", orderly);
   broadcast(self);
 }
 

@@ -29,11 +29,12 @@ void finish_connect(master_self self, const std::string& task, status err,
 }
 
 // The connect loop for `task` failed and would try again at `next`: the
-// waiters whose deadline comes first fail with `err` now (a watch with a
-// long deadline keeps no step waiting past its own). True while some
-// still wait.
+// waiters whose deadline comes first fail now with `why()` (made only
+// then: a watch with a long deadline keeps no step waiting past its
+// own). True while some still wait.
+template <class Why>
 bool expire_waiters(master_self self, const std::string& task,
-                    caf::actor_clock::time_point next, const status& err) {
+                    caf::actor_clock::time_point next, Why why) {
   auto i = self->state.connecting.find(task);
   if (i == self->state.connecting.end())
     return false;
@@ -49,8 +50,11 @@ bool expire_waiters(master_self self, const std::string& task,
   bool more = !waiters.empty();
   if (!more)
     self->state.connecting.erase(i);
-  for (auto& w : expired)
-    w.k(err, {});
+  if (!expired.empty()) {
+    auto err = why();
+    for (auto& w : expired)
+      w.k(err, {});
+  }
   return more;
 }
 
@@ -150,11 +154,13 @@ void connect_peer(master_self self, const std::string& task,
         // until the last waiter's deadline.
         auto delay = std::chrono::milliseconds(
           std::min(1000, 50 * (1 << std::min(attempt, 5))));
-        auto tls = last_tls_failure(self->home_system(), hp.host, hp.port);
-        status why{error_code::unavailable,
-                   "Could not connect to " + task + " at " + address + ": "
-                     + self->system().render(err)
-                     + (tls.empty() ? "" : " (" + tls + ")")};
+        auto why = [&] {
+          auto tls = last_tls_failure(self->home_system(), hp.host, hp.port);
+          return status{error_code::unavailable,
+                        "Could not connect to " + task + " at " + address
+                          + ": " + self->system().render(err)
+                          + (tls.empty() ? "" : " (" + tls + ")")};
+        };
         if (!expire_waiters(self, task, now + delay, why))
           return;
         self->delayed_send(self, delay, caf::connect_atom::value, task,

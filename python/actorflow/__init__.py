@@ -797,9 +797,7 @@ class Variable(_Operators):
             None if collections is None else list(collections),
             builtins_bool(validate_shape))
 
-    @property
-    def trainable(self):
-        return self.name in [v.name for v in trainable_variables()]
+    trainable = property(lambda self: self._v.trainable)
 
     name = property(lambda self: self._v.name)
     op = property(lambda self: Operation(self._v.op))

@@ -3,11 +3,8 @@
 // (python/actorflow/*.py) gives it TensorFlow 1.x's names; this file only
 // converts (numpy <-> tensor, op_error -> actorflow.errors), releases the
 // GIL while a call blocks, and turns C++'s scope guards into objects that
-// Python's `with` closes.
-
-#include <pybind11/numpy.h>
-#include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
+// Python's `with` closes. It binds graphs, ops, sessions and servers;
+// training.cpp the rest (bind_training).
 
 #include <cstring>
 #include <functional>
@@ -16,25 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "actorflow/client/basic_session_run_hooks.hpp"
 #include "actorflow/client/cluster_spec.hpp"
-#include "actorflow/client/coordinator.hpp"
-#include "actorflow/client/queue_runner.hpp"
-#include "actorflow/client/saver.hpp"
-#include "actorflow/client/monitored_session.hpp"
 #include "actorflow/client/device_setter.hpp"
 #include "actorflow/client/server.hpp"
-#include "actorflow/client/session.hpp"
-#include "actorflow/graph/gradients.hpp"
-#include "actorflow/graph/input.hpp"
-#include "actorflow/graph/io_ops.hpp"
 #include "actorflow/graph/nn_ops.hpp"
-#include "actorflow/graph/ops.hpp"
-#include "actorflow/graph/queue_ops.hpp"
-#include "actorflow/graph/training.hpp"
+#include "binding.hpp"
 
-namespace py = pybind11;
 using namespace actorflow;
+using namespace actorflow::python;
 
 namespace {
 
@@ -147,23 +133,6 @@ tensor from_numpy(const py::array& arr) {
   return t;
 }
 
-// A step's feeds as the package passes them: (output, array) pairs.
-using py_feeds = std::vector<std::pair<output, py::array>>;
-
-feed_dict feeds_of(const py_feeds& feeds) {
-  feed_dict fd;
-  for (auto& [x, arr] : feeds)
-    fd.emplace_back(x, from_numpy(arr));
-  return fd;
-}
-
-py::list numpy_list(const std::vector<tensor>& values) {
-  py::list out;
-  for (auto& t : values)
-    out.append(to_numpy(t));
-  return out;
-}
-
 // -- errors -------------------------------------------------------------------
 
 // op_error -> the class of actorflow.errors for its code (a subclass of
@@ -196,64 +165,40 @@ scope open_scope(Ts&&... xs) {
   return scope{[g] { delete g; }};
 }
 
-std::vector<operation> ops_of(const std::vector<operation>& xs) {
-  return xs;
-}
+// -- sessions -----------------------------------------------------------------
 
-// -- hooks written in Python ----------------------------------------------------
-
-// A session_run_hook whose calls go to a Python object: the package's
-// adapter (actorflow.train._PythonHook), which turns them into TF's
-// SessionRunHook calls on the user's hook. The monitored session calls
-// hooks in the thread that runs the step, which released the GIL.
-class python_hook : public session_run_hook {
-public:
-  explicit python_hook(py::object adapter) : adapter_(std::move(adapter)) {
-  }
-  ~python_hook() override {
-    py::gil_scoped_acquire locked;
-    adapter_ = py::object{};
-  }
-  void begin() override {
-    py::gil_scoped_acquire locked;
-    adapter_.attr("begin")();
-  }
-  void after_create_session(session& sess, coordinator&) override {
-    py::gil_scoped_acquire locked;
-    adapter_.attr("after_create_session")(
-      py::cast(&sess, py::return_value_policy::reference));
-  }
-  session_run_args before_run(session_run_context& context) override {
-    py::gil_scoped_acquire locked;
-    // (fetch names, [(output, array)]) or None.
-    auto extra = adapter_.attr("before_run")();
-    session_run_args args;
-    if (extra.is_none())
-      return args;
-    auto pair = extra.cast<py::tuple>();
-    for (auto& name : pair[0].cast<std::vector<std::string>>())
-      args.fetches.emplace_back(name);
-    args.feeds = feeds_of(pair[1].cast<py_feeds>());
-    (void) context;
-    return args;
-  }
-  void after_run(session_run_context& context,
-                 const session_run_values& values) override {
-    py::gil_scoped_acquire locked;
-    // True: the hook asked for a stop (run_context.request_stop()).
-    if (adapter_.attr("after_run")(numpy_list(values.results)).cast<bool>())
-      context.request_stop();
-  }
-  void end(session& sess) override {
-    py::gil_scoped_acquire locked;
-    adapter_.attr("end")(py::cast(&sess, py::return_value_policy::reference));
-  }
-
-private:
-  py::object adapter_;
+// A device function (replica_device_setter's), for device_scope.
+struct device_fn {
+  std::optional<device_function> fn;
 };
 
-// -- sessions -----------------------------------------------------------------
+session_config config_from(int64_t operation_timeout_in_ms,
+                           bool log_device_placement,
+                           bool allow_soft_placement) {
+  session_config c;
+  c.operation_timeout_in_ms = operation_timeout_in_ms;
+  c.log_device_placement = log_device_placement;
+  c.allow_soft_placement = allow_soft_placement;
+  return c;
+}
+
+} // namespace
+
+namespace actorflow::python {
+
+feed_dict feeds_of(const py_feeds& feeds) {
+  feed_dict fd;
+  for (auto& [x, arr] : feeds)
+    fd.emplace_back(x, from_numpy(arr));
+  return fd;
+}
+
+py::list numpy_list(const std::vector<tensor>& values) {
+  py::list out;
+  for (auto& t : values)
+    out.append(to_numpy(t));
+  return out;
+}
 
 dtype parse_or_throw(const std::string& type) {
   auto t = parse_dtype(type);
@@ -272,22 +217,7 @@ tensor_shape shape_from(const py::object& shape) {
   return tensor_shape(std::move(dims));
 }
 
-// A device function (replica_device_setter's), for device_scope.
-struct device_fn {
-  std::optional<device_function> fn;
-};
-
-session_config config_from(int64_t operation_timeout_in_ms,
-                           bool log_device_placement,
-                           bool allow_soft_placement) {
-  session_config c;
-  c.operation_timeout_in_ms = operation_timeout_in_ms;
-  c.log_device_placement = log_device_placement;
-  c.allow_soft_placement = allow_soft_placement;
-  return c;
-}
-
-} // namespace
+} // namespace actorflow::python
 
 PYBIND11_MODULE(_actorflow, m) {
   m.doc() = "actorflow's engine for Python; use the package `actorflow`";
@@ -337,7 +267,7 @@ PYBIND11_MODULE(_actorflow, m) {
     return open_scope<container_scope>(name);
   });
   m.def("control_dependencies", [](const std::vector<operation>& ops) {
-    return open_scope<control_dependencies>(ops_of(ops));
+    return open_scope<control_dependencies>(ops);
   });
   m.def("clear_control_dependencies",
         [] { return open_scope<control_dependencies>(nullptr); });
@@ -408,6 +338,7 @@ PYBIND11_MODULE(_actorflow, m) {
          py::arg("validate_shape") = true)
     .def_property_readonly("name", &variable::name)
     .def_property_readonly("op", &variable::op)
+    .def_property_readonly("trainable", &variable::trainable)
     .def("ref", &variable::ref)
     .def("value", &variable::value)
     .def_property_readonly("initializer", &variable::initializer)
@@ -459,20 +390,9 @@ PYBIND11_MODULE(_actorflow, m) {
         },
         py::arg("value"), py::arg("name") = "Const");
   m.def("placeholder",
-        [](const std::string& type, py::object shape,
+        [](const std::string& type, const py::object& shape,
            const std::string& name) {
-          auto t = parse_dtype(type);
-          if (t == dtype::invalid)
-            throw op_error(error_code::invalid_argument,
-                           "unknown dtype \"" + type + "\"");
-          auto s = tensor_shape::unknown();
-          if (!shape.is_none()) {
-            std::vector<int64_t> dims;
-            for (auto d : shape)
-              dims.push_back(d.is_none() ? -1 : d.cast<int64_t>());
-            s = tensor_shape(std::move(dims));
-          }
-          return placeholder(t, s, name);
+          return placeholder(parse_or_throw(type), shape_from(shape), name);
         },
         py::arg("dtype"), py::arg("shape") = py::none(),
         py::arg("name") = "Placeholder");
@@ -515,11 +435,7 @@ PYBIND11_MODULE(_actorflow, m) {
         py::arg("name") = "Reshape");
   m.def("cast",
         [](const output& x, const std::string& type, const std::string& name) {
-          auto t = parse_dtype(type);
-          if (t == dtype::invalid)
-            throw op_error(error_code::invalid_argument,
-                           "unknown dtype \"" + type + "\"");
-          return cast(x, t, name);
+          return cast(x, parse_or_throw(type), name);
         },
         py::arg("x"), py::arg("dtype"), py::arg("name") = "Cast");
 
@@ -587,54 +503,6 @@ PYBIND11_MODULE(_actorflow, m) {
         },
         py::arg("shape"), py::arg("dtype"), py::arg("name") = "ones");
 
-  // Training: gradients, the global step, optimizers.
-  m.def("gradients", &gradients, py::arg("ys"), py::arg("xs"),
-        py::arg("grad_ys") = std::vector<output>{},
-        py::arg("name") = "gradients");
-  m.def("create_global_step", &create_global_step);
-  m.def("get_global_step", [] {
-    auto v = get_global_step();
-    return v.op().valid() ? py::cast(v) : py::object(py::none());
-  });
-  m.def("get_or_create_global_step", &get_or_create_global_step);
-  py::class_<optimizer>(m, "Optimizer")
-    .def("compute_gradients", &optimizer::compute_gradients,
-         py::arg("loss"), py::arg("var_list") = std::vector<variable>{})
-    .def("apply_gradients",
-         [](optimizer& o, const grads_and_vars& gv,
-            std::optional<variable> step, const std::string& name) {
-           return o.apply_gradients(gv, step ? &*step : nullptr, name);
-         },
-         py::arg("grads_and_vars"), py::arg("global_step") = py::none(),
-         py::arg("name") = "")
-    .def("minimize",
-         [](optimizer& o, const output& loss, std::optional<variable> step,
-            std::vector<variable> vars, const std::string& name) {
-           return o.minimize(loss, step ? &*step : nullptr, std::move(vars),
-                             name);
-         },
-         py::arg("loss"), py::arg("global_step") = py::none(),
-         py::arg("var_list") = std::vector<variable>{}, py::arg("name") = "")
-    .def("get_slot", &optimizer::get_slot)
-    .def_property_readonly("name", &optimizer::name);
-  py::class_<gradient_descent_optimizer, optimizer>(m,
-                                                    "GradientDescentOptimizer")
-    .def(py::init<double, const std::string&>(), py::arg("learning_rate"),
-         py::arg("name") = "GradientDescent");
-  py::class_<momentum_optimizer, optimizer>(m, "MomentumOptimizer")
-    .def(py::init<double, double, bool, const std::string&>(),
-         py::arg("learning_rate"), py::arg("momentum"),
-         py::arg("use_nesterov") = false, py::arg("name") = "Momentum");
-  py::class_<adagrad_optimizer, optimizer>(m, "AdagradOptimizer")
-    .def(py::init<double, double, const std::string&>(),
-         py::arg("learning_rate"), py::arg("initial_accumulator_value") = 0.1,
-         py::arg("name") = "Adagrad");
-  py::class_<adam_optimizer, optimizer>(m, "AdamOptimizer")
-    .def(py::init<double, double, double, double, const std::string&>(),
-         py::arg("learning_rate") = 0.001, py::arg("beta1") = 0.9,
-         py::arg("beta2") = 0.999, py::arg("epsilon") = 1e-8,
-         py::arg("name") = "Adam");
-
   // replica_device_setter: a device function that tf.device opens.
   py::class_<device_fn>(m, "DeviceFunction");
   m.def("replica_device_setter",
@@ -675,284 +543,6 @@ PYBIND11_MODULE(_actorflow, m) {
     };
     return open_scope<device_scope>(std::optional<device_function>{f});
   });
-
-  // Queues (tf.FIFOQueue).
-  py::class_<queue_base>(m, "Queue")
-    .def_property_readonly("name", &queue_base::name)
-    .def_property_readonly("op", &queue_base::op)
-    .def_property_readonly("dtypes",
-                           [](const queue_base& q) {
-                             std::vector<std::string> out;
-                             for (auto t : q.dtypes())
-                               out.emplace_back(to_string(t));
-                             return out;
-                           })
-    .def("enqueue", &queue_base::enqueue, py::arg("values"),
-         py::arg("name") = "")
-    .def("enqueue_many", &queue_base::enqueue_many, py::arg("values"),
-         py::arg("name") = "")
-    .def("dequeue", &queue_base::dequeue, py::arg("name") = "")
-    .def("dequeue_many",
-         py::overload_cast<int32_t, const std::string&>(
-           &queue_base::dequeue_many),
-         py::arg("n"), py::arg("name") = "")
-    .def("dequeue_up_to",
-         py::overload_cast<int32_t, const std::string&>(
-           &queue_base::dequeue_up_to),
-         py::arg("n"), py::arg("name") = "")
-    .def("close", &queue_base::close,
-         py::arg("cancel_pending_enqueues") = false, py::arg("name") = "")
-    .def("size", &queue_base::size, py::arg("name") = "")
-    .def("is_closed", &queue_base::is_closed, py::arg("name") = "");
-  m.def("fifo_queue",
-        [](int32_t capacity, const std::vector<std::string>& types,
-           const std::vector<py::object>& shapes,
-           const std::string& shared_name, const std::string& name) {
-          std::vector<dtype> ts;
-          for (auto& t : types)
-            ts.push_back(parse_or_throw(t));
-          std::vector<tensor_shape> ss;
-          for (auto& s : shapes)
-            ss.push_back(shape_from(s));
-          return queue_base{fifo_queue{capacity, std::move(ts), std::move(ss),
-                                       shared_name, name}};
-        },
-        py::arg("capacity"), py::arg("dtypes"), py::arg("shapes"),
-        py::arg("shared_name"), py::arg("name"));
-
-  m.def("padding_fifo_queue",
-        [](int32_t capacity, const std::vector<std::string>& types,
-           const std::vector<py::object>& shapes,
-           const std::string& shared_name, const std::string& name) {
-          std::vector<dtype> ts;
-          for (auto& t : types)
-            ts.push_back(parse_or_throw(t));
-          std::vector<tensor_shape> ss;
-          for (auto& s : shapes)
-            ss.push_back(shape_from(s));
-          return queue_base{padding_fifo_queue{capacity, std::move(ts),
-                                               std::move(ss), shared_name,
-                                               name}};
-        },
-        py::arg("capacity"), py::arg("dtypes"), py::arg("shapes"),
-        py::arg("shared_name"), py::arg("name"));
-  m.def("random_shuffle_queue",
-        [](int32_t capacity, int32_t min_after_dequeue,
-           const std::vector<std::string>& types,
-           const std::vector<py::object>& shapes, int64_t seed,
-           const std::string& shared_name, const std::string& name) {
-          std::vector<dtype> ts;
-          for (auto& t : types)
-            ts.push_back(parse_or_throw(t));
-          std::vector<tensor_shape> ss;
-          for (auto& s : shapes)
-            ss.push_back(shape_from(s));
-          return queue_base{random_shuffle_queue{capacity, min_after_dequeue,
-                                                 std::move(ts), std::move(ss),
-                                                 seed, shared_name, name}};
-        },
-        py::arg("capacity"), py::arg("min_after_dequeue"), py::arg("dtypes"),
-        py::arg("shapes"), py::arg("seed"), py::arg("shared_name"),
-        py::arg("name"));
-
-  // Readers and input pipelines.
-  py::class_<reader_base>(m, "Reader")
-    .def("read", &reader_base::read, py::arg("queue"), py::arg("name") = "")
-    .def("read_up_to",
-         py::overload_cast<const queue_base&, int64_t, const std::string&>(
-           &reader_base::read_up_to),
-         py::arg("queue"), py::arg("num_records"), py::arg("name") = "")
-    .def("num_records_produced", &reader_base::num_records_produced,
-         py::arg("name") = "")
-    .def("reset", &reader_base::reset, py::arg("name") = "");
-  m.def("text_line_reader",
-        [](int64_t skip, const std::string& name) {
-          return reader_base{text_line_reader{skip, "", name}};
-        },
-        py::arg("skip_header_lines"), py::arg("name"));
-  m.def("whole_file_reader", [](const std::string& name) {
-    return reader_base{whole_file_reader{"", name}};
-  });
-  m.def("fixed_length_record_reader",
-        [](int64_t record, int64_t header, int64_t footer, int64_t hop,
-           const std::string& name) {
-          return reader_base{
-            fixed_length_record_reader{record, header, footer, hop, "", "",
-                                       name}};
-        },
-        py::arg("record_bytes"), py::arg("header_bytes"),
-        py::arg("footer_bytes"), py::arg("hop_bytes"), py::arg("name"));
-  m.def("string_input_producer",
-        [](const output& strings, int64_t num_epochs, bool shuffle,
-           int64_t seed, int32_t capacity, const std::string& shared_name,
-           const std::string& name) {
-          input_producer_options o;
-          o.num_epochs = num_epochs;
-          o.shuffle = shuffle;
-          o.seed = seed;
-          o.capacity = capacity;
-          o.shared_name = shared_name;
-          o.name = name;
-          return queue_base{string_input_producer(strings, o)};
-        },
-        py::arg("strings"), py::arg("num_epochs"), py::arg("shuffle"),
-        py::arg("seed"), py::arg("capacity"), py::arg("shared_name"),
-        py::arg("name"));
-  m.def("batch",
-        [](const std::vector<output>& tensors, int32_t batch_size,
-           int32_t num_threads, int32_t capacity, bool enqueue_many,
-           const std::vector<py::object>& shapes, bool dynamic_pad,
-           bool allow_smaller, const std::string& shared_name,
-           const std::string& name, int32_t shuffle_capacity,
-           int32_t min_after_dequeue, int64_t seed) {
-          batch_options o;
-          o.num_threads = num_threads;
-          o.capacity = capacity;
-          o.enqueue_many = enqueue_many;
-          for (auto& s : shapes)
-            o.shapes.push_back(shape_from(s));
-          o.dynamic_pad = dynamic_pad;
-          o.allow_smaller_final_batch = allow_smaller;
-          o.shared_name = shared_name;
-          o.name = name;
-          o.seed = seed;
-          if (min_after_dequeue >= 0)
-            return shuffle_batch(tensors, batch_size, shuffle_capacity,
-                                 min_after_dequeue, o);
-          return batch(tensors, batch_size, o);
-        },
-        py::arg("tensors"), py::arg("batch_size"), py::arg("num_threads"),
-        py::arg("capacity"), py::arg("enqueue_many"), py::arg("shapes"),
-        py::arg("dynamic_pad"), py::arg("allow_smaller_final_batch"),
-        py::arg("shared_name"), py::arg("name"), py::arg("shuffle_capacity"),
-        py::arg("min_after_dequeue"), py::arg("seed"));
-
-  // Coordinators and queue runners: the runners' threads are C++ threads
-  // the coordinator owns (they never touch Python).
-  py::class_<coordinator>(m, "Coordinator")
-    .def(py::init<>())
-    .def("request_stop", py::overload_cast<>(&coordinator::request_stop))
-    .def("should_stop", &coordinator::should_stop)
-    .def("clear_stop", &coordinator::clear_stop)
-    .def("wait_for_stop",
-         [](const coordinator& c, std::optional<double> timeout_s) {
-           py::gil_scoped_release unlocked;
-           if (!timeout_s)
-             return c.wait_for_stop();
-           return c.wait_for_stop(std::chrono::milliseconds(
-             static_cast<int64_t>(*timeout_s * 1000)));
-         },
-         py::arg("timeout") = py::none())
-    .def("join",
-         [](coordinator& c, double grace_s, bool ignore_live) {
-           py::gil_scoped_release unlocked;
-           c.join(std::chrono::milliseconds(static_cast<int64_t>(grace_s
-                                                                 * 1000)),
-                  ignore_live);
-         },
-         py::arg("stop_grace_period_secs"), py::arg("ignore_live_threads"))
-    .def("joined", &coordinator::joined);
-  py::class_<queue_runner>(m, "QueueRunner")
-    .def(py::init([](const queue_base& q, const std::vector<operation>& ops) {
-      return queue_runner{q, ops};
-    }))
-    .def_property_readonly("name", &queue_runner::name);
-  m.def("add_queue_runner", &add_queue_runner);
-  m.def("start_queue_runners", [](session& s, coordinator& c) {
-    py::gil_scoped_release unlocked;
-    return start_queue_runners(s, c);
-  });
-
-  // Checkpoints (tf.train.Saver): saves and restores block, GIL released.
-  py::class_<saver>(m, "Saver")
-    .def(py::init([](std::vector<variable> vars, int max_to_keep,
-                     bool sharded, const std::string& name) {
-           saver_options o;
-           o.var_list = std::move(vars);
-           o.max_to_keep = max_to_keep;
-           o.sharded = sharded;
-           o.name = name;
-           return std::make_unique<saver>(std::move(o));
-         }),
-         py::arg("var_list"), py::arg("max_to_keep"), py::arg("sharded"),
-         py::arg("name"))
-    .def("save",
-         [](saver& sv, session& s, const std::string& path,
-            std::optional<variable> step_var, int64_t step) {
-           py::gil_scoped_release unlocked;
-           return step_var ? sv.save(s, path, *step_var)
-                           : sv.save(s, path, step);
-         },
-         py::arg("sess"), py::arg("save_path"), py::arg("step_var"),
-         py::arg("global_step"))
-    .def("restore", &saver::restore, py::arg("sess"), py::arg("save_path"),
-         py::call_guard<py::gil_scoped_release>())
-    .def_property_readonly("last_checkpoints", &saver::last_checkpoints);
-  m.def("latest_checkpoint", &latest_checkpoint);
-  m.def("checkpoint_exists", &checkpoint_exists);
-
-  // Monitored training sessions and the engine's hooks.
-  py::class_<session_run_hook, std::shared_ptr<session_run_hook>>(
-    m, "SessionRunHook");
-  py::class_<stop_at_step_hook, session_run_hook,
-             std::shared_ptr<stop_at_step_hook>>(m, "StopAtStepHook")
-    .def(py::init<std::optional<int64_t>, std::optional<int64_t>>(),
-         py::arg("num_steps"), py::arg("last_step"));
-  py::class_<python_hook, session_run_hook, std::shared_ptr<python_hook>>(
-    m, "PythonHook")
-    .def(py::init<py::object>());
-  py::class_<nan_tensor_hook, session_run_hook,
-             std::shared_ptr<nan_tensor_hook>>(m, "NanTensorHook")
-    .def(py::init([](const output& loss, bool fail) {
-           return std::make_shared<nan_tensor_hook>(loss, fail);
-         }),
-         py::arg("loss_tensor"), py::arg("fail_on_nan_loss"));
-  py::class_<monitored_session>(m, "MonitoredSession")
-    .def("run",
-         [](monitored_session& s, const std::vector<std::string>& names,
-            const py_feeds& feeds, int64_t timeout_ms) {
-           std::vector<fetch> fetches(names.begin(), names.end());
-           auto fd = feeds_of(feeds);
-           run_options o;
-           o.timeout_in_ms = timeout_ms;
-           std::vector<tensor> out;
-           {
-             py::gil_scoped_release unlocked;
-             out = s.run(fetches, fd, o);
-           }
-           return numpy_list(out);
-         },
-         py::arg("fetches"), py::arg("feeds"), py::arg("timeout_in_ms") = 0)
-    .def("should_stop", &monitored_session::should_stop,
-         py::call_guard<py::gil_scoped_release>())
-    .def("close", &monitored_session::close,
-         py::call_guard<py::gil_scoped_release>());
-  m.def("monitored_training_session",
-        [](const std::string& master, bool is_chief,
-           const std::string& checkpoint_dir, session_run_hooks hooks,
-           session_run_hooks chief_only_hooks,
-           std::optional<double> save_checkpoint_secs,
-           std::optional<int64_t> save_checkpoint_steps,
-           int64_t log_step_count_steps, graph* g, int64_t timeout_ms) {
-          monitored_training_session_options o;
-          o.master = master;
-          o.is_chief = is_chief;
-          o.checkpoint_dir = checkpoint_dir;
-          o.hooks = std::move(hooks);
-          o.chief_only_hooks = std::move(chief_only_hooks);
-          o.save_checkpoint_secs = save_checkpoint_secs;
-          o.save_checkpoint_steps = save_checkpoint_steps;
-          o.log_step_count_steps = log_step_count_steps;
-          o.g = g;
-          o.config.operation_timeout_in_ms = timeout_ms;
-          py::gil_scoped_release unlocked;
-          return monitored_training_session(std::move(o));
-        },
-        py::arg("master"), py::arg("is_chief"), py::arg("checkpoint_dir"),
-        py::arg("hooks"), py::arg("chief_only_hooks"),
-        py::arg("save_checkpoint_secs"), py::arg("save_checkpoint_steps"),
-        py::arg("log_step_count_steps"), py::arg("graph"),
-        py::arg("operation_timeout_in_ms"));
 
   // Clusters and servers.
   py::class_<cluster_spec>(m, "ClusterSpec")
@@ -1051,4 +641,7 @@ PYBIND11_MODULE(_actorflow, m) {
                 },
                 py::arg("target"),
                 py::arg("containers") = std::vector<std::string>{});
+
+  // Training, queues, input pipelines, checkpoints, monitored sessions.
+  bind_training(m);
 }

@@ -847,7 +847,8 @@ TEST_CASE("training: raising the elastic replica count adds the difference "
   gradient_descent_optimizer opt{0.25};
   sync_replicas_optimizer sync{opt, 1};
   sync.set_elastic(true);
-  auto train_op = sync.minimize(loss, step);
+  // Builds the update, the token queue and set_replicas_op.
+  sync.minimize(loss, step);
   // The token queue, by its shared name.
   output tokens;
   {

@@ -1,0 +1,43 @@
+#pragma once
+
+// What the extension's two translation units share (module.cpp: graphs,
+// ops, sessions, servers and the conversions; training.cpp: training,
+// queues, input pipelines, checkpoints, monitored sessions). Call with
+// the GIL held.
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "actorflow/client/session.hpp"
+
+namespace py = pybind11;
+
+namespace actorflow::python {
+
+/// A step's feeds as the package passes them: (output, array) pairs.
+using py_feeds = std::vector<std::pair<output, py::array>>;
+
+/// The feeds as tensors of their own (copied: the engine may keep a fed
+/// tensor while the caller writes into its array).
+feed_dict feeds_of(const py_feeds& feeds);
+
+/// Fetched tensors as numpy arrays that view their buffers (None for a
+/// target's).
+py::list numpy_list(const std::vector<tensor>& values);
+
+/// The dtype TF spells `type` ("float32", "int64", ...); InvalidArgument
+/// for an unknown one.
+dtype parse_or_throw(const std::string& type);
+
+/// A shape from Python: None for an unknown rank, None dims unknown.
+tensor_shape shape_from(const py::object& shape);
+
+/// Binds training.cpp's part of the module.
+void bind_training(py::module_& m);
+
+} // namespace actorflow::python
