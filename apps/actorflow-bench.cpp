@@ -88,7 +88,8 @@ const std::vector<figure_group>& registry() {
     replication_group(),  // replication.cpp
     rss_group(),          // system.cpp
     scale_group(),        // scale.cpp
-    train_group()};       // system.cpp
+    train_group(),        // system.cpp
+    python_group()};      // python.cpp
   return all;
 }
 
@@ -170,6 +171,7 @@ their groups, the names --only takes, are listed below the flags.
 
   actorflow-bench [--quick] [--only NAME[,NAME...]] [--peers] [--json-only]
                   [--node PATH] [--train PATH] [--data_dir DIR]
+                  [--python PATH]
 )text";
 
 constexpr const char* footer = R"(Figures (group: names):
@@ -234,6 +236,16 @@ constexpr const char* footer = R"(Figures (group: names):
                 (Fashion-MNIST MLP with actorflow-train --local 1 / 2;
                 baseline: a single-process plain Eigen loop doing the same
                 forward, backward and Adam update)
+  python:       python_step_local_trivial (us per run of the one-node
+                step from Python; baseline: the same from C++, measured
+                before and after), python_fetch_64mib, python_feed_64mib
+                (MB/s of a 64 MiB float32 fetch into numpy and feed from
+                numpy by a session on a worker of a Python process;
+                baseline: the same from this process's worker of the same
+                cluster), python_train_examples_per_s_1worker
+                (examples/python/train_mnist.py --local 1; baseline:
+                actorflow-train --local 1 just before); needs the Python
+                package (ACTORFLOW_PYTHON), else skipped
   (1 KiB = 1024 bytes, MB = 10^6 bytes)
 
 Exit status: 0 when every figure was measured (or skipped for a stated
@@ -294,6 +306,11 @@ std::optional<options> parse_args(int argc, char** argv) {
   app.add_option("--data_dir", opts.data_dir,
                  "Fashion-MNIST for the train figures (missing: skipped)")
     ->type_name("DIR")
+    ->capture_default_str()
+    ->check(support::non_empty());
+  app.add_option("--python", opts.python,
+                 "the Python interpreter for the python figures")
+    ->type_name("PATH")
     ->capture_default_str()
     ->check(support::non_empty());
   if (!cl.parse(argc, argv))

@@ -5,7 +5,7 @@
 //   actorflow-console --cluster '{"ps": ["127.0.0.1:2222"], ...}'
 //   actorflow-console --ps_hosts h:1 --worker_hosts h:2,h:3
 //   actorflow-console --address 127.0.0.1:2222     (learns the cluster)
-//   actorflow-console --cluster ... --once --json
+//   actorflow-console --cluster ... --once [--json]
 //   actorflow-console --cluster ... --http 127.0.0.1:8080   (the web UI)
 //
 // With --tls_cert/--tls_key/--tls_ca (support/command_line.hpp) it connects
@@ -13,9 +13,10 @@
 // nodes' --tls_allowed_peers (default `client` and `monitor`); a monitor
 // certificate (actorflow-make-certs monitor:monitor) is all it needs.
 //
-// Exit status (support/guarded_main.hpp): 0 on q, SIGINT or SIGTERM (and
-// after --once), 1 if the cluster cannot be learned from --address or the
-// web UI cannot serve, 2 for a bad command line.
+// Exit status (support/guarded_main.hpp): 0 on q, SIGINT or SIGTERM, and
+// after --once when every task is up; 3 after --once when a task is down
+// or never answered; 1 if the cluster cannot be learned from --address or
+// the web UI cannot serve, 2 for a bad command line.
 
 #include <signal.h>
 #include <unistd.h>
@@ -32,6 +33,7 @@
 #include "actorflow/actorflow.hpp"
 #include "cluster_flags.hpp"
 #include "console/cluster_watch.hpp"
+#include "console/summary.hpp"
 #include "console/terminal_ui.hpp"
 #include "console/web_ui.hpp"
 
@@ -44,7 +46,7 @@ constexpr const char* description = R"(Watches a running actorflow cluster: its 
 the actors on each (mailbox depth, messages/s, busy time), steps, queues,
 variables and training progress, live.
 
-  actorflow-console --cluster JSON [--once --json] [options]
+  actorflow-console --cluster JSON [--once [--json]] [options]
   actorflow-console --ps_hosts H:P,... --worker_hosts H:P,... [...]
   actorflow-console --address HOST:PORT [...]
   TF_CONFIG='{"cluster": {...}}' actorflow-console [...]
@@ -86,7 +88,9 @@ std::optional<options> parse_args(int argc, char** argv) {
     ->capture_default_str()
     ->check(support::integer_in(50, 60000));
   app.add_flag("--once", opts.once,
-               "print one snapshot of the whole cluster and exit");
+               "print one snapshot of the whole cluster (a text summary, or "
+               "with --json a document) and exit: 0 when every task is up, "
+               "3 when one is down or never answered");
   app.add_flag("--json", opts.json_out,
                "JSON instead of the terminal UI: with --once one document, "
                "without it one line per interval until SIGINT/SIGTERM (for "
@@ -128,8 +132,6 @@ std::optional<options> parse_args(int argc, char** argv) {
   if (opts.address && opts.cluster.any_cluster_flag())
     throw usage_error("--address cannot be combined with --cluster, "
                       "--ps_hosts or --worker_hosts");
-  if (opts.once && !opts.json_out)
-    throw usage_error("--once needs --json (the only snapshot format)");
   if (opts.http && opts.json_out)
     throw usage_error("--http cannot be combined with --json");
   if (!opts.http && (opts.web_allowed_hosts || opts.web_token))
@@ -180,6 +182,9 @@ std::filesystem::path web_dir(const std::optional<std::string>& flag) {
 
 std::atomic<bool> stop_requested{false};
 
+// --once's status when a task is down or never answered.
+constexpr int exit_unhealthy = 3;
+
 extern "C" void on_signal(int) {
   stop_requested = true;
 }
@@ -198,9 +203,9 @@ int run(int argc, char** argv) {
     cluster = resolve_cluster(opts.cluster, job, task, job_source,
                               task_source);
   }
-  if (!opts.json_out && !opts.http && !::isatty(STDOUT_FILENO))
-    throw usage_error("stdout is not a terminal; use --json (with --once "
-                      "for one snapshot)");
+  if (!opts.json_out && !opts.http && !opts.once && !::isatty(STDOUT_FILENO))
+    throw usage_error("stdout is not a terminal; use --once (one summary), "
+                      "--json, or both");
   struct sigaction sa{};
   sa.sa_handler = on_signal;
   ::sigaction(SIGINT, &sa, nullptr);
@@ -212,11 +217,20 @@ int run(int argc, char** argv) {
   if (opts.once) {
     auto until = std::chrono::steady_clock::now()
                  + std::chrono::seconds(opts.timeout_s);
-    while (!watch.settled() && !stop_requested
+    // Two updates of each task that is up: its rates are then measured,
+    // not zero.
+    while (!watch.settled(2) && !stop_requested
            && std::chrono::steady_clock::now() < until)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    std::cout << watch.to_json().dump(2) << std::endl;
-    return 0;
+    auto tasks = watch.view();
+    if (opts.json_out) {
+      auto doc = watch.to_json();
+      doc["healthy"] = healthy(tasks);
+      std::cout << doc.dump(2) << std::endl;
+    } else {
+      std::cout << once_summary(tasks) << std::flush;
+    }
+    return healthy(tasks) ? 0 : exit_unhealthy;
   }
   if (opts.json_out) {
     auto next = std::chrono::steady_clock::now();

@@ -267,6 +267,40 @@ void lost_requester(master_self self, const caf::actor_addr& who,
   }
 }
 
+// The requester gave up on one of its steps (Ctrl-C in Python,
+// session::run's step_cancellation): withdrawn everywhere, as a failed
+// step is. One not started yet fails when it starts.
+void cancel_client_step(master_self self, const caf::actor_addr& who,
+                        int64_t client_step) {
+  auto& st = self->state;
+  for (auto& [id, step] : st.steps)
+    if (!step.done && step.requester == who
+        && step.client_step == client_step) {
+      run_graph_response resp;
+      resp.result = {error_code::cancelled,
+                     "Step was cancelled by its client"};
+      on_step_reply(self, id, 0, std::move(resp));
+      return;
+    }
+  constexpr size_t max_early = 64;
+  if (st.cancelled_early.size() == max_early)
+    st.cancelled_early.pop_front();
+  st.cancelled_early.emplace_back(who, client_step);
+}
+
+// Whether the requester of this step cancelled it before it started
+// (forgotten once matched).
+bool cancelled_before_start(master_state& st, const caf::actor_addr& who,
+                            int64_t client_step) {
+  auto& early = st.cancelled_early;
+  auto i = std::find(early.begin(), early.end(),
+                     std::make_pair(who, client_step));
+  if (i == early.end())
+    return false;
+  early.erase(i);
+  return true;
+}
+
 } // namespace
 
 /// Errors of planning fail the step, never the task.
@@ -587,6 +621,11 @@ master_actor::behavior_type master(master_self self, task_options opts,
     },
     [self](check_deadlines_atom) { check_step_deadlines(self); },
     [self](retry_step_atom, int64_t id) { on_retry(self, id); },
+    [self](cancel_step_atom, int64_t client_step) {
+      cancel_client_step(
+        self, caf::actor_cast<caf::actor_addr>(self->current_sender()),
+        client_step);
+    },
     [self](find_peer_atom, const std::string& task, int64_t deadline_ms) {
       // The worker's way to its backups: this master's directory.
       auto rp = self->make_response_promise<status, worker_actor>();
@@ -644,6 +683,14 @@ void start_step(master_self self, step_promise rp,
                 run_step_request& req, int64_t timeout_ms, step_retry retry) {
   auto& st = self->state;
   auto& plan = *plan_ptr;
+  auto src = static_cast<caf::response_promise&>(rp).source();
+  auto requester = caf::actor_cast<caf::actor_addr>(src);
+  if (!st.cancelled_early.empty() && requester
+      && cancelled_before_start(st, requester, req.client_step)) {
+    deliver_error(rp, {error_code::cancelled,
+                       "Step was cancelled by its client"});
+    return;
+  }
   auto id = st.step_base + st.next_step++;
   auto& step = st.steps[id];
   if (retry.tag == 0) {
@@ -667,9 +714,10 @@ void start_step(master_self self, step_promise rp,
   step.replied.resize(plan.parts.size());
   step.timeout_ms = timeout_ms;
   step.start_ticks = monitoring::ticks();
-  if (const auto& src = static_cast<caf::response_promise&>(step.rp).source()) {
-    step.requester = caf::actor_cast<caf::actor_addr>(src);
-    if (st.requesters.insert(step.requester).second)
+  step.client_step = req.client_step;
+  if (requester) {
+    step.requester = requester;
+    if (st.requesters.insert(requester).second)
       self->monitor(caf::actor_cast<caf::actor>(src));
   }
   if (plan.parts.empty()) {

@@ -8,6 +8,7 @@
 // master_plan.cpp the planning, peer_directory.cpp the directory.
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -162,6 +163,8 @@ struct master_step {
   /// Who asked for it (the client's session actor): when it dies or goes
   /// silent, the step is withdrawn everywhere.
   caf::actor_addr requester;
+  /// The requester's number for it (run_step_request::client_step).
+  int64_t client_step = 0;
   /// With replicated variables: the request, to run it again after a
   /// failover, and its identity across attempts.
   std::shared_ptr<run_step_request> req;
@@ -200,6 +203,10 @@ struct master_state {
     registering;
   uint64_t next_registration = 0;
   std::unordered_map<int64_t, master_step> steps;
+  /// Steps their requester cancelled before they started (still being
+  /// planned, or waiting for a task): each fails when it starts. Bounded:
+  /// a cancel that crossed its step's reply matches nothing.
+  std::deque<std::pair<caf::actor_addr, int64_t>> cancelled_early;
   /// Deadlines of the steps in `steps` that have one.
   deadline_table<int64_t> step_deadlines;
   std::shared_ptr<task_counters> counters;

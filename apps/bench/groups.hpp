@@ -15,6 +15,7 @@
 //   overhead.cpp  monitoring, tls (a second cluster against a plain one)
 //   scale.cpp     scale (fan-in processes, graph size)
 //   system.cpp    rss, train (whole processes)
+//   python.cpp    python (the Python front end against C++)
 //
 // Pieces several groups use (the clusters, the baselines' servers, the
 // path probe) are in common.hpp; the report's output in
@@ -44,6 +45,8 @@ struct options {
   std::string node;
   std::string train;
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  /// Debian's interpreter, where python3-numpy is.
+  std::string python = "/usr/bin/python3";
 };
 
 /// One measured figure.
@@ -189,6 +192,25 @@ figure_group scale_group(); // scale.cpp
 figure_group rss_group();   // system.cpp
 figure_group train_group();
 figure_group replication_group(); // replication.cpp
+figure_group python_group();      // python.cpp
+
+// -- what the train and python groups share (system.cpp) ----------------------
+
+/// Whether `dir` holds Fashion-MNIST's four files.
+bool have_fashion_mnist(const std::string& dir);
+
+/// Aggregate examples/s of a trainer's output ("worker N: step ...
+/// examples/s X" lines): per worker the median of its windows after the
+/// first (start-up), summed; `detail` gets each worker's. Throws
+/// std::runtime_error unless `workers` workers printed such lines.
+double trainer_examples_per_s(const std::string& out, int workers,
+                              std::string& detail);
+
+/// The examples/s of one `actorflow-train --local` run of the MLP with
+/// `workers` workers and `ps` ps tasks (`replicate`: with
+/// --replicate_variables). Blocks; throws if the run fails.
+double trainer_rate(context& ctx, const std::string& train, int workers,
+                    int ps, bool replicate, std::string& detail);
 
 // -- what main needs of the groups --------------------------------------------
 

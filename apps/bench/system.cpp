@@ -134,12 +134,12 @@ void run_rss(context& ctx) {
                      : "VmRSS: this kernel refused to reset VmHWM")});
 }
 
+} // namespace
+
 // -- train --------------------------------------------------------------------
 
-/// Aggregate examples/s of an `actorflow-train --local` run: per worker,
-/// the median of its "examples/s X" lines after the first (which includes
-/// start-up: graph registration and the first steps), summed over the
-/// workers.
+// The first window of each worker includes start-up (graph registration
+// and the first steps).
 double trainer_examples_per_s(const std::string& out, int workers,
                               std::string& detail) {
   static const std::regex pattern{
@@ -179,9 +179,6 @@ bool have_fashion_mnist(const std::string& dir) {
   return true;
 }
 
-/// The examples/s of one `actorflow-train --local` run of the MLP with
-/// `workers` workers and `ps` ps tasks (`replicate`: with
-/// --replicate_variables); `detail` gets each worker's median.
 double trainer_rate(context& ctx, const std::string& train, int workers,
                     int ps, bool replicate, std::string& detail) {
   // Enough logged windows for a median after the first one, within a
@@ -225,6 +222,8 @@ double trainer_rate(context& ctx, const std::string& train, int workers,
   }
   return trainer_examples_per_s(out, workers, detail);
 }
+
+namespace {
 
 void run_train(context& ctx) {
   const std::vector<std::pair<std::string, int>> runs = {

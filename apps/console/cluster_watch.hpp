@@ -12,6 +12,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actorflow/actors/monitoring.hpp"
 #include "actorflow/graph/device_name.hpp"
 #include "actorflow/transport/host_port.hpp"
 #include "actorflow/transport/transport.hpp"
@@ -38,12 +40,24 @@ struct task_view {
   std::string state = "connecting";
   int64_t since_us = 0; ///< when it entered that state
   double rtt_us = -1;   ///< the last ping's round trip
-  std::string error;    ///< why it is down
+  /// Why it went down: the first reason, kept while it stays down.
+  std::string error;
+  /// The latest reason it is still down (a reconnect's failure), when
+  /// that differs from `error`.
+  std::string last_error;
   /// The task's monitor document, deltas merged in; each actor also gets
   /// "messages_per_s" and "busy_percent" from the last two updates.
   json node;
   bool has_node = false;
   int64_t updates = 0;
+  /// Updates from the current process and subscription (rates need two).
+  int64_t samples = 0;
+  /// The process that sent `node` (incarnation_of), and how often the
+  /// task came back as another one (a restart).
+  std::string incarnation;
+  int64_t restarts = 0;
+  /// Set by a new subscription: its first update starts the rates over.
+  bool rebase = false;
 };
 
 inline int64_t console_now_us() {
@@ -52,21 +66,58 @@ inline int64_t console_now_us() {
     .count();
 }
 
+/// A counter's rate between two samples `dt` seconds apart. A counter
+/// that went backwards was reset (a new process, or a new actor under a
+/// reused id) and counts from zero, as Prometheus takes a reset; no rate
+/// without time between the samples.
+inline std::optional<double> counter_rate(double before, double after,
+                                          double dt) {
+  if (dt <= 0)
+    return std::nullopt;
+  return (after >= before ? after - before : after) / dt;
+}
+
+/// Which process sent a monitor document: its pid and start time. A task
+/// restarted on its address is another incarnation, whose counters start
+/// over.
+inline std::string incarnation_of(const json& doc) {
+  if (!doc.contains("process") || !doc["process"].is_object())
+    return {};
+  auto& p = doc["process"];
+  return std::to_string(p.value("pid", int64_t{0})) + "@"
+         + std::to_string(p.value("started_us", int64_t{0}));
+}
+
 /// Merges one monitor update into `v` (a whole document or a delta). Each
 /// actor gets the rates of what only grows since the last update:
-/// "messages_per_s", "busy_percent", and a variable's "updates_per_s".
+/// "messages_per_s", "busy_percent", and a variable's "updates_per_s";
+/// the steps "per_s", each channel link "bytes_per_s". An update from a
+/// new incarnation of the task (restarted) or the first one of a new
+/// subscription (`v.rebase`) starts the rates over: they are left out
+/// until the next update, never taken against the old process's counters.
 inline void merge_update(task_view& v, json update) {
   auto now = update.value("now_us", int64_t{0});
+  auto incarnation = incarnation_of(update);
+  bool restarted = v.has_node && !incarnation.empty()
+                   && !v.incarnation.empty() && v.incarnation != incarnation;
+  bool same_process = v.has_node && !v.rebase && !restarted;
+  if (restarted)
+    ++v.restarts;
+  if (!incarnation.empty())
+    v.incarnation = incarnation;
+  if (!same_process)
+    v.samples = 0;
+  v.rebase = false;
   std::map<uint64_t, json> previous;
   if (v.has_node)
     for (auto& a : v.node["actors"])
       previous[a["id"].get<uint64_t>()] = a;
   auto last_now = v.has_node ? v.node.value("now_us", int64_t{0}) : 0;
-  double dt = last_now > 0 && now > last_now
+  double dt = same_process && last_now > 0 && now > last_now
                 ? static_cast<double>(now - last_now) / 1e6
                 : 0;
   std::map<uint64_t, json> actors;
-  bool delta = update.value("delta", false) && v.has_node;
+  bool delta = update.value("delta", false) && same_process;
   if (delta) {
     // Unchanged actors are not sent: they handled nothing since.
     actors = previous;
@@ -78,44 +129,52 @@ inline void merge_update(task_view& v, json update) {
     for (auto& id : update.value("removed", json::array()))
       actors.erase(id.get<uint64_t>());
   }
+  auto number = [](const json& j, const char* key) {
+    auto i = j.find(key);
+    return i != j.end() && i->is_number() ? i->get<double>() : 0.0;
+  };
   for (auto& a : update["actors"]) {
     auto id = a["id"].get<uint64_t>();
-    double rate = 0;
-    double busy = 0;
-    double updates = 0;
-    if (auto p = previous.find(id); p != previous.end() && dt > 0) {
+    a.erase("messages_per_s");
+    a.erase("busy_percent");
+    a.erase("updates_per_s");
+    // The same actor: the same id and the same start (ids are reused by
+    // a restarted process, and by CAF within one).
+    if (auto p = previous.find(id);
+        p != previous.end() && dt > 0
+        && p->second.value("since_us", int64_t{0})
+             == a.value("since_us", int64_t{0})) {
       auto& before = p->second;
-      rate = static_cast<double>(a["messages"].get<uint64_t>()
-                                 - before["messages"].get<uint64_t>())
-             / dt;
-      busy = static_cast<double>(a["busy_us"].get<uint64_t>()
-                                 - before["busy_us"].get<uint64_t>())
-             / (dt * 1e4);
-      updates = (a["gauges"].value("updates", 0.0)
-                 - before["gauges"].value("updates", 0.0))
-                / dt;
+      auto gauges = a.value("gauges", json::object());
+      auto old_gauges = before.value("gauges", json::object());
+      if (auto r = counter_rate(number(before, "messages"),
+                                number(a, "messages"), dt))
+        a["messages_per_s"] = *r;
+      if (auto r = counter_rate(number(before, "busy_us"),
+                                number(a, "busy_us"), dt))
+        a["busy_percent"] = *r / 1e4;
+      if (auto r = counter_rate(number(old_gauges, "updates"),
+                                number(gauges, "updates"), dt))
+        a["updates_per_s"] = *r;
     }
-    a["messages_per_s"] = rate;
-    a["busy_percent"] = busy;
-    a["updates_per_s"] = updates;
     actors[id] = std::move(a);
   }
   // Rates of what only grows: steps and the channel's bytes.
-  if (v.has_node && dt > 0) {
-    auto before = v.node["steps"].value("total", uint64_t{0});
-    auto after = update["steps"].value("total", uint64_t{0});
-    update["steps"]["per_s"] = static_cast<double>(after - before) / dt;
-    std::map<std::string, uint64_t> old_bytes;
-    for (auto& l : v.node["channel"])
+  if (dt > 0) {
+    if (update.contains("steps") && update["steps"].is_object())
+      if (auto r = counter_rate(number(v.node.value("steps", json::object()),
+                                       "total"),
+                                number(update["steps"], "total"), dt))
+        update["steps"]["per_s"] = *r;
+    std::map<std::string, double> old_bytes;
+    for (auto& l : v.node.value("channel", json::array()))
       old_bytes[l.value("peer", "") + l.value("direction", "")]
-        = l.value("bytes", uint64_t{0});
+        = number(l, "bytes");
     for (auto& l : update["channel"]) {
-      auto key = l.value("peer", "") + l.value("direction", "");
-      auto b = l.value("bytes", uint64_t{0});
-      auto o = old_bytes.find(key);
-      l["bytes_per_s"] = o != old_bytes.end() && b >= o->second
-                           ? static_cast<double>(b - o->second) / dt
-                           : 0.0;
+      auto o = old_bytes.find(l.value("peer", "") + l.value("direction", ""));
+      if (o != old_bytes.end())
+        if (auto r = counter_rate(o->second, number(l, "bytes"), dt))
+          l["bytes_per_s"] = *r;
     }
   }
   json list = json::array();
@@ -127,6 +186,7 @@ inline void merge_update(task_view& v, json update) {
   v.node = std::move(update);
   v.has_node = true;
   ++v.updates;
+  ++v.samples;
 }
 
 /// Watches every task of a cluster from `sys` (which must have actorflow's
@@ -191,12 +251,14 @@ public:
     return result;
   }
 
-  /// True once every task is up with a document, or down.
-  bool settled() const {
+  /// True once every task is down, or up with `min_samples` documents of
+  /// its current process (two give every rate) and a round trip.
+  bool settled(int64_t min_samples = 1) const {
     std::lock_guard<std::mutex> guard{mtx_};
     for (auto& v : views_)
       if (v.state == "connecting"
-          || (v.state == "up" && (!v.has_node || v.rtt_us < 0)))
+          || (v.state == "up"
+              && (!v.has_node || v.samples < min_samples || v.rtt_us < 0)))
         return false;
     return true;
   }
@@ -206,13 +268,22 @@ public:
   json to_json() const {
     json tasks = json::array();
     for (auto& v : view()) {
-      json t{{"task", v.task},       {"address", v.address},
-             {"state", v.state},     {"since_us", v.since_us},
-             {"rtt_us", v.rtt_us},   {"error", v.error},
-             {"updates", v.updates}};
+      json t{{"task", v.task},         {"address", v.address},
+             {"state", v.state},       {"since_us", v.since_us},
+             {"rtt_us", v.rtt_us},     {"error", v.error},
+             {"updates", v.updates},   {"restarts", v.restarts},
+             {"incarnation", v.incarnation}};
+      if (!v.last_error.empty())
+        t["last_error"] = v.last_error;
       // A task that is not up has no current document.
-      if (v.has_node && v.state == "up")
+      if (v.has_node && v.state == "up") {
         t["node"] = v.node;
+        // The upper bounds of the step histogram's buckets (the last
+        // bucket, beyond them, has none).
+        if (t["node"].contains("steps") && t["node"]["steps"].is_object())
+          t["node"]["steps"]["bucket_bounds_us"]
+            = monitoring::step_record::bucket_bounds_us;
+      }
       tasks.push_back(std::move(t));
     }
     return json{{"now_us", console_now_us()},
@@ -273,10 +344,15 @@ private:
   void set_state(size_t i, const std::string& state,
                  const std::string& error) {
     with_view(i, [&](task_view& v) {
-      if (v.state != state)
+      if (v.state != state) {
         v.since_us = console_now_us();
+        v.error = error;
+        v.last_error.clear();
+      } else if (error != v.error) {
+        // Still down: the first reason stays, the latest is beside it.
+        v.last_error = error;
+      }
       v.state = state;
-      v.error = error;
     });
   }
 
@@ -365,6 +441,9 @@ private:
                           w->set_monitor(i, handle);
                           self->state.last_update_us = console_now_us();
                           self->monitor(handle);
+                          w->with_view(i, [](task_view& v) {
+                            v.rebase = true;
+                          });
                           w->set_state(i, "up", "");
                           ping();
                         },

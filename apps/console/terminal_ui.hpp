@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdarg>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -17,8 +16,8 @@
 #define NCURSES_NOMACROS
 #include <ncurses.h>
 
-#include "actorflow/graph/device_name.hpp"
 #include "console/cluster_watch.hpp"
+#include "console/format.hpp"
 
 namespace actorflow::apps {
 
@@ -149,45 +148,6 @@ private:
     ::addnstr(text.c_str(), COLS);
     if (attrs != 0)
       ::attroff(attrs);
-  }
-
-  static std::string fmt(const char* format, ...)
-    __attribute__((format(printf, 1, 2))) {
-    char buf[512];
-    va_list args;
-    va_start(args, format);
-    std::vsnprintf(buf, sizeof(buf), format, args);
-    va_end(args);
-    return buf;
-  }
-
-  static std::string ago(int64_t since_us) {
-    if (since_us <= 0)
-      return "-";
-    auto s = (console_now_us() - since_us) / 1000000;
-    if (s < 120)
-      return std::to_string(s) + "s";
-    if (s < 7200)
-      return std::to_string(s / 60) + "m";
-    return std::to_string(s / 3600) + "h";
-  }
-
-  static std::string bytes(double b) {
-    const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-    int u = 0;
-    while (b >= 1000 && u < 4) {
-      b /= 1000;
-      ++u;
-    }
-    return fmt(u == 0 ? "%.0f%s" : "%.1f%s", b, units[u]);
-  }
-
-  // "/job:ps/replica:0/task:0" -> "ps/0".
-  static std::string short_task(const std::string& task) {
-    device_name d;
-    if (!device_name::parse(task, d).ok() || !d.job || !d.task)
-      return task;
-    return *d.job + "/" + std::to_string(*d.task);
   }
 
   std::vector<row> actor_rows(const std::vector<task_view>& tasks,

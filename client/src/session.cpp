@@ -65,19 +65,21 @@ struct pending_steps {
   bool ended = false;
   status end_status;
 
-  void finish(uint64_t id, step_result result) {
+  /// False when `id` was answered already.
+  bool finish(uint64_t id, step_result result) {
     std::promise<step_result> p;
     {
       std::lock_guard<std::mutex> guard{mtx};
       auto i = waiting.find(id);
       if (i == waiting.end())
-        return;
+        return false;
       p = std::move(i->second);
       waiting.erase(i);
     }
     result.done = std::chrono::steady_clock::now();
     p.set_value(std::move(result));
     notify_helpers();
+    return true;
   }
 
   void end(status why) {
@@ -217,6 +219,18 @@ caf::behavior client_actor(caf::event_based_actor* self, master_actor master,
       if (rearm)
         self->delayed_send(self, *rearm, check_deadlines_atom_v);
     },
+    // The caller gave up (step_cancellation): it is answered now, and the
+    // master withdraws the step. Messages to the master stay in order, so
+    // the caller's next step comes after the withdrawal.
+    [self, master, pending, deadlines](cancel_step_atom, int64_t id) {
+      auto key = static_cast<uint64_t>(id);
+      deadlines->erase(key);
+      if (pending->finish(key, {{},
+                                {error_code::cancelled,
+                                 "Step was cancelled by its caller"},
+                                {}}))
+        self->send(master, cancel_step_atom_v, id);
+    },
   };
 }
 
@@ -244,7 +258,21 @@ constexpr uint64_t help_probe_every = 32;
 // reply.
 step_result call_master(pending_steps& pending, const caf::actor& client,
                         run_step_request req, int64_t wait_ms,
-                        caf::timespan spin, reply_times& replies) {
+                        caf::timespan spin, reply_times& replies,
+                        step_cancellation* cancel) {
+  auto wants_cancel = [cancel] {
+    if (cancel->cancelled())
+      return true;
+    if (cancel->poll && cancel->poll()) {
+      cancel->cancel();
+      return true;
+    }
+    return false;
+  };
+  if (cancel != nullptr && wants_cancel())
+    return {{},
+            {error_code::cancelled, "Step was cancelled by its caller"},
+            std::chrono::steady_clock::now()};
   std::future<step_result> result;
   uint64_t id = 0;
   {
@@ -254,6 +282,7 @@ step_result call_master(pending_steps& pending, const caf::actor& client,
     id = pending.next_id++;
     result = pending.waiting[id].get_future();
   }
+  req.client_step = static_cast<int64_t>(id);
   using clock = std::chrono::steady_clock;
   auto sent = clock::now();
   auto polling_avg = replies.polling_ns.load(std::memory_order_relaxed);
@@ -273,7 +302,8 @@ step_result call_master(pending_steps& pending, const caf::actor& client,
   bool help = helped_avg == 0 || (plain_avg != 0 && helped_avg < plain_avg);
   if (call % help_probe_every == help_probe_every - 1)
     help = !help;
-  if (help && plain_avg <= help_max_ns) {
+  // A caller that may cancel waits where it can look at its cancellation.
+  if (help && plain_avg <= help_max_ns && cancel == nullptr) {
     // Counted before the step goes out, so that its reply notifies.
     ++pending.helping;
     helped = run_actors_until(pending.sys, send, ready);
@@ -287,6 +317,13 @@ step_result call_master(pending_steps& pending, const caf::actor& client,
       // poll
     }
   }
+  if (cancel != nullptr)
+    while (result.wait_for(cancel->poll_interval)
+           != std::future_status::ready)
+      if (wants_cancel()) {
+        caf::anon_send(client, cancel_step_atom_v, static_cast<int64_t>(id));
+        break;
+      }
   auto out = result.get();
   // Until the reply was handed over, not until this thread woke up: a
   // blocked caller's wake-up latency must not make replies look too slow
@@ -432,7 +469,8 @@ void session::close() {
 std::vector<tensor> session::run(const std::vector<fetch>& fetches,
                                  const feed_dict& feeds,
                                  const run_options& options,
-                                 run_metadata* metadata) {
+                                 run_metadata* metadata,
+                                 step_cancellation* cancel) {
   auto& im = *impl_;
   if (im.closed)
     throw op_error(error_code::aborted, "Attempted to use a closed Session.");
@@ -485,7 +523,7 @@ std::vector<tensor> session::run(const std::vector<fetch>& fetches,
   // reaches the caller, and never forever when a deadline is set.
   auto wait_ms = timeout_ms > 0 ? timeout_ms + 5000 : 0;
   auto reply = call_master(*im.pending, im.client, std::move(req), wait_ms,
-                           im.spin, im.replies);
+                           im.spin, im.replies, cancel);
   throw_if_error(reply.transport);
   auto& resp = reply.response;
   // The master applied the delta unless it rejected the session itself.

@@ -22,13 +22,12 @@ import numpy as np
 
 import actorflow as tf
 
-DATA = "/usr/share/datasets/fashion-mnist"  # Debian's dataset-fashion-mnist
 
 
-def load(kind):
-    with gzip.open(os.path.join(DATA, kind + "-images-idx3-ubyte.gz")) as f:
+def load(data, kind):
+    with gzip.open(os.path.join(data, kind + "-images-idx3-ubyte.gz")) as f:
         images = np.frombuffer(f.read(), np.uint8, offset=16)
-    with gzip.open(os.path.join(DATA, kind + "-labels-idx1-ubyte.gz")) as f:
+    with gzip.open(os.path.join(data, kind + "-labels-idx1-ubyte.gz")) as f:
         labels = np.frombuffer(f.read(), np.uint8, offset=8)
     return (images.reshape(-1, 784).astype(np.float32) / 255.0,
             labels.astype(np.int32))
@@ -48,7 +47,8 @@ def run_local(args):
               "--worker_hosts", ",".join(workers),
               "--train_steps", str(args.train_steps),
               "--hidden", args.hidden, "--batch_size", str(args.batch_size),
-              "--learning_rate", str(args.learning_rate)]
+              "--learning_rate", str(args.learning_rate),
+              "--log_every", str(args.log_every), "--data_dir", args.data_dir]
     ps_proc = subprocess.Popen(common + ["--job_name", "ps",
                                          "--task_index", "0"])
     procs = [subprocess.Popen(common + ["--job_name", "worker",
@@ -75,6 +75,11 @@ def main():
     parser.add_argument("--hidden", default="256,128")
     parser.add_argument("--batch_size", type=int, default=100)
     parser.add_argument("--learning_rate", type=float, default=0.001)
+    parser.add_argument("--log_every", type=int, default=500,
+                        help="steps between progress lines")
+    parser.add_argument("--data_dir",
+                        default="/usr/share/datasets/fashion-mnist",
+                        help="Fashion-MNIST (Debian's dataset-fashion-mnist)")
     args = parser.parse_args()
     if args.local:
         return run_local(args)
@@ -88,7 +93,7 @@ def main():
         return 0
 
     who = "worker %d" % args.task_index
-    xs, ys = load("train")
+    xs, ys = load(args.data_dir, "train")
     with tf.device(tf.train.replica_device_setter(
             worker_device="/job:worker/task:%d" % args.task_index,
             cluster=cluster)):
@@ -101,12 +106,12 @@ def main():
                                                 seed=i + 1),
                             name="hidden%d/weights" % (i + 1))
             b = tf.Variable(tf.zeros([units]), name="hidden%d/biases" % (i + 1))
-            layer = tf.nn.relu(tf.matmul(layer, w) + b)
+            layer = tf.nn.relu(tf.nn.bias_add(tf.matmul(layer, w), b))
             width = units
         w = tf.Variable(tf.truncated_normal([width, 10], stddev=0.05, seed=99),
                         name="logits/weights")
         b = tf.Variable(tf.zeros([10]), name="logits/biases")
-        logits = tf.matmul(layer, w) + b
+        logits = tf.nn.bias_add(tf.matmul(layer, w), b)
         loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
             labels=y, logits=logits))
         global_step = tf.train.get_or_create_global_step()
@@ -120,6 +125,7 @@ def main():
     hooks = [tf.train.StopAtStepHook(last_step=args.train_steps)]
     start = time.time()
     local_step = 0
+    window_start, window_loss = start, 0.0
     with tf.train.MonitoredTrainingSession(master=server.target,
                                            is_chief=chief,
                                            hooks=hooks) as sess:
@@ -128,14 +134,19 @@ def main():
             _, step, value = sess.run([train_op, global_step, loss],
                                       {x: xs[batch], y: ys[batch]})
             local_step += 1
-            if local_step % 500 == 0:
-                print("%s: step %d (global %d) loss %.4f" % (
-                    who, local_step, step, value), flush=True)
+            window_loss += value
+            if local_step % args.log_every == 0:
+                now = time.time()
+                print("%s: step %d (global %d) loss %.4f examples/s %.0f" % (
+                    who, local_step, step, window_loss / args.log_every,
+                    args.log_every * args.batch_size / (now - window_start)),
+                    flush=True)
+                window_start, window_loss = now, 0.0
     seconds = time.time() - start
     print("%s: done: %d local steps, %.0f examples/s" % (
         who, local_step, local_step * args.batch_size / seconds), flush=True)
     if chief:
-        test_x, test_y = load("t10k")
+        test_x, test_y = load(args.data_dir, "t10k")
         with tf.Session(server.target) as sess:
             print("test accuracy: %.4f" % sess.run(
                 accuracy, {x: test_x, y: test_y}), flush=True)

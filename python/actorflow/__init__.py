@@ -490,11 +490,51 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
             and isinstance(axis, (Tensor, Variable, list, np.ndarray)):
         # split(split_dim, num_split, value)
         value, num_or_size_splits, axis = axis, num_or_size_splits, value
-    if not isinstance(num_or_size_splits, int):
-        raise NotImplementedError("tf.split with sizes is not supported yet: "
-                                  "give the number of equal parts")
-    return [Tensor(o) for o in _C.split(convert_to_tensor(value)._out,
-                                        num_or_size_splits, int(axis), name)]
+    value = convert_to_tensor(value)
+    if isinstance(num_or_size_splits, int):
+        return [Tensor(o) for o in _C.split(value._out, num_or_size_splits,
+                                            int(axis), name)]
+    # Sizes (SplitV): one slice each, along `axis` of a known rank; one
+    # size may be -1, the rest of the dimension.
+    sizes = [int(s) for s in num_or_size_splits]
+    dims = value.shape.dims
+    if dims is None:
+        raise ValueError("tf.split with sizes needs a value of known rank")
+    axis = int(axis) + (len(dims) if int(axis) < 0 else 0)
+    if not 0 <= axis < len(dims):
+        raise errors.InvalidArgumentError(
+            None, None, "split: axis %d out of range for rank %d"
+            % (axis, len(dims)))
+    if sizes.count(-1) > 1:
+        raise errors.InvalidArgumentError(
+            None, None, "split: at most one size may be -1, got %s" % sizes)
+    if -1 in sizes and dims[axis] is not None:
+        sizes[sizes.index(-1)] = dims[axis] - sum(s for s in sizes if s != -1)
+    if dims[axis] is not None and sum(sizes) != dims[axis]:
+        raise errors.InvalidArgumentError(
+            None, None, "Determined shape must either match input shape "
+            "along split_dim exactly if fully specified, or be less than the "
+            "size of the input along split_dim if not fully specified.  "
+            "Got: %d" % sum(sizes))
+    out = []
+    begin = 0
+    with name_scope(name):
+        for i, size in enumerate(sizes):
+            starts = [0] * len(dims)
+            starts[axis] = begin
+            extents = [-1] * len(dims)
+            extents[axis] = size
+            out.append(Tensor(_C.slice(value._out, starts, extents,
+                                       "split_%d" % i)))
+            begin += size
+    return out
+
+
+def slice(input_, begin, size, name=None):  # noqa: A001
+    """tf.slice: `size` -1 takes the rest of a dimension."""
+    return Tensor(_C.slice(convert_to_tensor(input_)._out,
+                           [int(b) for b in begin], [int(s) for s in size],
+                           name or "Slice"))
 
 
 def concat(values, axis, name="concat"):
@@ -602,9 +642,12 @@ class QueueBase:
     """A queue of the graph (tf.QueueBase): its ops take and give lists of
     components."""
 
-    def __init__(self, native, dtypes):
+    def __init__(self, native, dtypes, shapes=None):
         self._q = native
         self.dtypes = dtypes
+        # TF's queue.shapes: unknown shapes when none were given.
+        self.shapes = [TensorShape(s) for s in shapes] if shapes \
+            else [TensorShape(None) for _ in dtypes]
 
     name = property(lambda self: self._q.name)
     queue_ref = property(lambda self: Tensor(self._q.op.out(0)))
@@ -653,7 +696,7 @@ class FIFOQueue(QueueBase):
         dtypes, shapes = _queue_args(dtypes, shapes)
         QueueBase.__init__(self, _C.fifo_queue(
             int(capacity), [d.name for d in dtypes], shapes,
-            shared_name or "", name), dtypes)
+            shared_name or "", name), dtypes, shapes)
 
 
 def _dims(shape):
@@ -698,9 +741,13 @@ def group(*inputs, name=None):
 def _queue_args(dtypes, shapes):
     single = not isinstance(dtypes, (list, tuple))
     dtypes = [as_dtype(d) for d in ([dtypes] if single else dtypes)]
+    # As TF's _as_shape_list: a list of ints (or None), [] included, is
+    # one shape; otherwise a list of shapes.
     if shapes is None:
         shapes = []
-    elif single:
+    elif isinstance(shapes, TensorShape) or not isinstance(
+            shapes, (list, tuple)) or all(
+            d is None or isinstance(d, (int, np.integer)) for d in shapes):
         shapes = [shapes]
     return dtypes, [_dims(s) for s in shapes]
 
@@ -714,7 +761,7 @@ class PaddingFIFOQueue(QueueBase):
         dtypes, shapes = _queue_args(dtypes, shapes)
         QueueBase.__init__(self, _C.padding_fifo_queue(
             int(capacity), [d.name for d in dtypes], shapes,
-            shared_name or "", name), dtypes)
+            shared_name or "", name), dtypes, shapes)
 
 
 class RandomShuffleQueue(QueueBase):
@@ -727,7 +774,7 @@ class RandomShuffleQueue(QueueBase):
         dtypes, shapes = _queue_args(dtypes, shapes)
         QueueBase.__init__(self, _C.random_shuffle_queue(
             int(capacity), int(min_after_dequeue), [d.name for d in dtypes],
-            shapes, int(seed or 0), shared_name or "", name), dtypes)
+            shapes, int(seed or 0), shared_name or "", name), dtypes, shapes)
 
 
 # -- readers -------------------------------------------------------------------------

@@ -22,9 +22,13 @@ namespace actorflow::python {
 /// A step's feeds as the package passes them: (output, array) pairs.
 using py_feeds = std::vector<std::pair<output, py::array>>;
 
-/// The feeds as tensors of their own (copied: the engine may keep a fed
-/// tensor while the caller writes into its array).
+/// The feeds as tensors: a large numeric array's buffer borrowed (no
+/// copy; the engine copies what it keeps past the step), others copied.
 feed_dict feeds_of(const py_feeds& feeds);
+
+/// Drops the references of borrowed feeds released where the GIL was not
+/// held. Call now and then with the GIL (after each step).
+void drop_released();
 
 /// Fetched tensors as numpy arrays that view their buffers (None for a
 /// target's).

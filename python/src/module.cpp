@@ -9,8 +9,10 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "actorflow/client/cluster_spec.hpp"
@@ -182,14 +184,63 @@ session_config config_from(int64_t operation_timeout_in_ms,
   return c;
 }
 
+// -- borrowed feeds -----------------------------------------------------------
+
+// References to fed arrays whose last tensor died on a thread without the
+// GIL (an engine thread): dropped by the next call that holds it.
+std::mutex released_mtx;
+std::vector<PyObject*> released;
+
+// A reference to `arr` for as long as a tensor borrows its buffer.
+std::shared_ptr<void> hold(const py::array& arr) {
+  return std::shared_ptr<void>(arr.inc_ref().ptr(), [](void* p) {
+    auto* obj = static_cast<PyObject*>(p);
+    if (Py_IsInitialized() != 0 && PyGILState_Check() != 0) {
+      Py_DECREF(obj);
+      return;
+    }
+    std::lock_guard<std::mutex> guard{released_mtx};
+    released.push_back(obj);
+  });
+}
+
+// Below this, a copy costs less than the bookkeeping of a borrow.
+constexpr py::ssize_t min_borrowed_bytes = 64 * 1024;
+
 } // namespace
 
 namespace actorflow::python {
 
+void drop_released() {
+  std::vector<PyObject*> xs;
+  {
+    std::lock_guard<std::mutex> guard{released_mtx};
+    xs.swap(released);
+  }
+  for (auto* obj : xs)
+    Py_DECREF(obj);
+}
+
+// A large numeric array is fed without a copy: the tensor borrows its
+// buffer (tensor::borrow), holding the array. Whatever keeps a fed tensor
+// past the step (a variable assigned from it, a queue's element) keeps
+// tensor::owned(), a copy, so the caller may still write into its array
+// afterwards; while the step runs, the engine only reads it.
 feed_dict feeds_of(const py_feeds& feeds) {
   feed_dict fd;
-  for (auto& [x, arr] : feeds)
-    fd.emplace_back(x, from_numpy(arr));
+  for (auto& [x, arr] : feeds) {
+    auto type = dtype_of_numpy(arr.dtype());
+    if (type != dtype::string && arr.nbytes() >= min_borrowed_bytes
+        && (arr.flags() & py::array::c_style) != 0
+        && (arr.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_) != 0) {
+      std::vector<int64_t> dims(arr.shape(), arr.shape() + arr.ndim());
+      fd.emplace_back(x, tensor::borrow(type, tensor_shape(std::move(dims)),
+                                        const_cast<void*>(arr.data()),
+                                        hold(arr)));
+    } else {
+      fd.emplace_back(x, from_numpy(arr));
+    }
+  }
   return fd;
 }
 
@@ -219,7 +270,16 @@ tensor_shape shape_from(const py::object& shape) {
 
 } // namespace actorflow::python
 
+namespace {
+
+// Where Python runs its signal handlers: the thread that imports the
+// module (the interpreter's main thread, in every program we know of).
+std::thread::id main_thread;
+
+} // namespace
+
 PYBIND11_MODULE(_actorflow, m) {
+  main_thread = std::this_thread::get_id();
   m.doc() = "actorflow's engine for Python; use the package `actorflow`";
 
   py::register_exception_translator([](std::exception_ptr p) {
@@ -474,6 +534,8 @@ PYBIND11_MODULE(_actorflow, m) {
         py::arg("name") = "Print");
   m.def("transpose", &transpose, py::arg("x"),
         py::arg("perm") = std::vector<int>{}, py::arg("name") = "transpose");
+  m.def("slice", &slice, py::arg("x"), py::arg("begin"), py::arg("size"),
+        py::arg("name") = "Slice");
   m.def("expand_dims", &expand_dims, py::arg("x"), py::arg("axis"),
         py::arg("name") = "ExpandDims");
   using random_fn = output (*)(std::vector<int64_t>, double, double, dtype,
@@ -605,10 +667,30 @@ PYBIND11_MODULE(_actorflow, m) {
            o.trace_level = trace_level;
            std::vector<tensor> out;
            run_metadata md;
-           {
+           // Ctrl-C while the step waits: the main thread looks for a
+           // signal every 100 ms; KeyboardInterrupt cancels the step
+           // (withdrawn on every task) and is raised here, the session
+           // still usable. Other threads cannot take signals.
+           step_cancellation cancel;
+           std::optional<py::error_already_set> interrupted;
+           if (std::this_thread::get_id() == main_thread)
+             cancel.poll = [&interrupted] {
+               py::gil_scoped_acquire locked;
+               if (PyErr_CheckSignals() == 0)
+                 return false;
+               interrupted.emplace(); // takes the exception a handler raised
+               return true;
+             };
+           try {
              py::gil_scoped_release unlocked;
-             out = s.run(fetches, fd, o, &md);
+             out = s.run(fetches, fd, o, &md, cancel.poll ? &cancel : nullptr);
+           } catch (const op_error&) {
+             drop_released();
+             if (interrupted)
+               throw *interrupted;
+             throw;
            }
+           drop_released();
            auto values = numpy_list(out);
            // The step's stats (RunMetadata.step_stats), when it was traced:
            // per device, its nodes' (name, all_start_micros,

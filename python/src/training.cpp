@@ -373,6 +373,7 @@ void bind_training(py::module_& m) {
              py::gil_scoped_release unlocked;
              out = s.run(fetches, fd, o);
            }
+           drop_released();
            return numpy_list(out);
          },
          py::arg("fetches"), py::arg("feeds"), py::arg("timeout_in_ms") = 0)

@@ -198,6 +198,55 @@ TEST_CASE("queue: closing a session cancels its blocked dequeue and loses "
   CHECK(other.run(dequeue[0]).scalar_value<float>() == 9.0f);
 }
 
+TEST_CASE("queue: a cancelled dequeue fails Cancelled, takes no element "
+          "and leaves its session usable",
+          "[queue][engine]") {
+  auto srv = server::create_local_server();
+  graph g;
+  auto as_default = g.as_default();
+  fifo_queue q{10, {dtype::float32}, {tensor_shape{}}, "q_cancel"};
+  auto x = placeholder(dtype::float32, {}, "x");
+  auto enqueue = q.enqueue({x});
+  auto dequeue = q.dequeue();
+  auto size = q.size();
+  session sess{srv.target(), bounded(), &g};
+  SECTION("from another thread") {
+    step_cancellation cancel;
+    cancel.poll_interval = std::chrono::milliseconds{10};
+    auto result = std::async(std::launch::async, [&] {
+      return error_of([&] { sess.run({dequeue[0]}, {}, {}, nullptr, &cancel); });
+    });
+    CHECK(result.wait_for(std::chrono::milliseconds(100))
+          == std::future_status::timeout);
+    cancel.cancel();
+    auto err = result.get();
+    CHECK(code_of(err) == error_code::cancelled);
+  }
+  SECTION("by its poll") {
+    int polls = 0;
+    step_cancellation cancel;
+    cancel.poll_interval = std::chrono::milliseconds{10};
+    cancel.poll = [&polls] { return ++polls == 3; };
+    auto err = error_of([&] {
+      sess.run({dequeue[0]}, {}, {}, nullptr, &cancel);
+    });
+    CHECK(code_of(err) == error_code::cancelled);
+    CHECK(polls == 3);
+    // Cancelled before it starts: the step never goes out.
+    auto again = error_of([&] {
+      sess.run({enqueue}, {{x, tensor::scalar(1.0f)}}, {}, nullptr, &cancel);
+    });
+    CHECK(code_of(again) == error_code::cancelled);
+    CHECK(sess.run(size).scalar_value<int32_t>() == 0);
+  }
+  // The withdrawn dequeue took nothing: the next one gets both elements.
+  sess.run(enqueue, {{x, tensor::scalar(7.0f)}});
+  sess.run(enqueue, {{x, tensor::scalar(8.0f)}});
+  CHECK(sess.run(dequeue[0]).scalar_value<float>() == 7.0f);
+  CHECK(sess.run(dequeue[0]).scalar_value<float>() == 8.0f);
+  CHECK(sess.run(size).scalar_value<int32_t>() == 0);
+}
+
 TEST_CASE("queue: bad input is InvalidArgument and changes nothing",
           "[queue][engine]") {
   graph g;

@@ -2,6 +2,7 @@
 client of C++ actorflow-node tasks (issue 32 §1)."""
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -112,3 +113,51 @@ def test_a_cpp_client_of_python_servers():
         assert s.run(c1) == 25
     for server in servers:
         server.stop()
+
+
+CTRL_C_PROGRAM = r'''
+import sys
+import actorflow as tf
+with tf.device("/job:ps/task:0"):
+    q = tf.FIFOQueue(10, tf.float32, shapes=[[]], shared_name="ctrl_c")
+    x = tf.placeholder(tf.float32, [])
+    enqueue = q.enqueue([x])
+    dequeue = q.dequeue()
+with tf.Session(sys.argv[1]) as sess:
+    print("waiting", flush=True)
+    try:
+        sess.run(dequeue)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    sess.run(enqueue, {x: 5.0})
+    print("dequeued", sess.run(dequeue), flush=True)
+    print("size", sess.run(q.size()), flush=True)
+'''
+
+
+def test_ctrl_c_in_a_client_of_a_cpp_node_withdraws_its_dequeue(nodes):
+    """A user presses Ctrl-C while the program waits on the ps's queue: the
+    program gets KeyboardInterrupt, and the ps's queue keeps the element
+    enqueued afterwards for the next dequeue (the cancelled one took
+    nothing)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    cluster = {"ps": [loopback()]}
+    nodes(json.dumps(cluster), "ps", 0)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CTRL_C_PROGRAM, "grpc://" + cluster["ps"][0]],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=dict(os.environ))
+    try:
+        assert proc.stdout.readline().strip() == "waiting"
+        time.sleep(0.5)  # the dequeue is on its way to the ps, or waiting
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, out
+    assert out.split("\n")[:3] == ["interrupted", "dequeued 5.0", "size 0"], out

@@ -104,3 +104,17 @@ def test_shuffle_batch_gives_batches_of_the_inputs():
     coord.request_stop()
     s.close()
     coord.join(stop_grace_period_secs=10)
+
+
+def test_queue_shapes_are_read_as_tf_reads_them():
+    # A list of ints (or []) is one shape; a list of lists one per component.
+    scalar = tf.FIFOQueue(4, tf.float32, shapes=[[]])
+    also_scalar = tf.FIFOQueue(4, tf.float32, shapes=[])
+    vector = tf.FIFOQueue(4, tf.float32, shapes=[2])
+    pair = tf.FIFOQueue(4, [tf.float32, tf.int32], shapes=[[2], [1, 3]])
+    assert scalar.shapes[0].dims == [] and also_scalar.shapes[0].dims == []
+    assert vector.shapes[0].dims == [2]
+    assert [s.dims for s in pair.shapes] == [[2], [1, 3]]
+    with tf.Session() as s:
+        s.run(vector.enqueue([[1.0, 2.0]]))
+        assert s.run(vector.dequeue()).tolist() == [1.0, 2.0]

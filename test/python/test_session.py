@@ -253,3 +253,72 @@ def test_a_device_function_places_each_op():
             tf.constant(1.0, name="d")
     # The scope is closed and the graph still works.
     assert tf.Session().run(tf.constant(1.0) + 1.0) == 2.0
+
+
+def test_ctrl_c_cancels_a_blocked_run_and_the_session_stays_usable():
+    import os
+    import signal
+    q = tf.FIFOQueue(10, tf.float32, shapes=[[]])
+    x = tf.placeholder(tf.float32, [])
+    enqueue = q.enqueue([x])
+    dequeue = q.dequeue()
+    with tf.Session() as sess:
+        timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            sess.run(dequeue)
+        timer.join()
+        # Within the main thread's 100 ms look for signals, not a deadline.
+        assert time.monotonic() - started < 5
+        # The cancelled dequeue took nothing.
+        sess.run(enqueue, {x: 7.0})
+        sess.run(enqueue, {x: 8.0})
+        assert sess.run(dequeue) == 7.0
+        assert sess.run(dequeue) == 8.0
+        assert sess.run(q.size()) == 0
+
+
+def test_split_into_sizes_and_slice_as_tf():
+    value = tf.constant(np.arange(12, dtype=np.float32).reshape(3, 4))
+    a, b, c = tf.split(value, [1, -1, 2], axis=1)
+    assert [t.shape.as_list() for t in (a, b, c)] == [[3, 1], [3, 1], [3, 2]]
+    equal = tf.split(value, 3)
+    with tf.Session() as sess:
+        got = sess.run([a, b, c, tf.slice(value, [1, 1], [-1, 2]), equal])
+    assert got[0].tolist() == [[0], [4], [8]]
+    assert got[1].tolist() == [[1], [5], [9]]
+    assert got[2].tolist() == [[2, 3], [6, 7], [10, 11]]
+    assert got[3].tolist() == [[5, 6], [9, 10]]
+    assert [t.tolist() for t in got[4]] == [[[0, 1, 2, 3]], [[4, 5, 6, 7]],
+                                            [[8, 9, 10, 11]]]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Got: 5"):
+        tf.split(value, [2, 3], axis=1)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="at most one"):
+        tf.split(value, [-1, -1], axis=0)
+
+
+def test_a_large_feed_is_not_kept_by_the_engine_when_the_caller_writes():
+    # Fed without a copy (the tensor borrows the array); what the engine
+    # keeps past the step (a variable's value, a queue's element) is its
+    # own copy, so writing into the array afterwards changes nothing.
+    n = 1 << 16  # 256 KiB of float32: borrowed
+    x = tf.placeholder(tf.float32, [n])
+    v = tf.Variable(tf.zeros([n]))
+    assign = v.assign(x)
+    q = tf.FIFOQueue(2, tf.float32, shapes=[[n]])
+    enqueue = q.enqueue([x])
+    total = tf.reduce_sum(x)
+    fed = np.full([n], 2.0, np.float32)
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        sess.run([assign, enqueue], {x: fed})
+        assert sess.run(total, {x: fed}) == 2.0 * n
+        fed[:] = 5.0
+        assert float(sess.run(tf.reduce_sum(v))) == 2.0 * n
+        assert float(sess.run(tf.reduce_sum(q.dequeue()))) == 2.0 * n
+        # A fed value fetched back is the value fed, not a view of the
+        # caller's array.
+        out = sess.run(x, {x: fed})
+        fed[:] = 7.0
+        assert out[0] == 5.0

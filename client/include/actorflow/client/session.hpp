@@ -1,5 +1,8 @@
 #pragma once
 
+#include <atomic>
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -50,6 +53,25 @@ struct fetch {
 /// feed a `deep_copy()` of a buffer it reuses.
 using feed_dict = std::vector<std::pair<output, tensor>>;
 
+/// Cancels a `session::run` from outside it (TensorFlow's per-step
+/// CancellationManager). `cancel()` may be called from any thread, before
+/// or during the run: the run fails with Cancelled within `poll_interval`
+/// and its step is withdrawn on every task (a dequeue it waited for takes
+/// no element), leaving the session usable. `poll`, when set, is called by
+/// the waiting thread every `poll_interval` while it waits; returning true
+/// cancels (the Python binding checks for Ctrl-C there). Neither blocks.
+struct step_cancellation {
+  void cancel() {
+    requested.store(true, std::memory_order_relaxed);
+  }
+  bool cancelled() const {
+    return requested.load(std::memory_order_relaxed);
+  }
+  std::function<bool()> poll;
+  std::chrono::milliseconds poll_interval{100};
+  std::atomic<bool> requested{false};
+};
+
 /// A client handle bound to one master (TensorFlow's `tf.Session`).
 ///
 /// `session{}` is a private in-process engine: two of them share nothing.
@@ -81,11 +103,13 @@ public:
   /// the node: FailedPrecondition (uninitialized variable),
   /// InvalidArgument (bad feed, placement), NotFound (unknown fetch),
   /// DeadlineExceeded (options.timeout_in_ms or the session default),
-  /// Unavailable (master or a task lost), Aborted (session closed).
+  /// Unavailable (master or a task lost), Aborted (session closed),
+  /// Cancelled (`cancel` asked for it).
   std::vector<tensor> run(const std::vector<fetch>& fetches,
                           const feed_dict& feeds = {},
                           const run_options& options = {},
-                          run_metadata* metadata = nullptr);
+                          run_metadata* metadata = nullptr,
+                          step_cancellation* cancel = nullptr);
   /// Single fetch: its value (invalid for a target).
   tensor run(const fetch& f, const feed_dict& feeds = {},
              const run_options& options = {},

@@ -161,7 +161,8 @@ public:
   /// A tensor over `data`, which it does not own (a received tensor in a
   /// ring of shared memory): `owner` lives while any tensor shares this
   /// buffer, and what it frees on its end is up to it. `data` must hold
-  /// the elements of a non-string dtype, 64-byte aligned. Throws
+  /// the elements of a non-string dtype, aligned for it (64 bytes, as
+  /// the tensors this class allocates, is best for Eigen). Throws
   /// op_error (InvalidArgument) for a string dtype, a shape that is not
   /// fully defined or no owner.
   static tensor borrow(dtype type, tensor_shape shape, void* data,

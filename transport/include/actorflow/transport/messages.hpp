@@ -78,6 +78,9 @@ struct run_step_request {
   std::vector<std::string> fetches;
   std::vector<std::string> targets;
   run_options options;
+  /// The client's own number for this call (per client actor), by which
+  /// it may cancel the step (cancel_step to the master).
+  int64_t client_step = 0;
 };
 
 /// Master -> client.

@@ -253,7 +253,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_step_request& x) {
   return f(caf::meta::type_name("actorflow::run_step_request"),
            x.session_handle, x.graph_delta, x.graph_base, x.feed_names,
-           x.feed_values, x.fetches, x.targets, x.options);
+           x.feed_values, x.fetches, x.targets, x.options,
+           x.client_step);
 }
 
 template <class Inspector>
@@ -664,6 +665,8 @@ using master_actor = caf::typed_actor<
   caf::replies_to<find_peer_atom, std::string, int64_t>::with<status,
                                                                 worker_actor>,
   caf::reacts_to<retry_step_atom, int64_t>,
+  // The requester cancels its step of that client_step (run_step_request).
+  caf::reacts_to<cancel_step_atom, int64_t>,
   // Elastic membership: the current (version, name, address, name, ...);
   // a join (job, address: status, the new member's name, version,
   // members); a leave (task); a newer membership to adopt.
