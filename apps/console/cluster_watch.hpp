@@ -58,6 +58,11 @@ struct task_view {
   int64_t restarts = 0;
   /// Set by a new subscription: its first update starts the rates over.
   bool rebase = false;
+  /// When the last update came (console clock), and whether that is
+  /// longer ago than two intervals while the task still counts as up (a
+  /// stopped process: its values are not live any more).
+  int64_t updated_us = 0;
+  bool stale = false;
 };
 
 inline int64_t console_now_us() {
@@ -220,10 +225,19 @@ public:
   cluster_watch(const cluster_watch&) = delete;
   cluster_watch& operator=(const cluster_watch&) = delete;
 
-  /// A copy of every task's view, in the cluster's order.
+  /// A copy of every task's view, in the cluster's order, each one's
+  /// `stale` set as of now.
   std::vector<task_view> view() const {
-    std::lock_guard<std::mutex> guard{mtx_};
-    return views_;
+    std::vector<task_view> tasks;
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      tasks = views_;
+    }
+    auto now = console_now_us();
+    for (auto& v : tasks)
+      v.stale = v.state == "up" && v.updated_us > 0
+                && now - v.updated_us > 2 * interval_.count() * 1000;
+    return tasks;
   }
 
   /// Asks task `task`'s master to trace its next step for the console
@@ -264,7 +278,8 @@ public:
   }
 
   /// The whole cluster as one JSON document (--json): the cluster spec and
-  /// every task, with its monitor document ("node") while it is up.
+  /// every task, with its monitor document ("node") while it is up, and
+  /// the last one it sent ("last_node") once it is not.
   json to_json() const {
     json tasks = json::array();
     for (auto& v : view()) {
@@ -272,7 +287,9 @@ public:
              {"state", v.state},       {"since_us", v.since_us},
              {"rtt_us", v.rtt_us},     {"error", v.error},
              {"updates", v.updates},   {"restarts", v.restarts},
-             {"incarnation", v.incarnation}};
+             {"incarnation", v.incarnation},
+             {"updated_us", v.updated_us},
+             {"stale", v.stale}};
       if (!v.last_error.empty())
         t["last_error"] = v.last_error;
       // A task that is not up has no current document.
@@ -283,6 +300,10 @@ public:
         if (t["node"].contains("steps") && t["node"]["steps"].is_object())
           t["node"]["steps"]["bucket_bounds_us"]
             = monitoring::step_record::bucket_bounds_us;
+      } else if (v.has_node) {
+        // Its last-known values (a finished trainer's accuracy, say),
+        // shown as such.
+        t["last_node"] = v.node;
       }
       tasks.push_back(std::move(t));
     }
@@ -478,9 +499,11 @@ private:
         } catch (const json::exception&) {
           return;
         }
-        self->state.last_update_us = console_now_us();
+        auto now = console_now_us();
+        self->state.last_update_us = now;
         w->with_view(i, [&](task_view& v) {
           merge_update(v, std::move(update));
+          v.updated_us = now;
         });
       },
       [=](tick_atom) {

@@ -150,6 +150,19 @@ private:
       ::attroff(attrs);
   }
 
+  // `text` from line `y` on, cut to the screen's width, the first line
+  // after `lead` and the rest indented as far; the next free line.
+  int wrapped(int y, const std::string& text, const std::string& lead,
+              int attrs = 0) {
+    auto width = std::max<size_t>(static_cast<size_t>(std::max(COLS, 20))
+                                    - lead.size(),
+                                  10);
+    std::string indent(lead.size(), ' ');
+    for (size_t at = 0; at < text.size() && y < LINES; at += width)
+      line(y++, (at == 0 ? lead : indent) + text.substr(at, width), attrs);
+    return y;
+  }
+
   std::vector<row> actor_rows(const std::vector<task_view>& tasks,
                               const char* kind = nullptr) {
     std::vector<row> rows;
@@ -280,7 +293,9 @@ private:
     for (auto& v : tasks) {
       std::string rss = "-", cpu = "-", threads = "-", fds = "-";
       std::string actors = "-";
-      if (v.has_node && v.state == "up") {
+      // A task that is not up (or stale) keeps its last-known values,
+      // dimmed: they are not live.
+      if (v.has_node) {
         auto& p = v.node["process"];
         rss = bytes(p.value("rss_bytes", 0.0));
         cpu = fmt("%.1f", p.value("cpu_seconds", 0.0));
@@ -288,18 +303,25 @@ private:
         fds = std::to_string(p.value("open_fds", 0));
         actors = std::to_string(v.node["actors"].size());
       }
-      auto rtt = v.rtt_us >= 0 && v.state == "up"
-                   ? fmt("%.0fus", v.rtt_us)
-                   : std::string{"-"};
+      bool live = v.state == "up" && !v.stale;
+      auto rtt = v.rtt_us >= 0 && live ? fmt("%.0fus", v.rtt_us)
+                                       : std::string{"-"};
+      auto state = v.state == "down" ? "DOWN"
+                   : v.state != "up" ? "..."
+                   : v.stale         ? "stale"
+                                     : "up";
+      auto since = v.stale ? ago(v.updated_us) : ago(v.since_us);
       line(y++,
            fmt("%-28s %-22s %-6s %6s %9s %6s %9s %8s %7s %6s",
-               v.task.c_str(), v.address.c_str(),
-               v.state == "up" ? "up" : v.state == "down" ? "DOWN" : "...",
-               ago(v.since_us).c_str(), rtt.c_str(), actors.c_str(),
-               rss.c_str(), cpu.c_str(), threads.c_str(), fds.c_str()),
-           v.state == "down" ? A_BOLD : 0);
-      if (v.state == "down" && !v.error.empty())
-        line(y++, "    " + v.error);
+               v.task.c_str(), v.address.c_str(), state, since.c_str(),
+               rtt.c_str(), actors.c_str(), rss.c_str(), cpu.c_str(),
+               threads.c_str(), fds.c_str()),
+           live ? 0 : A_DIM);
+      if (v.state == "down") {
+        y = wrapped(y, v.error, "    ", A_BOLD);
+        if (!v.last_error.empty())
+          y = wrapped(y, v.last_error, "    then: ");
+      }
     }
     ++y;
     line(y++, "Tensor channel (between processes)", A_BOLD);
@@ -480,8 +502,10 @@ private:
          A_BOLD);
     int y = 3;
     for (auto& v : tasks) {
-      if (!v.has_node || v.state != "up")
+      // A trainer that finished (or died) keeps its last progress, dimmed.
+      if (!v.has_node)
         continue;
+      bool live = v.state == "up" && !v.stale;
       for (auto& t : v.node["training"]) {
         auto acc = t.value("accuracy", -1.0);
         line(y++,
@@ -491,7 +515,8 @@ private:
                  static_cast<long long>(t.value("local_step", int64_t{0})),
                  t.value("loss", 0.0), t.value("examples_per_sec", 0.0),
                  acc < 0 ? "-" : fmt("%.4f", acc).c_str(),
-                 ago(t.value("updated_us", int64_t{0})).c_str()));
+                 ago(t.value("updated_us", int64_t{0})).c_str()),
+             live ? 0 : A_DIM);
       }
     }
     if (y == 3)

@@ -318,6 +318,50 @@ TEST_CASE("console: a task that is stopped is shown down by name, and up "
   CHECK(last["restarts"] == 1);
 }
 
+TEST_CASE("console: a silent task is stale before it is down, keeps its "
+          "last-known values and its first down reason",
+          "[console]") {
+  auto port = free_port();
+  auto json_spec = R"({"worker": ["127.0.0.1:)" + std::to_string(port)
+                   + R"("]})";
+  child_process node{{node_path, "--cluster", json_spec, "--job", "worker"}};
+  REQUIRE(node.wait_for_line("serving", 15s));
+  child_process live{{console_path, "--cluster", json_spec, "--json",
+                      "--interval_ms", "300"}};
+  const std::string task = R"("task":"/job:worker/replica:0/task:0")";
+  REQUIRE(live.wait_for_line(R"("stale":false,"state":"up",)" + task, 15s));
+  node.send_signal(SIGSTOP);
+  // Two intervals without an update: stale (its values no longer live);
+  // three and a half: down.
+  REQUIRE(live.wait_for_line(R"("stale":true,"state":"up",)" + task, 10s));
+  REQUIRE(live.wait_for_line(R"("stale":false,"state":"down",)" + task,
+                             10s));
+  // Down a while: the reconnects fail too (a stopped process accepts no
+  // handshake), which must not replace the first reason.
+  std::this_thread::sleep_for(3s);
+  node.send_signal(SIGCONT);
+  live.send_signal(SIGINT);
+  REQUIRE(live.wait(10s));
+  auto lines = json_lines(live.out());
+  std::string first_error;
+  int down_lines = 0;
+  for (auto& line : lines) {
+    auto& t = line["tasks"][0];
+    if (t["state"] != "down")
+      continue;
+    INFO(t.dump().substr(0, 600));
+    ++down_lines;
+    CHECK_FALSE(t.contains("node"));
+    REQUIRE(t.contains("last_node"));
+    CHECK(t["last_node"]["process"]["rss_bytes"].get<int64_t>() > 0);
+    if (first_error.empty())
+      first_error = t["error"].get<std::string>();
+    CHECK(t["error"] == first_error);
+  }
+  CHECK(down_lines >= 5);
+  CHECK_THAT(first_error, Catch::StartsWith("no update for "));
+}
+
 TEST_CASE("console: --once prints a summary or a document with measured "
           "rates, and exits 3 when a task is down",
           "[console]") {

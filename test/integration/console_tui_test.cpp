@@ -195,6 +195,13 @@ public:
     return r.status.success() ? r.out : std::string{};
   }
 
+  /// The same with the attributes as escape sequences (SGR: "\x1b[2m" is
+  /// dim).
+  std::string capture_styled() const {
+    auto r = tmux_.run({"capture-pane", "-e", "-p", "-t", session_});
+    return r.status.success() ? r.out : std::string{};
+  }
+
   /// Waits for a whole frame (two captures 100 ms apart agree: the UI
   /// redraws every 250 ms and its data changes every second, so a capture
   /// taken while a redraw is half written is not believed) for which
@@ -495,6 +502,47 @@ TEST_CASE("console: the terminal UI in tmux sorts, filters, shows a detail "
     INFO("screen:\n" << last);
     REQUIRE(screen);
     CHECK_THAT(*screen, Contains("EXAMPLES/S"));
+  }
+
+  // A worker stopped (SIGSTOP): stale, then DOWN with its last-known
+  // values dimmed and the reason below in bold; its training row stays,
+  // dimmed. (Resumed at the end: the launcher then stops it as the rest.)
+  {
+    auto victim = pid_of(launcher.err(), "/job:worker/task:1");
+    REQUIRE(victim > 0);
+    ::kill(victim, SIGSTOP);
+    term.press("1");
+    static const std::regex down_row{
+      R"((^|\n)/job:worker/replica:0/task:1 +127\.0\.0\.1:\d+ +DOWN +\S+ +- +\d+ +[0-9.]+[KMG]?B )"};
+    auto screen = term.wait_for(
+      [](const std::string& s) {
+        return std::regex_search(s, down_row)
+               && contains(s, "\n    no update for ");
+      },
+      last, 20s);
+    INFO("screen:\n" << last);
+    CHECK(screen);
+    auto dim_line = [&](const std::string& needle) {
+      std::istringstream lines{term.capture_styled()};
+      std::string line;
+      while (std::getline(lines, line))
+        if (line.find(needle) != std::string::npos)
+          return line.find("\x1b[2m") != std::string::npos;
+      return false;
+    };
+    CHECK(dim_line("/job:worker/replica:0/task:1 "));
+    CHECK_FALSE(dim_line("/job:worker/replica:0/task:0 "));
+    term.press("6");
+    auto training = term.wait_for(
+      [](const std::string& s) {
+        return contains(s, "[6 Training]")
+               && contains(s, "\n/job:worker/replica:0/task:1 ");
+      },
+      last);
+    INFO("screen:\n" << last);
+    CHECK(training);
+    CHECK(dim_line("/job:worker/replica:0/task:1 "));
+    ::kill(victim, SIGCONT);
   }
 
   // 8. q: the console ends, the session with it, and the terminal is as it

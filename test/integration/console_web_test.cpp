@@ -82,3 +82,43 @@ TEST_CASE("console: the web UI in headless Chromium lists the tasks, plots "
   CHECK(st->exited);
   CHECK(st->code == 0);
 }
+
+TEST_CASE("console: the web UI in headless Chromium greys a down task's "
+          "last-known values and wraps its reason",
+          "[console][web]") {
+  if (auto why = missing_tools(); !why.empty()) {
+    WARN(why << ": not run");
+    return;
+  }
+  local_cluster nodes{node_path, {{"ps", 1}, {"worker", 1}}, captured()};
+  child_process console{{console_path, "--cluster", nodes.spec().to_json(),
+                         "--http", "127.0.0.1:0", "--interval_ms", "300"}};
+  auto serving = console.wait_for_line("web UI at ", 15s);
+  INFO("console: " << console.out() << console.err());
+  REQUIRE(serving);
+  auto url = serving->substr(serving->find("http://"));
+  auto shot = std::filesystem::temp_directory_path()
+              / ("actorflow-console-down-" + std::to_string(::getpid())
+                 + ".png");
+  // The page sees the worker up first (its document is the console's),
+  // says "ready", and waits for the kill.
+  child_process page{{"/usr/bin/env", "node",
+                      (web_test_dir / "console_down.mjs").string(), url,
+                      "/job:worker/replica:0/task:0",
+                      "/job:ps/replica:0/task:0", shot.string()}};
+  auto ready = page.wait_for_line("ready", 60s);
+  INFO("browser:\n" << page.out() << page.err());
+  REQUIRE(ready);
+  nodes.process("worker", 0).send_signal(SIGKILL);
+  nodes.process("worker", 0).wait(10s);
+  auto st = page.wait(60s);
+  auto out = page.out();
+  INFO("browser after the kill:\n" << out << page.err());
+  REQUIRE(st);
+  CHECK(st->code == 0);
+  CHECK(out.find("ok: its last-known values are grey") != std::string::npos);
+  CHECK(out.find("ok: no script errors") != std::string::npos);
+  std::filesystem::remove(shot);
+  console.send_signal(SIGTERM);
+  CHECK(console.wait(10s));
+}
