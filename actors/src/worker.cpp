@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <regex>
+#include <set>
 
 #include "actorflow/actors/instrumented.hpp"
 #include "actorflow/graph/wire.hpp"
@@ -25,6 +26,45 @@ status check_container(const std::string& container) {
 }
 
 namespace {
+
+// How the console names an executor: the ops the partition runs, most
+// frequent first, leaving out the transfers, constants and variables
+// every partition has (what tells executors apart, so first: a narrow
+// column keeps it), then the session by the task that opened it:
+// "MatMul x14, BiasAdd x3, BiasAddGrad x3 (66 ops), worker/0 session 0".
+std::string executor_name(const std::string& session, const graph_def& g) {
+  auto field = [&](const std::string& key) {
+    auto at = session.find(key);
+    if (at == std::string::npos)
+      return std::string{};
+    at += key.size();
+    return session.substr(at, session.find('/', at) - at);
+  };
+  auto job = field("/job:");
+  auto name = job.empty() ? session
+                          : job + "/" + field("/task:") + " session "
+                              + field("/session:");
+  static const std::set<std::string> every_partition{
+    "_Send", "_Recv", "_Retval", "_Arg", "Const", "Identity", "NoOp",
+    "VariableV2", "Placeholder"};
+  std::map<std::string, int> ops;
+  for (auto& n : g.nodes)
+    if (every_partition.count(n.op) == 0)
+      ++ops[n.op];
+  std::vector<std::pair<int, std::string>> frequent;
+  for (auto& [op, count] : ops)
+    frequent.emplace_back(-count, op);
+  std::sort(frequent.begin(), frequent.end());
+  std::string summary;
+  for (size_t i = 0; i < frequent.size() && i < 3; ++i)
+    summary += (i == 0 ? "" : ", ") + frequent[i].second
+               + (frequent[i].first < -1
+                    ? " x" + std::to_string(-frequent[i].first)
+                    : "");
+  if (summary.empty())
+    summary = "reads and transfers";
+  return summary + " (" + std::to_string(g.nodes.size()) + " ops), " + name;
+}
 
 // Two reader nodes describe the same reader: same op and attributes,
 // wherever they sit in their graphs.
@@ -123,7 +163,7 @@ register_graph(worker_self self, const std::string& bytes,
   eo.rngs = std::move(rngs);
   eo.session = session;
   eo.master = caf::actor_cast<caf::actor>(self->current_sender());
-  eo.who = {.name = session + " " + device,
+  eo.who = {.name = executor_name(session, eo.partition),
             .container = "",
             .task = st.task_prefix};
   auto exec = spawn_executor(self->system(), std::move(eo));

@@ -362,9 +362,13 @@ private:
     auto rows = actor_rows(tasks);
     if (!rows.empty())
       selected_ = std::min(selected_, rows.size() - 1);
+    // The name takes what the other columns leave of the width (they take
+    // 65), at least 15: at 80 columns every number stays on screen.
+    int name_width = std::max(15, COLS - 65);
     line(2,
-         fmt("%-8s %-11s %-40s %7s %7s %9s %6s %10s", "TASK", "KIND", "NAME",
-             "MAILBOX", "MAX", "MSGS/S", "BUSY%", "MESSAGES"),
+         fmt("%-8s %-11s %-*s %7s %7s %9s %6s %10s", "TASK", "KIND",
+             name_width, "NAME", "MAILBOX", "MAX", "MSGS/S", "BUSY%",
+             "MESSAGES"),
          A_BOLD);
     int bottom = detail_ ? LINES - 12 : LINES - 2;
     int y = 3;
@@ -374,9 +378,10 @@ private:
     for (size_t i = first; i < rows.size() && y < bottom; ++i) {
       auto& a = rows[i].actor;
       line(y++,
-           fmt("%-8s %-11s %-40.40s %7d %7d %9.1f %6.1f %10llu",
+           fmt("%-8s %-11s %-*.*s %7d %7d %9.1f %6.1f %10llu",
                short_task(rows[i].task).c_str(),
-               a.value("kind", "").c_str(), a.value("name", "").c_str(),
+               a.value("kind", "").c_str(), name_width, name_width,
+               a.value("name", "").c_str(),
                a.value("mailbox", 0), a.value("mailbox_max", 0),
                a.value("messages_per_s", 0.0), a.value("busy_percent", 0.0),
                static_cast<unsigned long long>(a.value("messages", 0ULL))),

@@ -159,7 +159,16 @@ TEST_CASE("console: a JSON snapshot of a training cluster lists every task "
     }
   }
   CHECK(weights);
-  CHECK_FALSE(actors_of_kind(*ps, "executor").empty());
+  // Executors are named by the ops they run, most frequent first, and
+  // the session (by the task that opened it).
+  auto executors = actors_of_kind(*ps, "executor");
+  CHECK_FALSE(executors.empty());
+  static const std::regex executor_name{
+    R"(^[A-Za-z].* \(\d+ ops\), worker/[01] session \d+$)"};
+  for (auto& e : executors) {
+    INFO(e["name"]);
+    CHECK(std::regex_match(e["name"].get<std::string>(), executor_name));
+  }
 
   // Each worker is a master: its steps, and the trainer's progress.
   for (auto* name :
