@@ -4,25 +4,11 @@
 //   node console_down.mjs URL DOWN_TASK UP_TASK [SCREENSHOT.png]
 // It prints "ready" once DOWN_TASK is listed up: the caller kills it then.
 // Prints what it saw; exits 1 with the reason when a check fails.
-import { chromium } from "playwright-core";
+import { check, launch } from "./browser.mjs";
 
 const [url, downTask, upTask, screenshot] = process.argv.slice(2);
 
-function check(ok, what) {
-  if (!ok) {
-    console.error("FAILED: " + what);
-    process.exitCode = 1;
-    throw new Error(what);
-  }
-  console.log("ok: " + what);
-}
-
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update",
-         "--disable-sync"],
-});
+const browser = await launch();
 try {
   const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
   const errors = [];

@@ -2,26 +2,12 @@
 // person would, and checks what it renders against a live cluster:
 //   node console_page.mjs URL TASK,TASK,... MASTER [SCREENSHOT.png]
 // Prints what it saw; exits 1 with the reason when a check fails.
-import { chromium } from "playwright-core";
+import { check, launch } from "./browser.mjs";
 
 const [url, taskList, master, screenshot] = process.argv.slice(2);
 const tasks = taskList.split(",");
 
-function check(ok, what) {
-  if (!ok) {
-    console.error("FAILED: " + what);
-    process.exitCode = 1;
-    throw new Error(what);
-  }
-  console.log("ok: " + what);
-}
-
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update",
-         "--disable-sync"],
-});
+const browser = await launch();
 try {
   // One context (one cookie jar) for the console's page and the attacker's.
   const context = await browser.newContext({ viewport: { width: 1440, height: 1400 } });

@@ -1,0 +1,22 @@
+// What the browser tests share: Debian's headless Chromium launched as
+// they want it, and check(), which prints what a test saw and fails it
+// (exit status 1, the reason on stderr) when a check does not hold.
+import { chromium } from "playwright-core";
+
+export function check(ok, what) {
+  if (!ok) {
+    console.error("FAILED: " + what);
+    process.exitCode = 1;
+    throw new Error(what);
+  }
+  console.log("ok: " + what);
+}
+
+export function launch() {
+  return chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update",
+           "--disable-sync"],
+  });
+}
