@@ -356,7 +356,8 @@ struct monitored_session::impl {
   /// TF's _HookedSession.run.
   std::vector<tensor> hooked_run(const std::vector<fetch>& fetches,
                                  const feed_dict& feeds,
-                                 const run_options& options) {
+                                 const run_options& options,
+                                 step_cancellation* cancel) {
     session_run_context context{{fetches, feeds}, *sess};
     auto all_fetches = fetches;
     auto all_feeds = feeds;
@@ -392,7 +393,8 @@ struct monitored_session::impl {
     auto out = sess->run(all_fetches, all_feeds, merged,
                          merged.trace_level > run_options::no_trace
                            ? &metadata
-                           : nullptr);
+                           : nullptr,
+                         cancel);
     for (size_t i = 0; i < hooks.size(); ++i) {
       session_run_values values;
       values.metadata = metadata;
@@ -442,7 +444,8 @@ monitored_session::~monitored_session() {
 
 std::vector<tensor> monitored_session::run(const std::vector<fetch>& fetches,
                                            const feed_dict& feeds,
-                                           const run_options& options) {
+                                           const run_options& options,
+                                           step_cancellation* cancel) {
   auto& d = *impl_;
   if (d.closed)
     throw op_error(error_code::failed_precondition, "Session is closed.");
@@ -453,7 +456,7 @@ std::vector<tensor> monitored_session::run(const std::vector<fetch>& fetches,
     if (!d.sess)
       d.create();
     try {
-      return d.hooked_run(fetches, feeds, options);
+      return d.hooked_run(fetches, feeds, options, cancel);
     } catch (const op_error& e) {
       // TF's _CoordinatedSession: a thread's error explains a failed run
       // better than the run's own (often Cancelled or Aborted) error.

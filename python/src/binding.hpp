@@ -9,6 +9,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +41,31 @@ dtype parse_or_throw(const std::string& type);
 
 /// A shape from Python: None for an unknown rank, None dims unknown.
 tensor_shape shape_from(const py::object& shape);
+
+/// Ctrl-C for a step run with the GIL released. On the interpreter's
+/// main thread (the only one Python runs signal handlers on) its
+/// cancellation looks for a signal every 100 ms; a KeyboardInterrupt
+/// cancels the step (withdrawn on every task, the session still usable)
+/// and `rethrow` raises it. Construct and rethrow with the GIL held.
+class interrupts {
+public:
+  interrupts();
+  interrupts(const interrupts&) = delete; // its poll holds `this`
+  interrupts& operator=(const interrupts&) = delete;
+  /// For session::run (and monitored_session::run): null elsewhere.
+  step_cancellation* cancellation() {
+    return cancel_.poll ? &cancel_ : nullptr;
+  }
+  /// Raises the KeyboardInterrupt a step was cancelled for, if any.
+  void rethrow() {
+    if (interrupted_)
+      throw *interrupted_;
+  }
+
+private:
+  step_cancellation cancel_;
+  std::optional<py::error_already_set> interrupted_;
+};
 
 /// Binds training.cpp's part of the module.
 void bind_training(py::module_& m);

@@ -278,6 +278,18 @@ std::thread::id main_thread;
 
 } // namespace
 
+actorflow::python::interrupts::interrupts() {
+  if (std::this_thread::get_id() != main_thread)
+    return;
+  cancel_.poll = [this] {
+    py::gil_scoped_acquire locked;
+    if (PyErr_CheckSignals() == 0)
+      return false;
+    interrupted_.emplace(); // takes the exception a handler raised
+    return true;
+  };
+}
+
 PYBIND11_MODULE(_actorflow, m) {
   main_thread = std::this_thread::get_id();
   m.doc() = "actorflow's engine for Python; use the package `actorflow`";
@@ -667,27 +679,13 @@ PYBIND11_MODULE(_actorflow, m) {
            o.trace_level = trace_level;
            std::vector<tensor> out;
            run_metadata md;
-           // Ctrl-C while the step waits: the main thread looks for a
-           // signal every 100 ms; KeyboardInterrupt cancels the step
-           // (withdrawn on every task) and is raised here, the session
-           // still usable. Other threads cannot take signals.
-           step_cancellation cancel;
-           std::optional<py::error_already_set> interrupted;
-           if (std::this_thread::get_id() == main_thread)
-             cancel.poll = [&interrupted] {
-               py::gil_scoped_acquire locked;
-               if (PyErr_CheckSignals() == 0)
-                 return false;
-               interrupted.emplace(); // takes the exception a handler raised
-               return true;
-             };
+           interrupts ctrl_c;
            try {
              py::gil_scoped_release unlocked;
-             out = s.run(fetches, fd, o, &md, cancel.poll ? &cancel : nullptr);
+             out = s.run(fetches, fd, o, &md, ctrl_c.cancellation());
            } catch (const op_error&) {
              drop_released();
-             if (interrupted)
-               throw *interrupted;
+             ctrl_c.rethrow();
              throw;
            }
            drop_released();

@@ -369,9 +369,14 @@ void bind_training(py::module_& m) {
            run_options o;
            o.timeout_in_ms = timeout_ms;
            std::vector<tensor> out;
-           {
+           interrupts ctrl_c;
+           try {
              py::gil_scoped_release unlocked;
-             out = s.run(fetches, fd, o);
+             out = s.run(fetches, fd, o, ctrl_c.cancellation());
+           } catch (const op_error&) {
+             drop_released();
+             ctrl_c.rethrow();
+             throw;
            }
            drop_released();
            return numpy_list(out);

@@ -201,10 +201,12 @@ public:
   /// should_stop requested." or "Session is closed."; InvalidArgument
   /// "Same tensor is fed by a SessionRunHook and user." (or by two hooks),
   /// naming the tensor; any other error of the run (the coordinator's
-  /// recorded error instead, when a thread of it failed first).
+  /// recorded error instead, when a thread of it failed first); Cancelled
+  /// when `cancel` (as session::run's) asked for it, never recovered from.
   std::vector<tensor> run(const std::vector<fetch>& fetches,
                           const feed_dict& feeds = {},
-                          const run_options& options = {});
+                          const run_options& options = {},
+                          step_cancellation* cancel = nullptr);
   tensor run(const fetch& f, const feed_dict& feeds = {},
              const run_options& options = {});
 
