@@ -14,7 +14,6 @@ try {
   const errors = [];
   page.on("pageerror", e => errors.push(String(e)));
   await page.goto(url);
-  const row = page.locator(`#tasks tr[data-task="${downTask}"]`);
   await page.waitForFunction(
     t => document.querySelector(`#tasks tr[data-task="${t}"]`)?.dataset.state === "up",
     downTask, { timeout: 20000 });
@@ -25,27 +24,35 @@ try {
     t => document.querySelector(`#tasks tr[data-task="${t}"]`)?.dataset.state === "down",
     downTask, { timeout: 20000 });
   check(true, `${downTask} is listed down`);
+  // Read in one go: the page rebuilds its tables on every update, and a
+  // cell read between two of them would be one that was replaced.
+  const seen = await page.evaluate(([down, up]) => {
+    const row = document.querySelector(`#tasks tr[data-task="${down}"]`);
+    const live = document.querySelector(`#tasks tr[data-task="${up}"] td:nth-child(7)`);
+    const rss = row.querySelector("td:nth-child(7)");
+    const why = row.querySelector("td:nth-child(9)");
+    const box = why.getBoundingClientRect();
+    const style = getComputedStyle(why);
+    return {
+      rss: rss.textContent, grey: getComputedStyle(rss).color,
+      live: getComputedStyle(live).color, why: why.textContent,
+      right: box.right, height: box.height,
+      lineHeight: parseFloat(style.lineHeight) || parseFloat(style.fontSize) * 1.2,
+    };
+  }, [downTask, upTask]);
   // Its last-known values (RSS, CPU), greyed: not live.
-  const rss = await row.locator("td:nth-child(7)").textContent();
-  check(rss !== "-" && Number(rss) > 0, `${downTask} keeps its last RSS (${rss} MB)`);
-  const grey = await row.locator("td:nth-child(7)").evaluate(
-    td => getComputedStyle(td).color);
-  check(grey === "rgb(153, 153, 153)", `its last-known values are grey (${grey})`);
-  const live = await page.locator(`#tasks tr[data-task="${upTask}"] td:nth-child(7)`)
-                         .evaluate(td => getComputedStyle(td).color);
-  check(live !== grey, `${upTask}'s live values are not (${live})`);
+  check(seen.rss !== "-" && Number(seen.rss) > 0,
+        `${downTask} keeps its last RSS (${seen.rss} MB)`);
+  check(seen.grey === "rgb(153, 153, 153)",
+        `its last-known values are grey (${seen.grey})`);
+  check(seen.live !== seen.grey, `${upTask}'s live values are not (${seen.live})`);
   // The reason wraps within the cell instead of running off the page.
-  const why = row.locator("td:nth-child(9)");
-  const text = await why.textContent();
-  check(text.length > 0, `the reason is shown (${text.slice(0, 60)}...)`);
-  const box = await why.boundingBox();
-  const lineHeight = await why.evaluate(td => parseFloat(getComputedStyle(td).lineHeight)
-                                              || parseFloat(getComputedStyle(td).fontSize) * 1.2);
+  check(seen.why.length > 0, `the reason is shown (${seen.why.slice(0, 60)}...)`);
   const width = page.viewportSize().width;
-  check(box.x + box.width <= width,
-        `the reason stays within the window (its cell ends at ${Math.round(box.x + box.width)} of ${width} px)`);
-  check(text.length < 60 || box.height > 1.5 * lineHeight,
-        `a long reason wraps (${Math.round(box.height)} px high)`);
+  check(seen.right <= width,
+        `the reason stays within the window (its cell ends at ${Math.round(seen.right)} of ${width} px)`);
+  check(seen.why.length < 60 || seen.height > 1.5 * seen.lineHeight,
+        `a long reason wraps (${Math.round(seen.height)} px high)`);
   check(errors.length === 0, "no script errors " + errors.join("; "));
   if (screenshot) {
     await page.screenshot({ path: screenshot, fullPage: true });
