@@ -66,3 +66,21 @@ def nodes():
     yield start
     for n in started:
         n.stop()
+
+
+def run_interrupted(run, *args):
+    """Calls run(*args), which must block, with a SIGINT to this process
+    0.3 s in (Ctrl-C, as a user presses it): asserts that it raises
+    KeyboardInterrupt within the main thread's 100 ms look for signals,
+    not at some deadline."""
+    import signal
+    import threading
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run(*args)
+    finally:
+        timer.join()
+    assert time.monotonic() - started < 5

@@ -9,7 +9,7 @@ import pytest
 
 import actorflow as tf
 
-from conftest import loopback
+from conftest import loopback, run_interrupted
 
 
 @pytest.fixture(autouse=True)
@@ -256,21 +256,12 @@ def test_a_device_function_places_each_op():
 
 
 def test_ctrl_c_cancels_a_blocked_run_and_the_session_stays_usable():
-    import os
-    import signal
     q = tf.FIFOQueue(10, tf.float32, shapes=[[]])
     x = tf.placeholder(tf.float32, [])
     enqueue = q.enqueue([x])
     dequeue = q.dequeue()
     with tf.Session() as sess:
-        timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-        timer.start()
-        started = time.monotonic()
-        with pytest.raises(KeyboardInterrupt):
-            sess.run(dequeue)
-        timer.join()
-        # Within the main thread's 100 ms look for signals, not a deadline.
-        assert time.monotonic() - started < 5
+        run_interrupted(sess.run, dequeue)
         # The cancelled dequeue took nothing.
         sess.run(enqueue, {x: 7.0})
         sess.run(enqueue, {x: 8.0})

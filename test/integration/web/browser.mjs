@@ -20,3 +20,13 @@ export function launch() {
            "--disable-sync"],
   });
 }
+
+// The end of a page's checks: no script errors, and the screenshot when
+// one was asked for.
+export async function finish(page, errors, screenshot) {
+  check(errors.length === 0, "no script errors " + errors.join("; "));
+  if (screenshot) {
+    await page.screenshot({ path: screenshot, fullPage: true });
+    console.log("screenshot: " + screenshot);
+  }
+}

@@ -4,7 +4,7 @@
 //   node console_down.mjs URL DOWN_TASK UP_TASK [SCREENSHOT.png]
 // It prints "ready" once DOWN_TASK is listed up: the caller kills it then.
 // Prints what it saw; exits 1 with the reason when a check fails.
-import { check, launch } from "./browser.mjs";
+import { check, finish, launch } from "./browser.mjs";
 
 const [url, downTask, upTask, screenshot] = process.argv.slice(2);
 
@@ -53,11 +53,7 @@ try {
         `the reason stays within the window (its cell ends at ${Math.round(seen.right)} of ${width} px)`);
   check(seen.why.length < 60 || seen.height > 1.5 * seen.lineHeight,
         `a long reason wraps (${Math.round(seen.height)} px high)`);
-  check(errors.length === 0, "no script errors " + errors.join("; "));
-  if (screenshot) {
-    await page.screenshot({ path: screenshot, fullPage: true });
-    console.log("screenshot: " + screenshot);
-  }
+  await finish(page, errors, screenshot);
 } finally {
   await browser.close();
 }

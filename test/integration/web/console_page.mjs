@@ -2,7 +2,7 @@
 // person would, and checks what it renders against a live cluster:
 //   node console_page.mjs URL TASK,TASK,... MASTER [SCREENSHOT.png]
 // Prints what it saw; exits 1 with the reason when a check fails.
-import { check, launch } from "./browser.mjs";
+import { check, finish, launch } from "./browser.mjs";
 
 const [url, taskList, master, screenshot] = process.argv.slice(2);
 const tasks = taskList.split(",");
@@ -79,11 +79,7 @@ try {
   ]);
   check(forged.status() === 403, `a cross-site form POST is refused (${forged.status()})`);
   await attacker.close();
-  check(errors.length === 0, "no script errors " + errors.join("; "));
-  if (screenshot) {
-    await page.screenshot({ path: screenshot, fullPage: true });
-    console.log("screenshot: " + screenshot);
-  }
+  await finish(page, errors, screenshot);
 } finally {
   await browser.close();
 }
