@@ -175,7 +175,6 @@ inline std::string err_with(child_process& proc, const std::string& needle,
   return err;
 }
 
-/// Checks that `proc` says `needle` on stderr within 10 s.
 /// Waits (up to 5 s) until process `pid` is in the stopped state ('T' in
 /// /proc/<pid>/stat); false if it did not get there. kill(SIGSTOP) returns
 /// before every thread of the process has stopped.
@@ -196,6 +195,7 @@ inline bool wait_until_stopped(pid_t pid) {
   return false;
 }
 
+/// Checks that `proc` says `needle` on stderr within 10 s.
 inline void check_said(child_process& proc, const std::string& needle) {
   CHECK_THAT(err_with(proc, needle), Catch::Contains(needle));
 }

@@ -154,3 +154,69 @@ TEST_CASE("connection_guard: refusals are logged at a bounded rate, and "
           "line 0", "line 1",
           "later (and 298 more refusals before, not shown)"});
 }
+
+TEST_CASE("connection_guard: an established connection's silence is what "
+          "its heartbeats tolerate, and a dialed one is watched outside the "
+          "bounds",
+          "[transport][guard][detector]") {
+  fixture f;
+  auto limits = small();
+  limits.max_connections = 1;
+  limits.log_burst = 10;
+  auto g = f.make(limits);
+  auto in = g.admit(10, "10.0.0.1", "CAF", f.t0);
+  // Dialed: not counted, so the bound of one admits nothing more, and
+  // it does not take the admitted one's place.
+  auto out = g.track(20, "10.0.0.2:4000", f.t0);
+  for (auto& e : {in, out}) {
+    e->set_established();
+    e->extend_silence(f.t0, g.limits().idle_timeout);
+  }
+  CHECK(g.size() == 1);
+  CHECK_FALSE(g.admit(11, "10.0.0.3", "CAF", f.t0));
+  CHECK(f.shut.empty());
+  f.said.clear();
+  // Before a heartbeat set a tolerance: the idle timeout (500 ms here).
+  CHECK(g.expire(f.t0 + 499ms) == 0);
+  // The dialed one learnt from its peer's heartbeats: 4 s from now.
+  out->set_tolerance(4s, 0.5, 0.01);
+  out->extend_silence(f.t0 + 100ms, g.limits().idle_timeout);
+  CHECK(g.expire(f.t0 + 500ms) == 1);
+  CHECK(f.shut == std::vector<int>{10});
+  CHECK(g.expire(f.t0 + 4099ms) == 0);
+  CHECK(g.expire(f.t0 + 4100ms) == 1);
+  CHECK(f.shut == std::vector<int>{10, 20});
+  REQUIRE(f.said.size() == 2);
+  CHECK(f.said[0] == "closed the connection from 10.0.0.1: silent for 500 ms");
+  CHECK(f.said[1]
+        == "closed the connection to 10.0.0.2:4000: silent for 4000 ms, "
+           "longer than its heartbeats' history tolerates (every 500 ms, "
+           "spread 10 ms; phi reached 8)");
+  g.release(out);
+  CHECK(g.expire(f.t0 + 1h) == 0);
+}
+
+TEST_CASE("connection_guard: a connection whose peer sent bytes this "
+          "process has not read is not silent",
+          "[transport][guard][detector]") {
+  std::vector<int> shut;
+  size_t unread = 64;
+  auto t0 = connection_guard::clock_type::now();
+  connection_guard g{small(), [&](int fd) { shut.push_back(fd); },
+                     [](const std::string&) {},
+                     [&](int) { return unread; }};
+  auto e = g.admit(10, "10.0.0.1", "CAF", t0);
+  auto fresh = g.admit(11, "10.0.0.2", "CAF", t0);
+  e->set_established();
+  e->extend_silence(t0, g.limits().idle_timeout);
+  // Past the deadline, but the socket holds the peer's bytes: this
+  // process is the slow one; looked at again a heartbeat interval on.
+  // A connection without its handshake is not forgiven for that.
+  CHECK(g.expire(t0 + 1s) == 1);
+  CHECK(shut == std::vector<int>{11});
+  CHECK(g.expire(t0 + 1499ms) == 0);
+  unread = 0;
+  CHECK(g.expire(t0 + 1499ms) == 0);
+  CHECK(g.expire(t0 + 1500ms) == 1);
+  CHECK(shut == std::vector<int>{11, 10});
+}

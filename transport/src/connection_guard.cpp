@@ -1,6 +1,7 @@
 #include "connection_guard.hpp"
 
 #include <netdb.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,9 +21,11 @@ namespace actorflow {
 
 connection_guard::connection_guard(guard_limits limits,
                                    std::function<void(int)> shut,
-                                   std::function<void(const std::string&)> log)
+                                   std::function<void(const std::string&)> log,
+                                   std::function<size_t(int)> unread)
   : limits_(limits),
     shut_(std::move(shut)),
+    unread_(std::move(unread)),
     log_(std::move(log), limits.log_burst, limits.log_interval) {
   // nop
 }
@@ -80,10 +83,28 @@ connection_guard::admit(int fd, const std::string& peer,
   return e;
 }
 
+connection_guard::entry_ptr
+connection_guard::track(int fd, const std::string& peer, time_point now) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto e = std::make_shared<entry>();
+  e->peer_ = peer;
+  e->fd_ = fd;
+  e->seq_ = next_seq_++;
+  e->outgoing_ = true;
+  e->extend(now, limits_.handshake_timeout);
+  tracked_.emplace(e->seq_, e);
+  return e;
+}
+
 void connection_guard::release(const entry_ptr& e) {
   if (!e)
     return;
   std::lock_guard<std::mutex> guard{mtx_};
+  if (e->outgoing_) {
+    tracked_.erase(e->seq_);
+    e->fd_ = -1;
+    return;
+  }
   auto i = open_.find(e->seq_);
   if (i == open_.end() || i->second != e)
     return;
@@ -98,21 +119,45 @@ size_t connection_guard::expire(time_point now) {
   std::lock_guard<std::mutex> guard{mtx_};
   size_t n = 0;
   auto now_ns = now.time_since_epoch().count();
-  for (auto& [seq, e] : open_) {
-    auto deadline = e->deadline_ns_.load(std::memory_order_relaxed);
-    if (e->shut_ || deadline == 0 || deadline > now_ns)
-      continue;
-    say("closed the connection from " + e->peer_ + ": "
-                 + (e->established() ? "silent" : "no handshake")
-                 + " for "
-                 + std::to_string(e->established()
-                                    ? limits_.idle_timeout.count()
-                                    : limits_.handshake_timeout.count())
-                 + " ms",
-               now);
-    shut_locked(*e);
+  auto check = [&](entry& e) {
+    auto deadline = e.deadline_ns_.load(std::memory_order_relaxed);
+    if (e.shut_ || deadline == 0 || deadline > now_ns)
+      return;
+    if (e.established() && unread_ && e.fd_ >= 0 && unread_(e.fd_) > 0) {
+      // The peer spoke and this process has not read it yet: this side
+      // is the slow one. Looked at again a heartbeat interval on.
+      e.extend(now, limits_.detector.heartbeat_interval);
+      return;
+    }
+    auto tolerance = e.tolerance_ns_.load(std::memory_order_relaxed);
+    std::string why;
+    if (!e.established()) {
+      why = "no handshake for "
+            + std::to_string(limits_.handshake_timeout.count()) + " ms";
+    } else if (tolerance > 0) {
+      auto ms = [](int64_t us) { return std::to_string((us + 500) / 1000); };
+      why = "silent for " + ms(tolerance / 1000)
+            + " ms, longer than its heartbeats' history tolerates (every "
+            + ms(e.mean_us_.load(std::memory_order_relaxed)) + " ms, spread "
+            + ms(e.std_us_.load(std::memory_order_relaxed))
+            + " ms; phi reached "
+            + std::to_string(static_cast<int>(limits_.detector.threshold))
+            + ")";
+    } else {
+      why = "silent for " + std::to_string(limits_.idle_timeout.count())
+            + " ms";
+    }
+    say(std::string{e.outgoing_ ? "closed the connection to "
+                                : "closed the connection from "}
+          + e.peer_ + ": " + why,
+        now);
+    shut_locked(e);
     ++n;
-  }
+  };
+  for (auto& [seq, e] : open_)
+    check(*e);
+  for (auto& [seq, e] : tracked_)
+    check(*e);
   return n;
 }
 
@@ -214,6 +259,19 @@ guard_limits guard_limits_of(caf::actor_system& sys) {
   l.handshake_timeout = option_ms(sys, "actorflow.handshake-timeout",
                                   l.handshake_timeout);
   l.idle_timeout = option_ms(sys, "actorflow.idle-timeout", l.idle_timeout);
+  auto& d = l.detector;
+  d.max_silence = l.idle_timeout;
+  d.heartbeat_interval = option_ms(sys, "middleman.heartbeat-interval",
+                                   d.heartbeat_interval);
+  d.acceptable_pause = option_ms(sys, "actorflow.acceptable-heartbeat-pause",
+                                 d.acceptable_pause);
+  d.min_std_dev = option_ms(sys, "actorflow.min-heartbeat-std-dev",
+                            d.min_std_dev);
+  const char* threshold = "actorflow.failure-detector-threshold";
+  if (auto x = caf::get_if<double>(&sys.config(), threshold); x && *x > 0)
+    d.threshold = *x;
+  else if (auto n = caf::get_if<int64_t>(&sys.config(), threshold); n && *n > 0)
+    d.threshold = static_cast<double>(*n);
   l.max_message_bytes = option_bytes(sys, "actorflow.max-message-bytes",
                                      l.max_message_bytes);
   // A quarter of the machine's memory (at least 256 MiB) unless set.
@@ -233,6 +291,11 @@ std::shared_ptr<connection_guard> make_watched_guard(guard_limits limits) {
     limits, [](int fd) { ::shutdown(fd, SHUT_RDWR); },
     [](const std::string& line) {
       std::fprintf(stderr, "actorflow: warning: %s\n", line.c_str());
+    },
+    [](int fd) -> size_t {
+      int n = 0;
+      return ::ioctl(fd, FIONREAD, &n) == 0 && n > 0 ? static_cast<size_t>(n)
+                                                     : 0;
     });
   std::thread{watch, std::weak_ptr<connection_guard>{guard}}.detach();
   return guard;

@@ -10,6 +10,11 @@
 // shuts the socket down and its owner sees the end of the stream. Bytes a
 // peer announces (a message or tensor about to be read) are charged to a
 // budget before they are allocated. Refusals are logged at a bounded rate.
+// Connections this process dialed are watched too (`track`), outside the
+// bounds. An established CAF connection's silence is judged by its
+// heartbeats' history (phi_accrual.hpp, set by its owner); one whose peer
+// has sent bytes this process has not read yet is not silent (this
+// process is the slow one), so it is never shut for that.
 //
 // CAF-free; the clock is passed in, and `shut` and `log` are given, so the
 // rules are tested without sockets (test/transport/connection_guard_test).
@@ -27,6 +32,7 @@
 #include <caf/fwd.hpp>
 
 #include "actorflow/transport/refusal_log.hpp"
+#include "phi_accrual.hpp"
 
 namespace actorflow {
 
@@ -40,8 +46,12 @@ struct guard_limits {
   /// channel's hello).
   std::chrono::milliseconds handshake_timeout{10'000};
   /// Longest silence of an established CAF connection (its peer sends a
-  /// heartbeat every 0.5 s) and of a tensor-channel frame midway.
+  /// heartbeat every 0.5 s; within it, `detector` judges) and of a
+  /// tensor-channel frame midway.
   std::chrono::milliseconds idle_timeout{10'000};
+  /// How an established CAF connection's silence is judged (its
+  /// max_silence is idle_timeout).
+  phi_settings detector;
   /// Largest message one CAF connection may announce once established;
   /// before, `max_handshake_bytes`.
   uint64_t max_message_bytes = uint64_t{1} << 30;
@@ -72,6 +82,26 @@ public:
                            : 0,
                          std::memory_order_relaxed);
     }
+    /// Sets the deadline to `now` plus the silence this connection is
+    /// tolerated (set_tolerance), or `fallback` before one was set.
+    void extend_silence(time_point now,
+                        std::chrono::milliseconds fallback) noexcept {
+      auto t = tolerance_ns_.load(std::memory_order_relaxed);
+      auto d = t > 0 ? std::chrono::nanoseconds{t}
+                     : std::chrono::nanoseconds{fallback};
+      deadline_ns_.store((now + d).time_since_epoch().count(),
+                         std::memory_order_relaxed);
+    }
+    /// The silence tolerated from now on, learnt from the peer's
+    /// heartbeats (their mean and spread, for the log).
+    void set_tolerance(std::chrono::nanoseconds tolerated, double mean_s,
+                       double std_dev_s) noexcept {
+      tolerance_ns_.store(tolerated.count(), std::memory_order_relaxed);
+      mean_us_.store(static_cast<int64_t>(mean_s * 1e6),
+                     std::memory_order_relaxed);
+      std_us_.store(static_cast<int64_t>(std_dev_s * 1e6),
+                    std::memory_order_relaxed);
+    }
     void clear_deadline() noexcept {
       deadline_ns_.store(0, std::memory_order_relaxed);
     }
@@ -91,16 +121,23 @@ public:
     int fd_ = -1;
     uint64_t seq_ = 0;
     bool shut_ = false;
+    // Dialed by this process (track), not admitted.
+    bool outgoing_ = false;
     std::atomic<int64_t> deadline_ns_{0};
+    std::atomic<int64_t> tolerance_ns_{0};
+    std::atomic<int64_t> mean_us_{0};
+    std::atomic<int64_t> std_us_{0};
     std::atomic<bool> established_{false};
   };
 
   using entry_ptr = std::shared_ptr<entry>;
 
   /// `shut(fd)` ends a connection (shutdown(2): its owner then reads EOF);
-  /// `log(line)` says a refusal.
+  /// `log(line)` says a refusal; `unread(fd)` is how many bytes wait in
+  /// the socket's receive queue (none given: never any).
   connection_guard(guard_limits limits, std::function<void(int)> shut,
-                   std::function<void(const std::string&)> log);
+                   std::function<void(const std::string&)> log,
+                   std::function<size_t(int)> unread = {});
 
   const guard_limits& limits() const noexcept {
     return limits_;
@@ -116,11 +153,16 @@ public:
   entry_ptr admit(int fd, const std::string& peer, const std::string& what,
                   time_point now);
 
+  /// Watches a connection this process dialed to `peer` (host:port):
+  /// deadlines as for an admitted one, outside the bounds.
+  entry_ptr track(int fd, const std::string& peer, time_point now);
+
   /// Takes `e` out (idempotent). Call before closing its socket.
   void release(const entry_ptr& e);
 
   /// Shuts down every connection past its deadline at `now`, logging
-  /// each; returns how many.
+  /// each; returns how many. An established one with unread bytes is
+  /// given another heartbeat interval instead.
   size_t expire(time_point now);
 
   /// Charges `n` announced bytes: false (and logged, naming `who`) if the
@@ -146,18 +188,23 @@ private:
 
   guard_limits limits_;
   std::function<void(int)> shut_;
+  std::function<size_t(int)> unread_;
   refusal_log log_;
   mutable std::mutex mtx_;
   uint64_t next_seq_ = 1;
   // By admission order (seq), so the oldest comes first.
   std::map<uint64_t, entry_ptr> open_;
   std::map<std::string, size_t> per_peer_;
+  // Dialed connections (track), by seq too.
+  std::map<uint64_t, entry_ptr> tracked_;
   std::atomic<uint64_t> inflight_{0};
 };
 
 /// `sys`'s limits: the defaults above, or the options actorflow.max-connections,
 /// max-connections-per-peer, handshake-timeout, idle-timeout,
-/// max-message-bytes and max-inflight-bytes where set.
+/// max-message-bytes, max-inflight-bytes, failure-detector-threshold,
+/// acceptable-heartbeat-pause, min-heartbeat-std-dev and CAF's
+/// middleman.heartbeat-interval where set.
 guard_limits guard_limits_of(caf::actor_system& sys);
 
 /// A guard that shuts connections down with shutdown(2), logs refusals to

@@ -35,6 +35,9 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/binary_deserializer.hpp>
+#include <caf/io/basp/header.hpp>
+#include <caf/io/basp/message_type.hpp>
 #include <caf/io/basp_broker.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/io/middleman_actor_impl.hpp>
@@ -265,7 +268,7 @@ public:
     auto r = s_ ? s_->read_some(result, fd, buf, len)
                 : caf::policy::tcp::read_some(result, fd, buf, len);
     if (result > 0 && entry_ && entry_->established())
-      entry_->extend(clock_type::now(), guard_->limits().idle_timeout);
+      entry_->extend_silence(clock_type::now(), guard_->limits().idle_timeout);
     return r;
   }
 
@@ -301,6 +304,7 @@ public:
       guard_(guard),
       entry_(entry),
       peer_(std::move(peer)),
+      detector_(guard_->limits().detector),
       session_(s.get()),
       stream_(mpx, fd, std::move(s), std::move(guard), std::move(entry)) {
     // nop
@@ -311,6 +315,8 @@ public:
   // next (the rest of what was read is dropped).
   bool consume(caf::execution_unit* ctx, const void* buf,
                size_t size) override {
+    if (entry_)
+      watch_heartbeats(static_cast<const char*>(buf), size);
     if (session_ == nullptr || session_->role() != peer_role::monitor)
       return scribe::consume(ctx, buf, size);
     if (!filter_)
@@ -390,6 +396,36 @@ public:
   }
 
 private:
+  // BASP's reads alternate header and payload (when the header announces
+  // one); each heartbeat header is a beat of the connection's failure
+  // detector, which sets the silence the guard tolerates from then on.
+  void watch_heartbeats(const char* data, size_t size) {
+    if (payload_due_) {
+      payload_due_ = false;
+      return;
+    }
+    if (size != caf::io::basp::header_size)
+      return;
+    caf::io::basp::header hdr;
+    caf::binary_deserializer source{nullptr, data, size};
+    if (source(hdr))
+      return;
+    payload_due_ = hdr.payload_len > 0;
+    if (hdr.operation != caf::io::basp::message_type::heartbeat)
+      return;
+    auto now = clock_type::now();
+    detector_.beat(now);
+    tolerate(now);
+  }
+
+  // The silence tolerated from `now` on: the detector's, from its history
+  // (before the first heartbeat, its estimate).
+  void tolerate(clock_type::time_point now) {
+    entry_->set_tolerance(detector_.tolerated(), detector_.mean(),
+                          detector_.std_dev());
+    entry_->extend_silence(now, guard_->limits().idle_timeout);
+  }
+
   // Whether BASP may read `n` bytes next. Its reads go header, payload,
   // header: the third is asked for once BASP accepted the peer's
   // handshake, and from then on the connection is established.
@@ -398,7 +434,7 @@ private:
     if (++reads_ == 3) {
       if (entry_) {
         entry_->set_established();
-        entry_->extend(now, guard_->limits().idle_timeout);
+        tolerate(now);
       }
     }
     const auto& limits = guard_->limits();
@@ -424,6 +460,8 @@ private:
   std::shared_ptr<connection_guard> guard_;
   connection_guard::entry_ptr entry_;
   std::string peer_;
+  phi_accrual detector_;
+  bool payload_due_ = false;
   bool launched_ = false;
   size_t reads_ = 0;
   uint64_t charged_ = 0;
@@ -589,9 +627,12 @@ protected:
                                "cannot start a TLS session: " + ssl_errors());
       }
     }
-    // Outgoing: bounded reads, no admission (this process chose the peer).
+    // Outgoing: bounded reads, no admission (this process chose the
+    // peer), the same deadlines.
+    auto entry = guard_->track(*fd, endpoint, clock_type::now());
     return caf::make_counted<guarded_scribe>(mpx(), *fd, std::move(s), guard_,
-                                             nullptr, "to " + endpoint);
+                                             std::move(entry),
+                                             "to " + endpoint);
   }
 
   caf::expected<caf::io::doorman_ptr> open(uint16_t port, const char* addr,

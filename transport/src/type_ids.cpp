@@ -79,13 +79,17 @@ void add_options_impl(caf::actor_system_config& cfg) {
   // the tensor channel, directly; a CAF message between two tasks that
   // never connected goes through the master that introduced them.
   set_default(cfg, "middleman.enable-automatic-connections", false);
-  // A peer cut off by the network is otherwise never noticed. CAF checks
-  // the timeout at each heartbeat: 4 s + 0.5 s reports a silent peer
-  // within 5 s (a stopped process took 5.5 s with a 5 s timeout).
+  // A peer cut off by the network is otherwise never noticed. Heartbeats
+  // every 0.5 s; actorflow's connections judge their silence by the
+  // heartbeats' history (connection_guard.hpp, phi_accrual.hpp: ~4 s for
+  // a peer whose heartbeats came regularly, up to actorflow.idle-timeout
+  // for one that was busy). CAF's own fixed timeout, checked at each
+  // heartbeat, would take a busy peer for a dead one: it stays only as
+  // the backstop of connections made through CAF's own middleman API.
   set_default(cfg, "middleman.heartbeat-interval",
               caf::timespan{std::chrono::milliseconds(500)});
   set_default(cfg, "middleman.connection-timeout",
-              caf::timespan{std::chrono::seconds(4)});
+              caf::timespan{std::chrono::seconds(30)});
 }
 
 status to_status(const caf::error& err, const std::string& what) {
