@@ -357,6 +357,7 @@ struct monitored_session::impl {
   std::vector<tensor> hooked_run(const std::vector<fetch>& fetches,
                                  const feed_dict& feeds,
                                  const run_options& options,
+                                 run_metadata* caller_metadata,
                                  step_cancellation* cancel) {
     session_run_context context{{fetches, feeds}, *sess};
     auto all_fetches = fetches;
@@ -395,6 +396,8 @@ struct monitored_session::impl {
                            ? &metadata
                            : nullptr,
                          cancel);
+    if (caller_metadata != nullptr)
+      *caller_metadata = metadata;
     for (size_t i = 0; i < hooks.size(); ++i) {
       session_run_values values;
       values.metadata = metadata;
@@ -445,6 +448,7 @@ monitored_session::~monitored_session() {
 std::vector<tensor> monitored_session::run(const std::vector<fetch>& fetches,
                                            const feed_dict& feeds,
                                            const run_options& options,
+                                           run_metadata* metadata,
                                            step_cancellation* cancel) {
   auto& d = *impl_;
   if (d.closed)
@@ -456,7 +460,7 @@ std::vector<tensor> monitored_session::run(const std::vector<fetch>& fetches,
     if (!d.sess)
       d.create();
     try {
-      return d.hooked_run(fetches, feeds, options, cancel);
+      return d.hooked_run(fetches, feeds, options, metadata, cancel);
     } catch (const op_error& e) {
       // TF's _CoordinatedSession: a thread's error explains a failed run
       // better than the run's own (often Cancelled or Aborted) error.

@@ -248,16 +248,25 @@ saver::saver(saver_options opts) : opts_(std::move(opts)) {
   opts_.var_list.clear();
   if (vars_.empty())
     invalid("No variables to save");
+  auto names = std::move(opts_.var_names);
+  opts_.var_names.clear();
+  if (!names.empty() && names.size() != vars_.size())
+    invalid("saver: " + std::to_string(names.size()) + " var_names for "
+            + std::to_string(vars_.size()) + " variables");
   for (auto& v : vars_)
     if (!v.valid())
       invalid("saver: var_list holds an invalid variable");
   graph_ = vars_.front().op().owner();
   std::set<std::string> seen;
-  for (auto& v : vars_) {
+  for (size_t i = 0; i < vars_.size(); ++i) {
+    auto& v = vars_[i];
     if (v.op().owner() != graph_)
       invalid("saver: variables " + vars_.front().op().name() + " and "
               + v.op().name() + " belong to different graphs");
-    auto key = v.op().name();
+    auto key = names.empty() ? v.op().name() : std::move(names[i]);
+    if (key.empty())
+      invalid("saver: the name of variable " + v.op().name()
+              + " in var_names is empty");
     if (!seen.insert(key).second)
       invalid("At least two variables have the same name: " + key);
     keys_.push_back(std::move(key));

@@ -379,15 +379,18 @@ class _MonitoredSession:
         names, feeds, rebuild = _tf()._prepare(self._graph, fetches,
                                                feed_dict)
         timeout = options.timeout_in_ms if options is not None else 0
+        trace = options.trace_level if options is not None else 0
         for adapter in self._adapters:
             adapter.original = SessionRunArgs(fetches, feed_dict, options)
         try:
-            values = self._s.run(names, feeds, timeout)
+            values, stats = self._s.run(names, feeds, timeout, trace)
         except _tf().errors.InvalidArgumentError as e:
             # NanTensorHook's failure is TF's NanLossDuringTrainingError.
             if str(e).startswith("NaN loss during training"):
                 raise NanLossDuringTrainingError(str(e)) from e
             raise
+        if run_metadata is not None and stats is not None:
+            run_metadata.step_stats = _tf().StepStats(stats)
         return rebuild(values)
 
     def should_stop(self):
@@ -599,11 +602,21 @@ class Saver:
 
     def __init__(self, var_list=None, reshape=False, sharded=True,
                  max_to_keep=5, name=None, **unused):
-        tf = _tf()
+        names = []
         if isinstance(var_list, dict):
-            raise NotImplementedError("a dict var_list is not supported yet")
-        self._s = _C.Saver([v._v for v in (var_list or [])], int(max_to_keep),
-                           bool(sharded), name or "save")
+            # {name in the checkpoint: variable}, as TF's.
+            for key in var_list:
+                if not isinstance(key, str):
+                    raise TypeError("var_list's keys must be names (str), "
+                                    "not %r" % (key,))
+            names = list(var_list)
+            var_list = list(var_list.values())
+        for v in var_list or []:
+            if not isinstance(v, _tf().Variable):
+                raise TypeError("Variable to save is not a Variable: %r"
+                                % (v,))
+        self._s = _C.Saver([v._v for v in (var_list or [])], names,
+                           int(max_to_keep), bool(sharded), name or "save")
 
     def save(self, sess, save_path, global_step=None, **unused):
         """Writes a checkpoint; returns its path (with "-STEP")."""

@@ -35,6 +35,12 @@ void drop_released();
 /// target's).
 py::list numpy_list(const std::vector<tensor>& values);
 
+/// A traced step's stats (RunMetadata.step_stats) as the package reads
+/// them: per device, (device, [(name, all_start_micros,
+/// op_start_rel_micros, op_end_rel_micros, all_end_rel_micros,
+/// timeline_label), ...]); None when the step was not traced.
+py::object step_stats_of(const run_metadata& md);
+
 /// The dtype TF spells `type` ("float32", "int64", ...); InvalidArgument
 /// for an unknown one.
 dtype parse_or_throw(const std::string& type);

@@ -268,6 +268,21 @@ tensor_shape shape_from(const py::object& shape) {
   return tensor_shape(std::move(dims));
 }
 
+py::object step_stats_of(const run_metadata& md) {
+  if (!md.has_step_stats)
+    return py::none();
+  py::list devices;
+  for (auto& d : md.stats.dev_stats) {
+    py::list nodes;
+    for (auto& n : d.node_stats)
+      nodes.append(py::make_tuple(n.node_name, n.all_start_micros,
+                                  n.op_start_rel_micros, n.op_end_rel_micros,
+                                  n.all_end_rel_micros, n.timeline_label));
+    devices.append(py::make_tuple(d.device, nodes));
+  }
+  return devices;
+}
+
 } // namespace actorflow::python
 
 namespace {
@@ -689,26 +704,7 @@ PYBIND11_MODULE(_actorflow, m) {
              throw;
            }
            drop_released();
-           auto values = numpy_list(out);
-           // The step's stats (RunMetadata.step_stats), when it was traced:
-           // per device, its nodes' (name, all_start_micros,
-           // op_start_rel_micros, op_end_rel_micros, all_end_rel_micros,
-           // timeline_label).
-           py::object stats = py::none();
-           if (md.has_step_stats) {
-             py::list devices;
-             for (auto& d : md.stats.dev_stats) {
-               py::list nodes;
-               for (auto& n : d.node_stats)
-                 nodes.append(py::make_tuple(
-                   n.node_name, n.all_start_micros, n.op_start_rel_micros,
-                   n.op_end_rel_micros, n.all_end_rel_micros,
-                   n.timeline_label));
-               devices.append(py::make_tuple(d.device, nodes));
-             }
-             stats = devices;
-           }
-           return py::make_tuple(values, stats);
+           return py::make_tuple(numpy_list(out), step_stats_of(md));
          },
          py::arg("fetches"), py::arg("feeds"), py::arg("timeout_in_ms") = 0,
          py::arg("trace_level") = 0)

@@ -318,17 +318,19 @@ void bind_training(py::module_& m) {
 
   // Checkpoints (tf.train.Saver): saves and restores block, GIL released.
   py::class_<saver>(m, "Saver")
-    .def(py::init([](std::vector<variable> vars, int max_to_keep,
+    .def(py::init([](std::vector<variable> vars,
+                     std::vector<std::string> names, int max_to_keep,
                      bool sharded, const std::string& name) {
            saver_options o;
            o.var_list = std::move(vars);
+           o.var_names = std::move(names);
            o.max_to_keep = max_to_keep;
            o.sharded = sharded;
            o.name = name;
            return std::make_unique<saver>(std::move(o));
          }),
-         py::arg("var_list"), py::arg("max_to_keep"), py::arg("sharded"),
-         py::arg("name"))
+         py::arg("var_list"), py::arg("var_names"), py::arg("max_to_keep"),
+         py::arg("sharded"), py::arg("name"))
     .def("save",
          [](saver& sv, session& s, const std::string& path,
             std::optional<variable> step_var, int64_t step) {
@@ -363,25 +365,28 @@ void bind_training(py::module_& m) {
   py::class_<monitored_session>(m, "MonitoredSession")
     .def("run",
          [](monitored_session& s, const std::vector<std::string>& names,
-            const py_feeds& feeds, int64_t timeout_ms) {
+            const py_feeds& feeds, int64_t timeout_ms, int32_t trace_level) {
            std::vector<fetch> fetches(names.begin(), names.end());
            auto fd = feeds_of(feeds);
            run_options o;
            o.timeout_in_ms = timeout_ms;
+           o.trace_level = trace_level;
            std::vector<tensor> out;
+           run_metadata md;
            interrupts ctrl_c;
            try {
              py::gil_scoped_release unlocked;
-             out = s.run(fetches, fd, o, ctrl_c.cancellation());
+             out = s.run(fetches, fd, o, &md, ctrl_c.cancellation());
            } catch (const op_error&) {
              drop_released();
              ctrl_c.rethrow();
              throw;
            }
            drop_released();
-           return numpy_list(out);
+           return py::make_tuple(numpy_list(out), step_stats_of(md));
          },
-         py::arg("fetches"), py::arg("feeds"), py::arg("timeout_in_ms") = 0)
+         py::arg("fetches"), py::arg("feeds"), py::arg("timeout_in_ms") = 0,
+         py::arg("trace_level") = 0)
     .def("should_stop", &monitored_session::should_stop,
          py::call_guard<py::gil_scoped_release>())
     .def("close", &monitored_session::close,

@@ -144,6 +144,21 @@ TEST_CASE("monitored_session: init, hooks in order, stop at step",
   }
   CHECK(runs == 4);
   REQUIRE(recorder->seen.size() == 4);
+  // A traced run hands its trace to the caller too (TF's run_metadata=).
+  {
+    o.hooks = {};
+    auto traced = monitored_training_session(o);
+    run_options full;
+    full.trace_level = run_options::full_trace;
+    run_metadata md;
+    traced->run({m.loss}, {}, full, &md);
+    CHECK(md.has_step_stats);
+    CHECK(!md.stats.dev_stats.empty());
+    run_metadata plain;
+    traced->run({m.loss}, {}, {}, &plain);
+    CHECK_FALSE(plain.has_step_stats);
+    traced->close();
+  }
   // The hook's fetch came back to it, not to the caller.
   for (const auto& values : recorder->seen)
     REQUIRE(values.size() == 1);

@@ -898,3 +898,46 @@ TEST_CASE("saver: remove_checkpoint_leftovers removes temporary files and "
   s.restore(sess, p1);
   s.restore(sess, p2);
 }
+
+TEST_CASE("saver: var_names save and restore under other names, as TF's "
+          "dict var_list",
+          "[saver]") {
+  temp_dir dir;
+  graph g;
+  auto as_default = g.as_default();
+  variable w{tensor::vec<float>({1.0f, 2.0f}), named("w")};
+  session sess{bounded(), &g};
+  sess.run(w.initializer());
+  saver_options named_opts;
+  named_opts.var_list = {w};
+  named_opts.var_names = {"model/weights"};
+  saver by_name{named_opts};
+  auto path = by_name.save(sess, dir / "model");
+  graph g2;
+  auto as_default2 = g2.as_default();
+  variable renamed{tensor::vec<float>({0.0f, 0.0f}), named("renamed")};
+  session other{bounded(), &g2};
+  // Restored from the name it was saved under, whatever its node's.
+  named_opts.var_list = {renamed};
+  saver restorer{named_opts};
+  restorer.restore(other, path);
+  CHECK(floats(other.run(renamed)) == std::vector<float>{1.0f, 2.0f});
+  // By node name, it is not there.
+  saver plain;
+  auto err = error_of([&] { plain.restore(other, path); });
+  REQUIRE(err);
+  CHECK(err->code() == error_code::not_found);
+  CHECK_THAT(err->get_status().message(),
+             Catch::Contains("Key renamed not found in checkpoint"));
+  auto refused = [&](std::vector<std::string> names, const char* why) {
+    saver_options o;
+    o.var_list = {renamed};
+    o.var_names = std::move(names);
+    auto e = error_of([&] { saver{o}; });
+    REQUIRE(e);
+    CHECK(e->code() == error_code::invalid_argument);
+    CHECK_THAT(e->get_status().message(), Catch::Contains(why));
+  };
+  refused({"a", "b"}, "2 var_names for 1 variables");
+  refused({""}, "the name of variable renamed in var_names is empty");
+}

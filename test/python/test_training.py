@@ -204,6 +204,53 @@ def test_a_saver_saves_and_restores_variables(tmp_path):
         saver.restore(other, str(tmp_path / "missing-7"))
 
 
+def test_a_saver_with_a_dict_saves_under_its_names(tmp_path):
+    w = tf.Variable([1.0, 2.0], name="w")
+    saver = tf.train.Saver({"model/weights": w})
+    s = tf.Session()
+    s.run(w.initializer)
+    path = saver.save(s, str(tmp_path / "model"))
+    # Another variable of another name restores from that name.
+    g = tf.Graph()
+    with g.as_default():
+        other = tf.Variable([0.0, 0.0], name="renamed")
+        restorer = tf.train.Saver({"model/weights": other})
+        by_node_name = tf.train.Saver([other])
+        t = tf.Session(graph=g)
+        restorer.restore(t, path)
+        assert t.run(other).tolist() == [1.0, 2.0]
+        with pytest.raises(tf.errors.NotFoundError,
+                           match="Key renamed not found in checkpoint"):
+            by_node_name.restore(t, path)
+    with pytest.raises(TypeError, match="keys must be names"):
+        tf.train.Saver({1: w})
+    with pytest.raises(TypeError, match="not a Variable"):
+        tf.train.Saver({"x": tf.constant(1.0)})
+
+
+def test_run_metadata_of_a_traced_step_from_both_sessions():
+    w = tf.Variable(3.0, name="w")
+    double = tf.multiply(w, 2.0, name="double")
+    full = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+
+    def traced_nodes(md):
+        return {n.node_name for d in md.step_stats.dev_stats
+                for n in d.node_stats}
+
+    s = tf.Session()
+    s.run(w.initializer)
+    md = tf.RunMetadata()
+    assert s.run(double, options=full, run_metadata=md) == 6.0
+    assert "double" in traced_nodes(md)
+    untraced = tf.RunMetadata()
+    s.run(double, run_metadata=untraced)
+    assert traced_nodes(untraced) == set()
+    with tf.train.MonitoredTrainingSession(log_step_count_steps=0) as sess:
+        md = tf.RunMetadata()
+        assert sess.run(double, options=full, run_metadata=md) == 6.0
+        assert "double" in traced_nodes(md)
+
+
 def test_a_hook_written_in_python_sees_every_call_and_can_stop():
     w = tf.Variable([5.0], name="w")
     loss = tf.reduce_sum(tf.square(w))

@@ -203,9 +203,12 @@ public:
   /// naming the tensor; any other error of the run (the coordinator's
   /// recorded error instead, when a thread of it failed first); Cancelled
   /// when `cancel` (as session::run's) asked for it, never recovered from.
+  /// `metadata`, when given, receives the step's trace when `options` (or
+  /// a hook's) asked for one, as TF's MonitoredSession.run(run_metadata=).
   std::vector<tensor> run(const std::vector<fetch>& fetches,
                           const feed_dict& feeds = {},
                           const run_options& options = {},
+                          run_metadata* metadata = nullptr,
                           step_cancellation* cancel = nullptr);
   tensor run(const fetch& f, const feed_dict& feeds = {},
              const run_options& options = {});

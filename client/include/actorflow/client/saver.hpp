@@ -110,6 +110,10 @@ struct saver_options {
   /// The variables to save and restore. Empty: the global variables of
   /// the default graph when the saver is constructed.
   std::vector<variable> var_list;
+  /// The names the variables are saved and restored under, one per
+  /// `var_list` entry (TF's dict var_list: {name: variable}); empty: each
+  /// variable's node name.
+  std::vector<std::string> var_names;
   /// One data file per device (ps task) of the variables; false: one file.
   bool sharded = true;
   /// How many recent checkpoints `save` keeps; older ones are deleted
@@ -153,7 +157,7 @@ public:
   /// Assigns. Enclosing control dependencies are not applied to them.
   /// Throws op_error (InvalidArgument): "No variables to save", an invalid
   /// variable, variables of different graphs, "At least two variables have
-  /// the same name: w".
+  /// the same name: w", var_names not one non-empty name per variable.
   explicit saver(saver_options opts = {});
 
   saver(const saver&) = delete;
