@@ -45,16 +45,8 @@ bool pin(pid_t pid, int cpu) {
 TEST_CASE("busy: a task whose heartbeats came irregularly is given more "
           "silence, and one stopped for good is still lost within the bound",
           "[busy][failures]") {
-  local_cluster nodes{node_path, {{"local", 2}}, captured()};
-  graph g;
-  auto as_default = g.as_default();
-  variable v;
-  operation increment;
-  {
-    device_scope pin{"/job:local/task:1"};
-    v = variable{tensor::scalar(0.0f), named("v")};
-    increment = v.assign_add(1.0f).op();
-  }
+  counter_on_task1 c;
+  auto& [nodes, g, v, increment] = c;
   session sess{nodes.target("local", 0), bounded(), &g};
   sess.run(v.initializer());
   run_options options;

@@ -345,16 +345,8 @@ TEST_CASE("errors: a dead task is named with its address at once, later "
 TEST_CASE("errors: a silent task (SIGSTOP) is reported within seconds, and "
           "when it continues the session goes on with its state",
           "[errors][failures]") {
-  local_cluster nodes{node_path, {{"local", 2}}, captured()};
-  graph g;
-  auto as_default = g.as_default();
-  variable v;
-  operation increment;
-  {
-    device_scope pin{"/job:local/task:1"};
-    v = variable{tensor::scalar(0.0f), named("v")};
-    increment = v.assign_add(1.0f).op();
-  }
+  counter_on_task1 c;
+  auto& [nodes, g, v, increment] = c;
   session sess{nodes.target("local", 0), bounded(), &g};
   sess.run(v.initializer());
   for (int i = 0; i < 5; ++i)

@@ -195,6 +195,22 @@ inline bool wait_until_stopped(pid_t pid) {
   return false;
 }
 
+/// Two tasks of job "local" and, in `g`, a float variable "v" (0) on task
+/// 1 with its `increment` (assign_add 1): the failure tests' counter.
+struct counter_on_task1 {
+  local_cluster nodes{node_path, {{"local", 2}}, captured()};
+  graph g;
+  variable v;
+  operation increment;
+
+  counter_on_task1() {
+    auto as_default = g.as_default();
+    device_scope pin{"/job:local/task:1"};
+    v = variable{tensor::scalar(0.0f), named("v")};
+    increment = v.assign_add(1.0f).op();
+  }
+};
+
 /// Checks that `proc` says `needle` on stderr within 10 s.
 inline void check_said(child_process& proc, const std::string& needle) {
   CHECK_THAT(err_with(proc, needle), Catch::Contains(needle));
