@@ -357,10 +357,20 @@ master_actor connect_master(caf::actor_system& sys, const std::string& target,
                             const session_config& config) {
   auto address = strip_scheme(target);
   host_port parsed;
-  if (!host_port::parse(address, parsed).ok())
+  if (!host_port::parse(address, parsed).ok()) {
+    // As TF: a target no session factory takes is NotFound; one with a
+    // known scheme but a bad address, InvalidArgument.
+    if (address == target)
+      throw op_error(error_code::not_found,
+                     "No session factory registered for the given session "
+                     "options: {target: \"" + target
+                       + "\"} Registered factories are {DIRECT_SESSION, "
+                         "GRPC_SESSION, CAF_SESSION} (targets \"\", "
+                         "grpc://host:port, caf://host:port or host:port)");
     throw op_error(error_code::invalid_argument,
                    "Malformed session target \"" + target
                      + "\": expected caf://host:port or grpc://host:port");
+  }
   // Through the middleman actor, so that the wait has a deadline.
   caf::scoped_actor self{sys};
   status err;

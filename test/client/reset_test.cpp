@@ -120,5 +120,8 @@ TEST_CASE("reset: an unreachable or malformed target is an error",
   CHECK(err->code() == error_code::unavailable);
   err = error_of([&] { session::reset("no-port", {}, quick); });
   REQUIRE(err);
+  CHECK(err->code() == error_code::not_found);
+  err = error_of([&] { session::reset("grpc://no-port", {}, quick); });
+  REQUIRE(err);
   CHECK(err->code() == error_code::invalid_argument);
 }

@@ -296,6 +296,15 @@ TEST_CASE("session: malformed targets and unreachable masters",
   auto bad = error_of([] { session sess{"grpc://"}; });
   REQUIRE(bad);
   CHECK(bad->code() == error_code::invalid_argument);
+  // No factory takes it: NotFound naming it, as TF's Session("INVALID_TARGET").
+  auto unknown = error_of([] { session sess{"INVALID_TARGET"}; });
+  REQUIRE(unknown);
+  CHECK(unknown->code() == error_code::not_found);
+  CHECK_THAT(unknown->get_status().message(),
+             Catch::StartsWith("No session factory registered for the given "
+                               "session options: {target: "
+                               "\"INVALID_TARGET\"} Registered factories "
+                               "are {DIRECT_SESSION, GRPC_SESSION"));
 
   graph g;
   auto as_default = g.as_default();

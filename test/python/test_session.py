@@ -126,6 +126,16 @@ def test_bad_fetches_and_a_closed_session():
         s.run(tf.constant(1))
 
 
+def test_a_target_no_factory_takes_is_not_found_as_in_tf():
+    with pytest.raises(tf.errors.NotFoundError,
+                       match='No session factory registered for the given '
+                             'session options: {target: "INVALID_TARGET"}'):
+        tf.Session("INVALID_TARGET")
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="Malformed session target"):
+        tf.Session("grpc://no-port")
+
+
 def test_variables_need_initializing_and_keep_state():
     v = tf.Variable(1.0, name="v")
     inc = v.assign_add(2.0)
