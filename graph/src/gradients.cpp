@@ -282,7 +282,9 @@ grads_t mean_grad(const operation& op, const grads_t& g) {
   return {binary("RealDiv", sum, count, "truediv"), output{}};
 }
 
-grads_t max_grad(const operation& op, const grads_t& g) {
+// TF's _MinOrMaxGrad: the gradient goes to the extreme elements, shared
+// equally among ties.
+grads_t min_or_max_grad(const operation& op, const grads_t& g) {
   auto x = op.inputs()[0];
   if (x.shape().unknown_rank())
     fail("the gradient of '" + op.name() + "' needs the input's rank");
@@ -509,7 +511,8 @@ registry& gradient_registry() {
     f["MatMul"] = matmul_grad;
     f["Sum"] = sum_grad;
     f["Mean"] = mean_grad;
-    f["Max"] = max_grad;
+    f["Max"] = min_or_max_grad;
+    f["Min"] = min_or_max_grad;
     f["Reshape"] = reshape_grad;
     f["ExpandDims"] = expand_squeeze_grad;
     f["Squeeze"] = expand_squeeze_grad;

@@ -150,7 +150,14 @@ output reduction(const std::string& op, const output& x,
                  std::vector<int> axes, bool keep_dims,
                  const std::string& name) {
   auto& g = graph_of(x);
-  check_numeric(op, x);
+  if (op == "Any" || op == "All") {
+    if (x.type() != dtype::bool_)
+      fail("Value passed to parameter 'input' of op '" + op
+           + "' has DataType " + std::string{to_string(x.type())}
+           + " not in list of allowed values: bool");
+  } else {
+    check_numeric(op, x);
+  }
   auto in = x.shape();
   if (axes.empty() && in.rank() >= 0)
     for (int i = 0; i < in.rank(); ++i)
@@ -183,7 +190,9 @@ output reduction(const std::string& op, const output& x,
     indices = int_vector_const(g, xs, "reduction_indices");
   }
   auto n = make_node(op_name, op);
-  n.attrs["T"] = x.type();
+  // TF's Any and All have no type attribute (bool only).
+  if (op != "Any" && op != "All")
+    n.attrs["T"] = x.type();
   n.attrs["keep_dims"] = keep_dims;
   return g.add_node(std::move(n), {x, indices}, {x.type()}, {out}).out(0);
 }

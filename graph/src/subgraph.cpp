@@ -28,7 +28,8 @@ int64_t num_outputs(const node_def& n) {
   static const std::set<std::string> single{
     "Const", "Placeholder", "Identity", "Print", "Add", "Sub", "Mul",
     "RealDiv", "Div", "Neg", "Square", "Exp", "Log", "Relu", "Sigmoid",
-    "Tanh", "MatMul", "Sum", "Mean", "Max", "ConcatV2", "Pack", "Reshape",
+    "Tanh", "MatMul", "Sum", "Mean", "Max", "Min", "Prod", "Any", "All",
+    "ConcatV2", "Pack", "Reshape",
     "Cast", "Fill", "RandomStandardNormal", "TruncatedNormal",
     "RandomUniform", "VariableV2", "Assign", "AssignAdd", "AssignSub",
     "IsVariableInitialized", "_Arg", "_Recv"};

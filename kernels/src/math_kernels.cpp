@@ -466,7 +466,7 @@ status matmul_kernel(kernel_context& ctx) {
 
 // -- reductions -------------------------------------------------------------
 
-enum class redop { sum, mean, max, prod };
+enum class redop { sum, mean, max, min, prod };
 
 // A walk over the input in row-major order with size-1 dimensions dropped
 // and neighbouring dimensions merged when both are reduced or both kept.
@@ -547,6 +547,10 @@ void run_reduce(const reduce_plan& plan, const C* in, int64_t in_count,
     init = std::numeric_limits<C>::has_infinity
              ? -std::numeric_limits<C>::infinity()
              : std::numeric_limits<C>::lowest();
+  if constexpr (Op == redop::min)
+    init = std::numeric_limits<C>::has_infinity
+             ? std::numeric_limits<C>::infinity()
+             : std::numeric_limits<C>::max();
   std::fill(out, out + out_count, init);
   if (in_count == 0)
     return;
@@ -561,6 +565,8 @@ void run_reduce(const reduce_plan& plan, const C* in, int64_t in_count,
     if (inner_reduced) {
       if constexpr (Op == redop::max)
         out[oo] = std::max(out[oo], row.maxCoeff());
+      else if constexpr (Op == redop::min)
+        out[oo] = std::min(out[oo], row.minCoeff());
       else if constexpr (Op == redop::prod)
         out[oo] *= row.prod();
       else
@@ -569,6 +575,8 @@ void run_reduce(const reduce_plan& plan, const C* in, int64_t in_count,
       mut_map<C> o(out + oo, inner);
       if constexpr (Op == redop::max)
         o = o.max(row);
+      else if constexpr (Op == redop::min)
+        o = o.min(row);
       else if constexpr (Op == redop::prod)
         o *= row;
       else
@@ -595,7 +603,8 @@ status reduce_kernel(kernel_context& ctx) {
       !st.ok())
     return st;
   return visit_numeric(ctx, x.type(), [&]<class T>(type_tag<T>) -> status {
-    using C = std::conditional_t<Op == redop::max, T, wrapping_t<T>>;
+    using C = std::conditional_t<Op == redop::max || Op == redop::min, T,
+                                 wrapping_t<T>>;
     tensor out{x.type(), plan.out_shape};
     auto o = data_as<C, T>(out);
     run_reduce<Op>(plan, data_as<C, T>(x), x.num_elements(), o,
@@ -616,6 +625,29 @@ status reduce_kernel(kernel_context& ctx) {
     ctx.outputs.push_back(std::move(out));
     return {};
   });
+}
+
+// Any and All: over bools as bytes, the maximum and the minimum of 0 and
+// 1 (an empty All starts from the byte's maximum, made true).
+template <bool Any>
+status logical_reduce_kernel(kernel_context& ctx) {
+  auto& x = ctx.inputs[0];
+  bool keep_dims = false;
+  if (auto st = read_attr(ctx, "keep_dims", keep_dims); !st.ok())
+    return st;
+  reduce_plan plan;
+  if (auto st = make_reduce(ctx, x.shape(), ctx.inputs[1], keep_dims, plan);
+      !st.ok())
+    return st;
+  tensor out{dtype::bool_, plan.out_shape};
+  auto* o = reinterpret_cast<uint8_t*>(out.flat<bool>().data());
+  run_reduce<Any ? redop::max : redop::min>(
+    plan, reinterpret_cast<const uint8_t*>(x.flat<bool>().data()),
+    x.num_elements(), o, out.num_elements());
+  for (int64_t i = 0; i < out.num_elements(); ++i)
+    o[i] = o[i] != 0 ? 1 : 0;
+  ctx.outputs.push_back(std::move(out));
+  return {};
 }
 
 } // namespace
@@ -665,6 +697,10 @@ void register_math_kernels(kernel_registry& registry) {
   add_kernel<reduce_kernel<redop::mean>, reduce>(registry, "Mean");
   add_kernel<reduce_kernel<redop::max>, reduce>(registry, "Max");
   add_kernel<reduce_kernel<redop::prod>, reduce>(registry, "Prod");
+  add_kernel<reduce_kernel<redop::min>, reduce>(registry, "Min");
+  constexpr auto logical = inputs(2).input_dtype(0, dtype::bool_);
+  add_kernel<logical_reduce_kernel<true>, logical>(registry, "Any");
+  add_kernel<logical_reduce_kernel<false>, logical>(registry, "All");
 }
 
 } // namespace actorflow::detail

@@ -22,7 +22,8 @@ __all__ = [
     "global_variables", "global_variables_initializer", "group",
     "identity", "local_variables", "local_variables_initializer", "log",
     "matmul", "maximum", "minimum", "multiply", "name_scope", "negative",
-    "no_op", "placeholder", "reduce_max", "reduce_mean", "reduce_sum",
+    "no_op", "placeholder", "reduce_all", "reduce_any", "reduce_logsumexp",
+    "reduce_max", "reduce_mean", "reduce_min", "reduce_prod", "reduce_sum",
     "relu", "reset_default_graph", "reshape", "sigmoid", "sqrt", "square",
     "subtract", "tanh", "train", "trainable_variables",
     "variables_initializer",
@@ -397,8 +398,13 @@ def _reduction(fn, default):
         else:
             axes = [int(a) for a in axis]
         keep = keepdims if keep_dims is None else keep_dims
-        return Tensor(fn(convert_to_tensor(input_tensor)._out, axes,
-                         builtins_bool(keep), name or default))
+        x = convert_to_tensor(input_tensor)
+        if default in ("Any", "All") and x.dtype != bool:
+            # As TF's op_def_library: a dtype the op does not take.
+            raise TypeError("Value passed to parameter 'input' has DataType "
+                            "%s not in list of allowed values: bool"
+                            % x.dtype.name)
+        return Tensor(fn(x._out, axes, builtins_bool(keep), name or default))
     return op
 
 
@@ -406,6 +412,11 @@ builtins_bool = type(True)
 reduce_sum = _reduction(_C.reduce_sum, "Sum")
 reduce_mean = _reduction(_C.reduce_mean, "Mean")
 reduce_max = _reduction(_C.reduce_max, "Max")
+reduce_min = _reduction(_C.reduce_min, "Min")
+reduce_prod = _reduction(_C.reduce_prod, "Prod")
+reduce_any = _reduction(_C.reduce_any, "Any")
+reduce_all = _reduction(_C.reduce_all, "All")
+reduce_logsumexp = _reduction(_C.reduce_logsumexp, "ReduceLogSumExp")
 
 
 def reshape(tensor, shape, name=None):

@@ -515,7 +515,13 @@ PYBIND11_MODULE(_actorflow, m) {
   for (auto [py_name, fn, default_name] :
        {std::tuple{"reduce_sum", reduction{&reduce_sum}, "Sum"},
         std::tuple{"reduce_mean", reduction{&reduce_mean}, "Mean"},
-        std::tuple{"reduce_max", reduction{&reduce_max}, "Max"}})
+        std::tuple{"reduce_max", reduction{&reduce_max}, "Max"},
+        std::tuple{"reduce_min", reduction{&reduce_min}, "Min"},
+        std::tuple{"reduce_prod", reduction{&reduce_prod}, "Prod"},
+        std::tuple{"reduce_any", reduction{&reduce_any}, "Any"},
+        std::tuple{"reduce_all", reduction{&reduce_all}, "All"},
+        std::tuple{"reduce_logsumexp", reduction{&reduce_logsumexp},
+                   "ReduceLogSumExp"}})
     m.def(py_name, fn, py::arg("x"), py::arg("axes") = std::vector<int>{},
           py::arg("keep_dims") = false, py::arg("name") = default_name);
   m.def("reshape", &reshape, py::arg("x"), py::arg("shape"),

@@ -195,6 +195,15 @@ TEST_CASE("gradients: reductions and shapes", "[gradients]") {
                   [](auto& x) { return reduce_max(x[0], std::vector<int>{1}); },
                   {tensor::from_vector<double>({1, 5, 2, 7, 3, 4},
                                                shp({2, 3}))});
+  check_gradients("min axis 0",
+                  [](auto& x) { return reduce_min(x[0], std::vector<int>{0}); },
+                  {tensor::from_vector<double>({1, 5, 2, 7, 3, 4},
+                                               shp({2, 3}))});
+  check_gradients("logsumexp axis 1",
+                  [](auto& x) {
+                    return reduce_logsumexp(x[0], std::vector<int>{1});
+                  },
+                  {rnd({2, 3})});
   check_gradients("reshape",
                   [](auto& x) { return reshape(x[0], {3, 2}); },
                   {rnd({2, 3})});

@@ -1,4 +1,4 @@
-// Sum, Mean and Max over axes given as a tensor.
+// Sum, Mean, Max, Min, Prod, Any and All over axes given as a tensor.
 
 #include <cmath>
 #include <cstdint>
@@ -151,6 +151,49 @@ TEST_CASE("reductions over empty tensors give the identity", "[reduce]") {
   auto y = tensor{dtype::int64, tensor_shape{2, 0}};
   CHECK(run(reduce_node("Sum"), {y, axes({1})}).out()
         == tensor::vec<int64_t>({0, 0}));
+}
+
+TEMPLATE_TEST_CASE("Min per axis, and an empty Min is the type's largest",
+                   "[reduce]", float, double, int32_t, int64_t) {
+  using T = TestType;
+  auto x = make<T>({1, 8, 3, 4, -5, 6}, {2, 3});
+  CHECK(run(reduce_node("Min"), {x, axes({0})}).out()
+        == tensor::vec<T>({1, -5, 3}));
+  CHECK(run(reduce_node("Min"), {x, axes({-1})}).out()
+        == tensor::vec<T>({1, -5}));
+  CHECK(run(reduce_node("Min", true), {x, axes({0, 1})}).out()
+        == make<T>({-5}, {1, 1}));
+  auto empty = tensor{x.type(), tensor_shape{0, 2}};
+  auto top = std::numeric_limits<T>::has_infinity
+               ? std::numeric_limits<T>::infinity()
+               : std::numeric_limits<T>::max();
+  CHECK(run(reduce_node("Min"), {empty, axes({0})}).out()
+        == tensor::vec<T>({top, top}));
+}
+
+TEST_CASE("Any and All over bools: per axis, empty ones false and true, "
+          "other dtypes refused",
+          "[reduce]") {
+  auto b = tensor::vec<bool>({true, false, false, false, true, true});
+  auto m = tensor{dtype::bool_, tensor_shape{2, 3}};
+  std::copy(b.flat<bool>().begin(), b.flat<bool>().end(),
+            m.flat<bool>().begin());
+  auto any = make_node("Any", {{"keep_dims", false}});
+  auto all = make_node("All", {{"keep_dims", false}});
+  CHECK(run(any, {m, axes({0})}).out()
+        == tensor::vec<bool>({true, true, true}));
+  CHECK(run(all, {m, axes({0})}).out()
+        == tensor::vec<bool>({false, false, false}));
+  CHECK(run(any, {m, axes({1})}).out() == tensor::vec<bool>({true, true}));
+  CHECK(run(all, {m, axes({1})}).out() == tensor::vec<bool>({false, false}));
+  CHECK(run(all, {m, axes({0, 1})}).out() == tensor::scalar(false));
+  auto empty = tensor{dtype::bool_, tensor_shape{0, 2}};
+  CHECK(run(any, {empty, axes({0})}).out()
+        == tensor::vec<bool>({false, false}));
+  CHECK(run(all, {empty, axes({0})}).out()
+        == tensor::vec<bool>({true, true}));
+  auto refused = run(any, {tensor::vec<float>({1.0f}), axes({0})});
+  CHECK(refused.st.code() == error_code::invalid_argument);
 }
 
 TEST_CASE("large float sums stay accurate", "[reduce]") {

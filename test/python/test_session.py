@@ -194,6 +194,36 @@ def test_math_ops_match_numpy():
     assert s.run(tf.maximum(t, 0.75)).min() == 0.75
 
 
+def test_the_reduction_family_matches_numpy():
+    x = np.array([[1.0, -2.0, 4.0], [3.0, 0.5, -1.0]], dtype=np.float32)
+    t = tf.constant(x)
+    s = tf.Session()
+    np.testing.assert_allclose(s.run(tf.reduce_min(t, 1)), x.min(1))
+    np.testing.assert_allclose(s.run(tf.reduce_min(t)), x.min())
+    np.testing.assert_allclose(s.run(tf.reduce_prod(t, 0, keepdims=True)),
+                               x.prod(0, keepdims=True))
+    lse = np.log(np.exp(x).sum(1))
+    np.testing.assert_allclose(s.run(tf.reduce_logsumexp(t, 1)), lse,
+                               rtol=1e-6)
+    # Stable where exp overflows, -inf for an all -inf row, as TF.
+    big = tf.constant([[1000.0, 1000.0], [-np.inf, -np.inf]])
+    out = s.run(tf.reduce_logsumexp(big, 1))
+    np.testing.assert_allclose(out[0], 1000.0 + np.log(2.0), rtol=1e-6)
+    assert out[1] == -np.inf
+    b = tf.constant([[True, False], [True, True]])
+    assert s.run(tf.reduce_all(b, 1)).tolist() == [False, True]
+    assert s.run(tf.reduce_any(b, 0)).tolist() == [True, True]
+    assert s.run(tf.reduce_all(tf.constant(np.zeros((0,), bool)))) == True
+    with pytest.raises(TypeError, match="not in list of allowed values: "
+                                        "bool"):
+        tf.reduce_any(t)
+    # The gradient of a minimum goes to the smallest element.
+    v = tf.Variable(x)
+    g, = tf.gradients(tf.reduce_sum(tf.reduce_min(v, 1)), [v])
+    s.run(v.initializer)
+    assert s.run(g).tolist() == [[0, 1, 0], [0, 0, 1]]
+
+
 def test_the_gil_is_released_while_a_step_waits():
     # A step on a task that is not up waits (until its deadline) for it:
     # another Python thread runs meanwhile.

@@ -63,6 +63,22 @@ output reduce_sum(const output& x, const output& axes, bool keep_dims = false,
                   const std::string& name = "Sum");
 output reduce_prod(const output& x, std::vector<int> axes = {},
                    bool keep_dims = false, const std::string& name = "Prod");
+/// tf.reduce_min; `axes` empty = all axes (an empty reduction is the
+/// type's largest value, +inf for floats, as TF's).
+output reduce_min(const output& x, std::vector<int> axes = {},
+                  bool keep_dims = false, const std::string& name = "Min");
+/// tf.reduce_any / reduce_all of a bool tensor (InvalidArgument for
+/// another dtype); empty: false / true.
+output reduce_any(const output& x, std::vector<int> axes = {},
+                  bool keep_dims = false, const std::string& name = "Any");
+output reduce_all(const output& x, std::vector<int> axes = {},
+                  bool keep_dims = false, const std::string& name = "All");
+/// tf.reduce_logsumexp: log(sum(exp(x))) computed as TF does, stably
+/// (the maximum taken out first; an all -inf slice gives -inf), under
+/// name scope `name`.
+output reduce_logsumexp(const output& x, std::vector<int> axes = {},
+                        bool keep_dims = false,
+                        const std::string& name = "ReduceLogSumExp");
 
 // -- element-wise ------------------------------------------------------------
 
