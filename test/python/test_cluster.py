@@ -65,7 +65,7 @@ def test_a_bad_server_is_refused_with_tf_errors():
     with pytest.raises(tf.errors.InvalidArgumentError):
         tf.train.Server({"local": [loopback()]}, job_name="nope",
                         task_index=0)
-    with pytest.raises(tf.errors.InvalidArgumentError):
+    with pytest.raises(tf.errors.NotFoundError, match="no target"):
         tf.Session("this is no target")
 
 
