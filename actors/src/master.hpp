@@ -261,6 +261,40 @@ void start_step(master_self self, step_promise rp,
 void run_planned(master_self self, step_promise rp, master_session& sess,
                  run_step_request req, step_retry retry = {});
 
+/// Part `part` of step `id` answered `resp`: the step ends when every part
+/// has answered or one failed (the others are then aborted).
+void on_step_reply(master_self self, int64_t id, size_t part,
+                   run_graph_response resp);
+
+// -- master_losses.cpp -------------------------------------------------------------
+
+/// Task `task` (its worker `lost`) went away: its steps fail now with
+/// Unavailable naming it and its address, registrations waiting for it
+/// too, and the plans that use it are dropped (remembered as lost unless
+/// its variables are replicated).
+void lost_task(master_self self, const std::string& task,
+               const std::string& reason, const caf::actor_addr& lost);
+
+/// An executor in another process that took requests over the tensor
+/// channel ended: its steps fail as a CAF request to it would have.
+void lost_executor(master_self self, const caf::actor_addr& exec,
+                   const std::string& reason);
+
+/// The client `who` of some steps died or went silent: each is withdrawn
+/// everywhere (Cancelled).
+void lost_requester(master_self self, const caf::actor_addr& who,
+                    const std::string& reason);
+
+/// `who` cancelled its step `client_step`: withdrawn everywhere; one not
+/// started yet is remembered (the last 64) and fails when it starts.
+void cancel_client_step(master_self self, const caf::actor_addr& who,
+                        int64_t client_step);
+
+/// Whether `who` cancelled step `client_step` before it started
+/// (forgotten once matched).
+bool cancelled_before_start(master_state& st, const caf::actor_addr& who,
+                            int64_t client_step);
+
 // -- master_failover.cpp ---------------------------------------------------------
 
 /// The task that serves `home`'s variables (itself unless it failed over).
