@@ -592,15 +592,20 @@ void run_reduce(const reduce_plan& plan, const C* in, int64_t in_count,
   }
 }
 
-template <redop Op>
-status reduce_kernel(kernel_context& ctx) {
-  auto& x = ctx.inputs[0];
+// A reduction node's walk: its input, reduction_indices and keep_dims.
+status plan_reduction(const kernel_context& ctx, reduce_plan& plan) {
   bool keep_dims = false;
   if (auto st = read_attr(ctx, "keep_dims", keep_dims); !st.ok())
     return st;
+  return make_reduce(ctx, ctx.inputs[0].shape(), ctx.inputs[1], keep_dims,
+                     plan);
+}
+
+template <redop Op>
+status reduce_kernel(kernel_context& ctx) {
+  auto& x = ctx.inputs[0];
   reduce_plan plan;
-  if (auto st = make_reduce(ctx, x.shape(), ctx.inputs[1], keep_dims, plan);
-      !st.ok())
+  if (auto st = plan_reduction(ctx, plan); !st.ok())
     return st;
   return visit_numeric(ctx, x.type(), [&]<class T>(type_tag<T>) -> status {
     using C = std::conditional_t<Op == redop::max || Op == redop::min, T,
@@ -632,12 +637,8 @@ status reduce_kernel(kernel_context& ctx) {
 template <bool Any>
 status logical_reduce_kernel(kernel_context& ctx) {
   auto& x = ctx.inputs[0];
-  bool keep_dims = false;
-  if (auto st = read_attr(ctx, "keep_dims", keep_dims); !st.ok())
-    return st;
   reduce_plan plan;
-  if (auto st = make_reduce(ctx, x.shape(), ctx.inputs[1], keep_dims, plan);
-      !st.ok())
+  if (auto st = plan_reduction(ctx, plan); !st.ok())
     return st;
   tensor out{dtype::bool_, plan.out_shape};
   auto* o = reinterpret_cast<uint8_t*>(out.flat<bool>().data());
