@@ -430,8 +430,15 @@ operation sync_replicas_optimizer::apply_gradients(const grads_and_vars& gv,
                               {1}),
                       reshape(raise, {1}), "set_replicas/tokens");
     std::vector<operation> sets{assign, tokens.enqueue_many({extra})};
-    for (auto& acc : accumulators_)
-      sets.push_back(acc.set_num_required(replicas_feed_));
+    {
+      // The count a pending update's take waits for changes only once the
+      // variable holds it: that update fills tokens for the count it reads
+      // from the variable, and read before the assign it filled the old
+      // count's (a spare token let a worker run ahead of its update).
+      control_dependencies after_assign{assign};
+      for (auto& acc : accumulators_)
+        sets.push_back(acc.set_num_required(replicas_feed_));
+    }
     set_replicas_ = group(sets, "set_replicas");
   }
   local_step_init_ = local_step_.assign(global_step.value(), true,
