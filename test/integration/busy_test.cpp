@@ -4,9 +4,9 @@
 // irregularly, as an overloaded machine's do, is given more silence than
 // one whose heartbeats came like clockwork; and a process that was itself
 // stopped does not take its peers for lost because their heartbeats wait
-// unread in its sockets. CAF's fixed 4 s timeout, which these replaced,
-// dropped both connections of the 5.5 s stop below (the stopped side
-// too, as soon as it resumed).
+// unread in its sockets. With CAF's fixed 4 s timeout, which these
+// replaced (--caf.middleman.connection-timeout=4s given to both tasks),
+// the 5.5 s stop below took task 1 for lost and failed two steps.
 
 #include <sched.h>
 #include <signal.h>
