@@ -4,7 +4,9 @@
 // same signature that arrive meanwhile wait for that plan
 // (plan_registration.hpp) instead of registering executors of their own.
 
+#include <algorithm>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "actorflow/graph/device_name.hpp"
@@ -52,10 +54,31 @@ status build_partitions(master_state& st, const master_session& sess,
     return err;
   if (sess.config.log_device_placement) {
     std::ostringstream out;
-    for (auto& r : log)
+    auto line = [&](const std::string& node, const std::string& op,
+                    const std::string& device) {
       // Names from the client, one line each whatever they hold.
-      out << log_escape(r.node) << ": (" << log_escape(r.op)
-          << "): " << log_escape(r.device) << "\n";
+      out << log_escape(node) << ": (" << log_escape(op)
+          << "): " << log_escape(device) << "\n";
+    };
+    auto find = [](const graph_def& g, const std::string& name) {
+      auto i = std::find_if(g.nodes.begin(), g.nodes.end(),
+                            [&](const node_def& n) { return n.name == name; });
+      return i == g.nodes.end() ? nullptr : &*i;
+    };
+    // A fed node is cut out of the run's graph (an _Arg takes its value),
+    // but TF logs it too: where its value enters, the _Arg's device.
+    std::set<std::string> fed;
+    for (size_t i = 0; i < sub.arg_nodes.size() && i < req.feed_names.size();
+         ++i) {
+      auto node = parse_input(req.feed_names[i]).node;
+      auto* def = find(sess.graph, node);
+      auto* arg = find(sub.def, sub.arg_nodes[i]);
+      if (def != nullptr && arg != nullptr && fed.insert(node).second)
+        line(node, def->op, arg->device);
+    }
+    for (auto& r : log)
+      if (fed.count(r.node) == 0)
+        line(r.node, r.op, r.device);
     std::cout << out.str() << std::flush;
   }
   if (sess.config.matmul_pipelining)

@@ -571,6 +571,25 @@ TEST_CASE("task: unpinned ops are placed on the first task and logged "
   CHECK_THAT(log, Catch::Contains("pinned: (VariableV2): "
                                   "/job:local/replica:0/task:1/device:CPU:0"));
   CHECK(value.scalar_value<float>() == 2.0f);
+
+  // A fed placeholder is logged too, as TF does, where its value enters.
+  output fed;
+  output doubled;
+  {
+    device_scope scope{"/job:local/task:1"};
+    fed = placeholder(dtype::float32, tensor_shape{}, "fed");
+    doubled = mul(fed, constant(2.0f), "doubled");
+  }
+  {
+    cout_capture capture;
+    auto r = c.run({doubled.name()}, {}, {{fed, tensor::scalar(3.0f)}});
+    log = capture.text();
+    REQUIRE(r.result.ok());
+  }
+  CHECK_THAT(log, Catch::Contains("fed: (Placeholder): "
+                                  "/job:local/replica:0/task:1/device:CPU:0\n"));
+  CHECK_THAT(log, Catch::Contains("doubled: (Mul): "
+                                  "/job:local/replica:0/task:1/device:CPU:0\n"));
 }
 
 TEST_CASE("task: a device outside the cluster fails placement (case 36)",
