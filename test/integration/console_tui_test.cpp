@@ -514,10 +514,14 @@ TEST_CASE("console: the terminal UI in tmux sorts, filters, shows a detail "
     term.press("1");
     static const std::regex down_row{
       R"((^|\n)/job:worker/replica:0/task:1 +127\.0\.0\.1:\d+ +DOWN +\S+ +- +\d+ +[0-9.]+[KMG]?B )"};
+    // Its first down reason is whichever comes first, both after ~4 s:
+    // the console's own rule (no update for three intervals) or the
+    // connection's heartbeat bound (the monitor's connection lost).
     auto screen = term.wait_for(
       [](const std::string& s) {
         return std::regex_search(s, down_row)
-               && contains(s, "\n    no update for ");
+               && (contains(s, "\n    no update for ")
+                   || contains(s, "\n    lost: "));
       },
       last, 20s);
     INFO("screen:\n" << last);
