@@ -143,3 +143,38 @@ TEST_CASE("busy: training beside busy loops pinned to the ps's core loses "
                      "reconnected"})
     CHECK(trainer.err().find(lost) == std::string::npos);
 }
+
+TEST_CASE("busy: without heartbeats an idle connection is not taken for "
+          "lost",
+          "[busy][failures]") {
+  // middleman.heartbeat-interval 0 on both tasks: silence between them
+  // says nothing, so only the idle timeout (10 s) applies, as before the
+  // detector. (The test's own connection to task 0 keeps heartbeats:
+  // steps every 100 ms keep it talking.)
+  auto o = captured();
+  o.args = {"--caf.middleman.heartbeat-interval=0s"};
+  local_cluster nodes{node_path, {{"local", 2}}, o};
+  graph g;
+  auto as_default = g.as_default();
+  auto counter = [](const char* device, const char* name) {
+    device_scope pin{device};
+    variable v{tensor::scalar(0.0f), named(name)};
+    return std::pair{v, v.assign_add(1.0f).op()};
+  };
+  auto [here, bump_here] = counter("/job:local/task:0", "here");
+  auto [there, bump_there] = counter("/job:local/task:1", "there");
+  session sess{nodes.target("local", 0), bounded(), &g};
+  sess.run(std::vector<fetch>{here.initializer(), there.initializer()});
+  sess.run(bump_there);
+  // Tasks 0 and 1 idle past the ~4 s a heartbeat history would tolerate.
+  auto until = std::chrono::steady_clock::now() + 5500ms;
+  while (std::chrono::steady_clock::now() < until) {
+    sess.run(bump_here);
+    std::this_thread::sleep_for(100ms);
+  }
+  sess.run(bump_there);
+  CHECK(sess.run(there).scalar_value<float>() == 2.0f);
+  for (int t : {0, 1})
+    CHECK(nodes.process("local", t).err().find("closed the connection")
+          == std::string::npos);
+}

@@ -126,7 +126,8 @@ size_t connection_guard::expire(time_point now) {
     if (e.established() && unread_ && e.fd_ >= 0 && unread_(e.fd_) > 0) {
       // The peer spoke and this process has not read it yet: this side
       // is the slow one. Looked at again a heartbeat interval on.
-      e.extend(now, limits_.detector.heartbeat_interval);
+      e.extend(now, std::max(limits_.detector.heartbeat_interval,
+                             std::chrono::milliseconds{250}));
       return;
     }
     auto tolerance = e.tolerance_ns_.load(std::memory_order_relaxed);

@@ -421,8 +421,11 @@ private:
   // The silence tolerated from `now` on: the detector's, from its history
   // (before the first heartbeat, its estimate).
   void tolerate(clock_type::time_point now) {
-    entry_->set_tolerance(detector_.tolerated(), detector_.mean(),
-                          detector_.std_dev());
+    // Without heartbeats (middleman.heartbeat-interval 0) silence says
+    // nothing: only the idle timeout applies, as before the detector.
+    if (detector_.settings().heartbeat_interval.count() > 0)
+      entry_->set_tolerance(detector_.tolerated(), detector_.mean(),
+                            detector_.std_dev());
     entry_->extend_silence(now, guard_->limits().idle_timeout);
   }
 
@@ -628,8 +631,11 @@ protected:
       }
     }
     // Outgoing: bounded reads, no admission (this process chose the
-    // peer), the same deadlines.
-    auto entry = guard_->track(*fd, endpoint, clock_type::now());
+    // peer), the same deadlines when heartbeats judge silence (without
+    // them, none: CAF never timed such a connection out either).
+    auto entry = guard_->limits().detector.heartbeat_interval.count() > 0
+                   ? guard_->track(*fd, endpoint, clock_type::now())
+                   : nullptr;
     return caf::make_counted<guarded_scribe>(mpx(), *fd, std::move(s), guard_,
                                              std::move(entry),
                                              "to " + endpoint);
