@@ -384,39 +384,6 @@ output reduce_sum(const output& x, const output& axes, bool keep_dims,
   return g.add_node(std::move(n), {x, axes}, {x.type()}, {out}).out(0);
 }
 
-output reduce_prod(const output& x, std::vector<int> axes, bool keep_dims,
-                   const std::string& name) {
-  return reduction("Prod", x, std::move(axes), keep_dims, name);
-}
-
-output reduce_min(const output& x, std::vector<int> axes, bool keep_dims,
-                  const std::string& name) {
-  return reduction("Min", x, std::move(axes), keep_dims, name);
-}
-
-output reduce_any(const output& x, std::vector<int> axes, bool keep_dims,
-                  const std::string& name) {
-  return reduction("Any", x, std::move(axes), keep_dims, name);
-}
-
-output reduce_all(const output& x, std::vector<int> axes, bool keep_dims,
-                  const std::string& name) {
-  return reduction("All", x, std::move(axes), keep_dims, name);
-}
-
-output reduce_logsumexp(const output& x, std::vector<int> axes,
-                        bool keep_dims, const std::string& name) {
-  check_numeric("Max", x);
-  name_scope scope{name};
-  // TF's: the maximum, taken out before exp, and 0 instead where it is
-  // not finite (an all -inf slice: log(0) + 0 = -inf, not NaN). Its
-  // gradient cancels: d/dm (log sum exp(x - m) + m) = 0.
-  auto raw_max = reduce_max(x, axes, true);
-  auto finite = equal(sub(raw_max, raw_max), zeros_like(raw_max));
-  auto m = select(finite, raw_max, zeros_like(raw_max));
-  auto sum = reduce_sum(exp(sub(x, m)), axes, keep_dims);
-  return add(log(sum), reduce_max(m, axes, keep_dims));
-}
 
 // -- element-wise ------------------------------------------------------------
 

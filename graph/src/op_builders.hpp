@@ -53,7 +53,8 @@ output unary(const std::string& op, const output& x, const std::string& name,
 output binary(const std::string& op, const output& x, const output& y,
               const std::string& name);
 
-/// Sum, Mean, Max over constant `axes` (all when empty).
+/// A reduction node (Sum, Mean, Max, Min, Prod, Any, All) over constant
+/// `axes` (all when empty); reductions.cpp.
 output reduction(const std::string& op, const output& x,
                  std::vector<int> axes, bool keep_dims,
                  const std::string& name);

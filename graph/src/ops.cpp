@@ -146,56 +146,6 @@ output binary(const std::string& op, const output& x, const output& y,
   return g.add_node(std::move(n), {x, y}, {x.type()}, {shape}).out(0);
 }
 
-output reduction(const std::string& op, const output& x,
-                 std::vector<int> axes, bool keep_dims,
-                 const std::string& name) {
-  auto& g = graph_of(x);
-  if (op == "Any" || op == "All") {
-    if (x.type() != dtype::bool_)
-      fail("Value passed to parameter 'input' of op '" + op
-           + "' has DataType " + std::string{to_string(x.type())}
-           + " not in list of allowed values: bool");
-  } else {
-    check_numeric(op, x);
-  }
-  auto in = x.shape();
-  if (axes.empty() && in.rank() >= 0)
-    for (int i = 0; i < in.rank(); ++i)
-      axes.push_back(i);
-  tensor_shape out = tensor_shape::unknown();
-  if (in.rank() >= 0) {
-    std::set<int> reduced;
-    for (auto a : axes) {
-      auto axis = a < 0 ? a + in.rank() : a;
-      if (axis < 0 || axis >= std::max(in.rank(), 1))
-        fail("Invalid reduction dimension " + std::to_string(a) + " for input "
-             "with " + std::to_string(in.rank()) + " dimensions (node '"
-             + name + "')");
-      reduced.insert(axis);
-    }
-    std::vector<int64_t> dims;
-    for (int i = 0; i < in.rank(); ++i) {
-      if (reduced.count(i) == 0)
-        dims.push_back(in.dim(i));
-      else if (keep_dims)
-        dims.push_back(1);
-    }
-    out = tensor_shape{dims};
-  }
-  auto op_name = g.unique_name(name);
-  output indices;
-  {
-    exact_name_scope scope{g, op_name + "/"};
-    std::vector<int64_t> xs(axes.begin(), axes.end());
-    indices = int_vector_const(g, xs, "reduction_indices");
-  }
-  auto n = make_node(op_name, op);
-  // TF's Any and All have no type attribute (bool only).
-  if (op != "Any" && op != "All")
-    n.attrs["T"] = x.type();
-  n.attrs["keep_dims"] = keep_dims;
-  return g.add_node(std::move(n), {x, indices}, {x.type()}, {out}).out(0);
-}
 
 // TF's get_seed: an op seed without a graph seed uses the default graph
 // seed; a graph seed without an op seed derives the op seed from the node
@@ -567,21 +517,6 @@ output matmul(const output& a, const output& b, bool transpose_a,
   n.attrs["transpose_a"] = transpose_a;
   n.attrs["transpose_b"] = transpose_b;
   return g.add_node(std::move(n), {a, b}, {a.type()}, {out}).out(0);
-}
-
-output reduce_sum(const output& x, std::vector<int> axes, bool keep_dims,
-                  const std::string& name) {
-  return reduction("Sum", x, std::move(axes), keep_dims, name);
-}
-
-output reduce_mean(const output& x, std::vector<int> axes, bool keep_dims,
-                   const std::string& name) {
-  return reduction("Mean", x, std::move(axes), keep_dims, name);
-}
-
-output reduce_max(const output& x, std::vector<int> axes, bool keep_dims,
-                  const std::string& name) {
-  return reduction("Max", x, std::move(axes), keep_dims, name);
 }
 
 // -- arrays -------------------------------------------------------------------------

@@ -1068,6 +1068,17 @@ class RunMetadata:
         self.step_stats = StepStats()
 
 
+def _run_native(native, names, feeds, options, run_metadata):
+    """One step of a native session (Session's or MonitoredSession's) with
+    `options`' deadline and trace level; the trace into `run_metadata`."""
+    timeout = options.timeout_in_ms if options is not None else 0
+    trace = options.trace_level if options is not None else 0
+    values, stats = native.run(names, feeds, timeout, trace)
+    if run_metadata is not None and stats is not None:
+        run_metadata.step_stats = StepStats(stats)
+    return values
+
+
 def _is_namedtuple(x):
     return isinstance(x, tuple) and hasattr(x, "_fields")
 
@@ -1180,12 +1191,8 @@ class Session:
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
         names, feeds, rebuild = _prepare(self._graph, fetches, feed_dict)
-        timeout = options.timeout_in_ms if options is not None else 0
-        trace = options.trace_level if options is not None else 0
-        values, stats = self._s.run(names, feeds, timeout, trace)
-        if run_metadata is not None and stats is not None:
-            run_metadata.step_stats = StepStats(stats)
-        return rebuild(values)
+        return rebuild(_run_native(self._s, names, feeds, options,
+                                   run_metadata))
 
     def close(self):
         if not self._closed:

@@ -378,19 +378,16 @@ class _MonitoredSession:
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         names, feeds, rebuild = _tf()._prepare(self._graph, fetches,
                                                feed_dict)
-        timeout = options.timeout_in_ms if options is not None else 0
-        trace = options.trace_level if options is not None else 0
         for adapter in self._adapters:
             adapter.original = SessionRunArgs(fetches, feed_dict, options)
         try:
-            values, stats = self._s.run(names, feeds, timeout, trace)
+            values = _tf()._run_native(self._s, names, feeds, options,
+                                       run_metadata)
         except _tf().errors.InvalidArgumentError as e:
             # NanTensorHook's failure is TF's NanLossDuringTrainingError.
             if str(e).startswith("NaN loss during training"):
                 raise NanLossDuringTrainingError(str(e)) from e
             raise
-        if run_metadata is not None and stats is not None:
-            run_metadata.step_stats = _tf().StepStats(stats)
         return rebuild(values)
 
     def should_stop(self):

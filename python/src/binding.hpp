@@ -73,6 +73,34 @@ private:
   std::optional<py::error_already_set> interrupted_;
 };
 
+/// One step of `sess` (a session or a monitored session): fetches by name
+/// ("n:0" a value, "n" a target), feeds as (output, array) pairs, with the
+/// GIL released and Ctrl-C watched; returns (values, step stats or None).
+/// Call with the GIL held.
+template <class Session>
+py::tuple run_step(Session& sess, const std::vector<std::string>& names,
+                   const py_feeds& feeds, int64_t timeout_ms,
+                   int32_t trace_level) {
+  std::vector<fetch> fetches(names.begin(), names.end());
+  auto fd = feeds_of(feeds);
+  run_options o;
+  o.timeout_in_ms = timeout_ms;
+  o.trace_level = trace_level;
+  std::vector<tensor> out;
+  run_metadata md;
+  interrupts ctrl_c;
+  try {
+    py::gil_scoped_release unlocked;
+    out = sess.run(fetches, fd, o, &md, ctrl_c.cancellation());
+  } catch (const op_error&) {
+    drop_released();
+    ctrl_c.rethrow();
+    throw;
+  }
+  drop_released();
+  return py::make_tuple(numpy_list(out), step_stats_of(md));
+}
+
 /// Binds training.cpp's part of the module.
 void bind_training(py::module_& m);
 

@@ -690,28 +690,7 @@ PYBIND11_MODULE(_actorflow, m) {
          py::arg("allow_soft_placement") = false)
     // One step: fetches by name ("n:0" a value, "n" a target), feeds as
     // (output, array) pairs. The GIL is released while the step runs.
-    .def("run",
-         [](session& s, const std::vector<std::string>& names,
-            const py_feeds& feeds, int64_t timeout_ms, int32_t trace_level) {
-           std::vector<fetch> fetches(names.begin(), names.end());
-           auto fd = feeds_of(feeds);
-           run_options o;
-           o.timeout_in_ms = timeout_ms;
-           o.trace_level = trace_level;
-           std::vector<tensor> out;
-           run_metadata md;
-           interrupts ctrl_c;
-           try {
-             py::gil_scoped_release unlocked;
-             out = s.run(fetches, fd, o, &md, ctrl_c.cancellation());
-           } catch (const op_error&) {
-             drop_released();
-             ctrl_c.rethrow();
-             throw;
-           }
-           drop_released();
-           return py::make_tuple(numpy_list(out), step_stats_of(md));
-         },
+    .def("run", &run_step<session>,
          py::arg("fetches"), py::arg("feeds"), py::arg("timeout_in_ms") = 0,
          py::arg("trace_level") = 0)
     .def("close", &session::close, py::call_guard<py::gil_scoped_release>())

@@ -363,28 +363,7 @@ void bind_training(py::module_& m) {
          }),
          py::arg("loss_tensor"), py::arg("fail_on_nan_loss"));
   py::class_<monitored_session>(m, "MonitoredSession")
-    .def("run",
-         [](monitored_session& s, const std::vector<std::string>& names,
-            const py_feeds& feeds, int64_t timeout_ms, int32_t trace_level) {
-           std::vector<fetch> fetches(names.begin(), names.end());
-           auto fd = feeds_of(feeds);
-           run_options o;
-           o.timeout_in_ms = timeout_ms;
-           o.trace_level = trace_level;
-           std::vector<tensor> out;
-           run_metadata md;
-           interrupts ctrl_c;
-           try {
-             py::gil_scoped_release unlocked;
-             out = s.run(fetches, fd, o, &md, ctrl_c.cancellation());
-           } catch (const op_error&) {
-             drop_released();
-             ctrl_c.rethrow();
-             throw;
-           }
-           drop_released();
-           return py::make_tuple(numpy_list(out), step_stats_of(md));
-         },
+    .def("run", &run_step<monitored_session>,
          py::arg("fetches"), py::arg("feeds"), py::arg("timeout_in_ms") = 0,
          py::arg("trace_level") = 0)
     .def("should_stop", &monitored_session::should_stop,
