@@ -112,11 +112,12 @@ accumulator_actor::behavior_type accumulator(accumulator_self self,
   }
   // Freed (container reset, task stop): waiting takes get their answer.
   self->set_exit_handler([self, name](caf::exit_msg& em) {
-    self->state.core->cancel_all();
+    auto why = freed_status(em.reason, "accumulator " + name);
+    // A container reset says so to what waits (see queue_actor.cpp).
+    self->state.core->cancel_all(
+      freed_by_reset(em.reason) ? why : status{});
     self->state.by_step.clear();
-    self->state.replies.end({error_code::aborted,
-                             "accumulator " + name + " was freed ("
-                               + caf::to_string(em.reason) + ")"});
+    self->state.replies.end(why);
     self->quit(em.reason);
   });
   return {

@@ -118,6 +118,38 @@ void settle_leases(executor_self self, int64_t id, bool commit) {
   }
 }
 
+status waiting_for(const executor_state& st, const step_state& step,
+                   const status& why) {
+  const node_plan* blocked = nullptr;
+  const node_plan* recv = nullptr;
+  for (auto i : step.waiting) {
+    auto& plan = st.nodes[static_cast<size_t>(i)];
+    if (plan.cls.kind == node_kind::recv)
+      recv = recv ? recv : &plan;
+    else
+      blocked = blocked ? blocked : &plan;
+  }
+  if (blocked != nullptr) {
+    auto kind = blocked->cls.kind == node_kind::queue_op      ? "queue"
+                : blocked->cls.kind == node_kind::reader_op   ? "reader"
+                                                              : "accumulator";
+    auto& res = st.nodes[static_cast<size_t>(blocked->inputs.at(0).first)];
+    auto shared = res.def.attr_or<std::string>("shared_name", "");
+    return {why.code(), why.message() + waiting_for_marker + blocked->def.op
+                          + " '" + blocked->def.name + "' on " + st.device
+                          + " (" + kind + " '"
+                          + (shared.empty() ? res.def.name : shared) + "')"};
+  }
+  if (recv != nullptr)
+    return {why.code(),
+            why.message() + waiting_on_marker + st.device
+              + " for the value of '"
+              + recv->def.attr_or<std::string>("tensor_name", "?")
+              + "' from "
+              + recv->def.attr_or<std::string>("send_device", "?")};
+  return why;
+}
+
 // Fails every running step with `why` and releases every lease still
 // held: nobody will wait for them (the executor ends, or its master is
 // lost).
@@ -191,6 +223,9 @@ void resume(executor_self self, int64_t id, int i, status st,
     return; // aborted meanwhile
   auto& step = s->second;
   --step.in_flight;
+  if (auto w = std::find(step.waiting.begin(), step.waiting.end(), i);
+      w != step.waiting.end())
+    step.waiting.erase(w);
   if (!st.ok()) {
     fail_node(self, id, i, std::move(st));
     return;
@@ -446,7 +481,7 @@ executor_actor::behavior_type executor(executor_self self,
   st.landing = chunk_landing::of(self->system());
   st.session = std::move(opts.session);
   auto& partition = opts.partition;
-  auto& rngs = opts.rngs;
+  auto& cells = opts.cells;
   std::unordered_map<std::string, int> index;
   st.nodes.resize(partition.nodes.size());
   for (size_t i = 0; i < partition.nodes.size(); ++i) {
@@ -456,8 +491,8 @@ executor_actor::behavior_type executor(executor_self self,
     plan.cls = classify(plan.def, st.session, st.default_container);
     plan.name_hash = std::hash<std::string>{}(plan.def.name);
     // The worker made a generator for every random op (register_graph).
-    if (auto r = rngs.find(plan.def.name); r != rngs.end())
-      plan.rng = r->second;
+    if (auto r = cells.find(plan.def.name); r != cells.end())
+      plan.cell = r->second;
   }
   // Ended (its session closed, its task stopped): the running steps fail,
   // which cancels their queue operations before any element is taken.
@@ -571,6 +606,9 @@ executor_actor::behavior_type executor(executor_self self,
       receive_chunk(self, wire);
     },
     [self](abort_step_atom, int64_t id, status& why) {
+      if (why.code() == error_code::deadline_exceeded)
+        if (auto s = self->state.steps.find(id); s != self->state.steps.end())
+          why = waiting_for(self->state, s->second, why);
       fail_step(self, id, std::move(why));
       settle_leases(self, id, false);
       mark_finished(self->state, id);
@@ -588,13 +626,23 @@ executor_actor spawn_executor(caf::actor_system& sys, executor_options opts) {
                             std::move(opts));
 }
 
+namespace {
+
 bool is_random_op(const std::string& op) {
   return op == "RandomStandardNormal" || op == "TruncatedNormal"
          || op == "RandomUniform" || op == "RandomShuffle";
 }
 
-std::shared_ptr<rng_cell> make_rng(const node_def& node) {
-  auto cell = std::make_shared<rng_cell>();
+} // namespace
+
+bool has_kernel_cell(const std::string& op) {
+  return is_random_op(op) || op == "Print";
+}
+
+std::shared_ptr<kernel_cell> make_kernel_cell(const node_def& node) {
+  auto cell = std::make_shared<kernel_cell>();
+  if (!is_random_op(node.op))
+    return cell;
   auto seed = node.attr_or<int64_t>("seed", 0);
   auto seed2 = node.attr_or<int64_t>("seed2", 0);
   if (seed == 0 && seed2 == 0) {

@@ -45,9 +45,9 @@ struct node_plan {
   /// Consumers, one entry per edge (data or control).
   std::vector<int> out_edges;
   int num_deps = 0;
-  /// Random ops keep their generator across steps and plans of a session,
-  /// as TF's kernels do.
-  std::shared_ptr<rng_cell> rng;
+  /// Stateful kernels (random ops, Print) keep their state across steps
+  /// and plans of a session, as TF's kernels do.
+  std::shared_ptr<kernel_cell> cell;
   /// VariableV2: the variable's actor, looked up once, and where it keeps
   /// its value (reads skip the message when they can, variable_cell).
   variable_actor var;
@@ -111,6 +111,10 @@ struct step_state {
   std::vector<queue_actor> taken_from;
   std::vector<reader_actor> readers;
   std::vector<accumulator_actor> accumulators;
+  /// Nodes waiting on something outside this executor (a queue, reader or
+  /// accumulator operation, a _Recv), in the order they started: what a
+  /// step that times out names (waiting_for).
+  std::vector<int> waiting;
 };
 
 struct executor_state {
@@ -175,6 +179,15 @@ struct executor_state {
   std::deque<int64_t> finished_order;
   static inline const char* name = "actorflow.executor";
 };
+
+/// A step's master aborted it at its deadline (`why`, DeadlineExceeded):
+/// `why` naming what the step waits for here, a queue, reader or
+/// accumulator operation (after waiting_for_marker) or else a value from
+/// another device (after waiting_on_marker), or `why` itself when it waits
+/// for nothing outside this executor.
+status waiting_for(const executor_state& st, const step_state& step,
+                   const status& why);
+
 
 using executor_self = executor_actor::stateful_pointer<executor_state>;
 

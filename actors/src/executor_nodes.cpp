@@ -350,6 +350,7 @@ void run_queue_op(executor_self self, step_state& step, int i,
                      internal_error("queue handle of " + plan.def.name
                                     + " is not a queue"));
   step.queues.push_back(q);
+  step.waiting.push_back(i);
   ++step.in_flight;
   auto values = [&] {
     return std::vector<tensor>(inputs.begin() + 1, inputs.end());
@@ -422,6 +423,7 @@ void run_accumulator_op(executor_self self, step_state& step, int i,
                       "the accumulator of " + plan.def.name
                         + " was freed during the step (container reset)"});
   step.accumulators.push_back(acc);
+  step.waiting.push_back(i);
   constexpr const char* what = "accumulator actor";
   switch (aop) {
     case accumulator_op::apply:
@@ -472,6 +474,7 @@ void run_reader_op(executor_self self, step_state& step, int i,
     step.queues.push_back(queue);
   }
   step.readers.push_back(reader);
+  step.waiting.push_back(i);
   constexpr const char* what = "reader actor";
   switch (rop) {
     case reader_op::read:
@@ -594,6 +597,7 @@ void compute_unchecked(executor_self self, step_state& step, int i,
         complete_node(self, step, i, {std::move(*value)});
         return;
       }
+      step.waiting.push_back(i);
       ++step.in_flight; // until deliver() resumes it
       return;
     case node_kind::placeholder:
@@ -628,9 +632,10 @@ void compute_unchecked(executor_self self, step_state& step, int i,
   kernel_context ctx{plan.def, inputs, {}, nullptr, {}};
   auto fn = plan.detail<kernel_info>().fn;
   status result;
-  if (plan.rng) {
-    std::lock_guard<std::mutex> guard{plan.rng->mtx};
-    ctx.rng = &plan.rng->gen;
+  if (plan.cell) {
+    std::lock_guard<std::mutex> guard{plan.cell->mtx};
+    ctx.rng = &plan.cell->gen;
+    ctx.runs = &plan.cell->runs;
     result = run_kernel(fn, ctx);
   } else {
     result = run_kernel(fn, ctx);

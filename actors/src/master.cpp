@@ -17,36 +17,51 @@ namespace actorflow {
 
 namespace {
 
-// Checks fed values against the placeholders they replace.
+// Checks fed values against the placeholders they replace. Every bad feed
+// is named at once, each with what was expected and what came: the
+// first's code, its message first, the others after it.
 status check_feeds(const master_session& sess, const run_step_request& req) {
   if (req.feed_names.size() != req.feed_values.size())
     return invalid_argument("feed names and values differ in number");
+  std::vector<status> bad;
   for (size_t i = 0; i < req.feed_names.size(); ++i) {
     auto ref = parse_input(req.feed_names[i]);
     auto n = sess.node_index.find(ref.node);
-    if (n == sess.node_index.end())
-      return not_found("Feed " + req.feed_names[i] + ": not found in graph");
+    if (n == sess.node_index.end()) {
+      bad.push_back(
+        not_found("Feed " + req.feed_names[i] + ": not found in graph"));
+      continue;
+    }
     auto& value = req.feed_values[i];
-    if (!value.valid())
-      return invalid_argument("Feed for " + req.feed_names[i]
-                              + " is an empty tensor");
+    if (!value.valid()) {
+      bad.push_back(invalid_argument("Feed for " + req.feed_names[i]
+                                     + " is an empty tensor"));
+      continue;
+    }
     auto& node = sess.graph.nodes[n->second];
     if (node.op != "Placeholder")
       continue;
     auto type = node.attr_or<dtype>("dtype", dtype::invalid);
+    auto shape = node.attr_or<tensor_shape>("shape", tensor_shape::unknown());
     if (value.type() != type)
-      return invalid_argument(
+      bad.push_back(invalid_argument(
         "Cannot feed value of type " + std::string{to_string(value.type())}
         + " for Tensor '" + tensor_name(node.name, 0) + "', which has type "
-        + std::string{to_string(type)});
-    auto shape = node.attr_or<tensor_shape>("shape", tensor_shape::unknown());
-    if (!shape.is_compatible_with(value.shape()))
-      return invalid_argument("Cannot feed value of shape "
-                              + value.shape().to_string() + " for Tensor '"
-                              + tensor_name(node.name, 0)
-                              + "', which has shape " + shape.to_string());
+        + std::string{to_string(type)}));
+    else if (!shape.is_compatible_with(value.shape()))
+      bad.push_back(invalid_argument(
+        "Cannot feed value of shape " + value.shape().to_string()
+        + " for Tensor '" + tensor_name(node.name, 0) + "', which has shape "
+        + shape.to_string()));
   }
-  return {};
+  if (bad.empty())
+    return {};
+  if (bad.size() == 1)
+    return bad.front();
+  auto msg = std::to_string(bad.size()) + " feeds are invalid: ";
+  for (size_t i = 0; i < bad.size(); ++i)
+    msg += (i > 0 ? "; " : "") + bad[i].message();
+  return {bad.front().code(), msg};
 }
 
 // A step ended: its duration and status go to the monitor's record.
@@ -62,6 +77,49 @@ void record_step(master_state& st, const master_step& step,
                            result.message());
 }
 
+// How long the parts of a step past its deadline have to say what they
+// wait for before the step fails without it.
+constexpr auto expiry_grace = std::chrono::milliseconds(500);
+
+// A session's config with its server's defaults where it left its own
+// default (task_options::default_session_config). TF merges the server's
+// config over the session's (a server's non-zero setting wins); here the
+// session's own setting wins, as TF's in-process master does for the
+// deadline.
+session_config with_defaults(session_config c, const session_config& d) {
+  if (c.operation_timeout_in_ms == 0)
+    c.operation_timeout_in_ms = d.operation_timeout_in_ms;
+  c.allow_soft_placement = c.allow_soft_placement || d.allow_soft_placement;
+  c.log_device_placement = c.log_device_placement || d.log_device_placement;
+  if (c.device_filters.empty())
+    c.device_filters = d.device_filters;
+  return c;
+}
+
+// The start of a step's DeadlineExceeded text. A private engine's (in
+// process, like TF's DirectSession) starts as TF's does, which programs
+// match: "Timed out waiting for notification".
+std::string timed_out_text(const master_state& st, int64_t ms) {
+  bool private_engine = st.opts.cluster.size() == 1
+                        && st.opts.cluster.begin()->second.empty();
+  return std::string{private_engine ? "Timed out waiting for notification "
+                                      "(after "
+                                    : "Timed out (after "}
+         + std::to_string(ms) + " ms)";
+}
+
+// Why a step past its deadline failed when no part named a blocking
+// operation: a value some part waited for, or part `p`, which did not
+// answer.
+status expired_status(const master_state& st, const master_step& step,
+                      size_t p) {
+  if (!step.waiting_on.ok())
+    return step.waiting_on;
+  return {error_code::deadline_exceeded,
+          timed_out_text(st, step.timeout_ms) + " waiting for the step on "
+            + step.parts()[p].device};
+}
+
 } // namespace
 
 void on_step_reply(master_self self, int64_t id, size_t part,
@@ -71,6 +129,23 @@ void on_step_reply(master_self self, int64_t id, size_t part,
   if (i == st.steps.end() || i->second.done)
     return;
   auto& step = i->second;
+  if (!resp.result.ok() && step.expiring) {
+    // A part's answer to the deadline's abort: a blocking operation named
+    // ends the step with it; otherwise wait for the other parts.
+    auto& msg = resp.result.message();
+    if (msg.find(waiting_for_marker) == std::string::npos) {
+      if (msg.find(waiting_on_marker) != std::string::npos
+          && step.waiting_on.ok())
+        step.waiting_on = resp.result;
+      if (part < step.replied.size())
+        step.replied[part] = true;
+      if (std::find(step.replied.begin(), step.replied.end(), false)
+          != step.replied.end())
+        return;
+      resp.result = expired_status(st, step, part);
+    }
+    step.expiring = false;
+  }
   if (!resp.result.ok()) {
     // The first error aborts the step everywhere; the client gets it,
     // unless the step runs again after a failover.
@@ -118,6 +193,8 @@ void on_step_reply(master_self self, int64_t id, size_t part,
     return;
   run_step_response out;
   out.outputs = std::move(step.outputs);
+  if (step.partition_graphs)
+    out.partition_graphs = step.plan->graphs;
   if (step.trace) {
     out.has_stats = step.trace_for_client;
     // Receives first (TF lists RecvTensor per receiving device), then each
@@ -137,7 +214,7 @@ void on_step_reply(master_self self, int64_t id, size_t part,
   record_step(st, step, {});
   if (step.trace_for_monitor)
     st.step_record->store_trace(
-      run_metadata{true, out.stats}.to_chrome_trace());
+      run_metadata{true, out.stats, {}}.to_chrome_trace());
   if (!step.trace_for_client)
     out.stats = {};
   step.rp.deliver(std::move(out));
@@ -149,7 +226,8 @@ void on_step_reply(master_self self, int64_t id, size_t part,
 namespace {
 
 // Fails the steps whose deadline has passed with DeadlineExceeded, naming
-// a partition that has not answered; on_step_reply aborts the others.
+// what they wait for (see master_step::expiring); on_step_reply aborts
+// the rest.
 void check_step_deadlines(master_self self) {
   auto& st = self->state;
   std::optional<std::chrono::steady_clock::duration> rearm;
@@ -161,13 +239,27 @@ void check_step_deadlines(master_self self) {
     if (i == st.steps.end() || i->second.done)
       continue;
     auto& step = i->second;
+    if (!step.expiring) {
+      // The parts that have not answered abort and say what they wait
+      // for; their answers end the step (on_step_reply), or the grace.
+      step.expiring = true;
+      status why{error_code::deadline_exceeded,
+                 timed_out_text(st, step.timeout_ms)};
+      for (size_t p = 0; p < step.parts().size(); ++p)
+        if (!step.replied[p])
+          self->send(step.parts()[p].executor, abort_step_atom_v, id, why);
+      auto now = self->clock().now();
+      if (auto delay = st.step_deadlines.add(id, now + expiry_grace, now))
+        self->delayed_send(self, *delay, check_deadlines_atom_v);
+      continue;
+    }
+    // Some part did not answer within the grace (its task stopped, say).
     size_t p = 0;
     while (p + 1 < step.parts().size() && step.replied[p])
       ++p;
     run_graph_response resp;
-    resp.result = {error_code::deadline_exceeded,
-                   "Timed out after " + std::to_string(step.timeout_ms)
-                     + " ms waiting for the step on " + step.parts()[p].device};
+    resp.result = expired_status(st, step, p);
+    step.expiring = false;
     on_step_reply(self, id, p, std::move(resp));
   }
 }
@@ -321,35 +413,82 @@ step_promise run_step(master_self self, run_step_request& req) {
   return rp;
 }
 
-// Clears `containers` on every task of the cluster, this one included;
-// the reply carries the first failure.
+// Clears `containers` on every task of the cluster, this one included.
+// When some task fails, the reply has the first failure's code and says
+// which tasks the reset reached and why each other one was not.
 caf::typed_response_promise<status>
 reset(master_self self, std::vector<std::string>& containers) {
   auto rp = self->make_response_promise<status>();
+  // The steps running here end first, saying why (TF's ends them with its
+  // sessions, Cancelled); a step of another master that waits on a queue
+  // of these containers hears the same from the queue (freed_status).
+  std::string names;
+  for (auto& c : containers)
+    names += (names.empty() ? "'" : ", '") + c + "'";
+  auto why = containers.empty() ? std::string{"the tasks' default "
+                                              "containers were reset"}
+             : containers.size() == 1
+               ? "container " + names + " was reset"
+               : "containers " + names + " were reset";
+  std::vector<int64_t> running;
+  for (auto& [id, step] : self->state.steps)
+    if (!step.done)
+      running.push_back(id);
+  for (auto id : running) {
+    self->state.steps[id].expiring = false;
+    run_graph_response aborted;
+    aborted.result = {error_code::aborted, why};
+    on_step_reply(self, id, 0, std::move(aborted));
+  }
   close_all_sessions(self);
   auto& cluster = self->state.opts.cluster;
-  auto left = std::make_shared<size_t>(cluster.size());
-  auto first_error = std::make_shared<status>();
-  auto done = [rp, left, first_error](status st) mutable {
-    if (!st.ok() && first_error->ok())
-      *first_error = st;
-    if (--*left == 0)
-      rp.deliver(*first_error);
+  struct outcome {
+    size_t left = 0;
+    std::vector<std::string> reached;
+    std::vector<std::pair<std::string, status>> failed;
   };
-  auto deadline = self->clock().now() + std::chrono::seconds(10);
+  auto out = std::make_shared<outcome>();
+  out->left = cluster.size();
+  auto done = [rp, out](const std::string& task, status st) mutable {
+    if (st.ok())
+      out->reached.push_back(task);
+    else
+      out->failed.emplace_back(task, std::move(st));
+    if (--out->left > 0)
+      return;
+    if (out->failed.empty()) {
+      rp.deliver(status{});
+      return;
+    }
+    std::string msg = "Session.reset reached "
+                      + std::to_string(out->reached.size()) + " of "
+                      + std::to_string(out->reached.size()
+                                       + out->failed.size())
+                      + " tasks (";
+    for (size_t i = 0; i < out->reached.size(); ++i)
+      msg += (i > 0 ? ", " : "") + out->reached[i];
+    msg += "); not ";
+    for (size_t i = 0; i < out->failed.size(); ++i)
+      msg += (i > 0 ? "; " : "") + out->failed[i].first + ": "
+             + out->failed[i].second.message();
+    rp.deliver(status{out->failed.front().second.code(), std::move(msg)});
+  };
+  // Tasks that are up answer in milliseconds; one that is not is named.
+  auto deadline = self->clock().now() + std::chrono::seconds(5);
   for (auto& [task, address] : cluster) {
     resolve_peer(self, task, deadline,
                  [self, containers, done,
                   task = task](status err, worker_actor peer) mutable {
                    if (!err.ok())
-                     return done(err);
+                     return done(task, err);
                    self
                      ->request(peer, std::chrono::seconds(10), cleanup_atom_v,
                                containers)
-                     .then([done](status& st) mutable { done(st); },
-                           [done, task](caf::error& e) mutable {
-                             done(to_status(e, task));
-                           });
+                     .then(
+                       [done, task](status& st) mutable { done(task, st); },
+                       [done, task](caf::error& e) mutable {
+                         done(task, to_status(e, task));
+                       });
                  });
   }
   return rp;
@@ -439,7 +578,8 @@ master_actor::behavior_type master(master_self self, task_options opts,
       auto& st = self->state;
       auto handle = st.task_prefix + "/session:"
                     + std::to_string(st.next_session++);
-      st.sessions[handle].config = config;
+      st.sessions[handle].config = with_defaults(
+        std::move(config), st.opts.default_session_config);
       return handle;
     },
     [self, count](close_session_atom, const std::string& handle) {
@@ -585,6 +725,7 @@ void start_step(master_self self, step_promise rp,
   step.rp = std::move(rp);
   step.remaining = plan.parts.size();
   step.trace_for_client = req.options.trace_level > run_options::no_trace;
+  step.partition_graphs = req.options.output_partition_graphs;
   step.trace_for_monitor = st.step_record
                            && st.step_record->take_trace_request();
   step.trace = step.trace_for_client || step.trace_for_monitor;

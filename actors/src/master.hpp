@@ -67,6 +67,9 @@ struct step_plan {
   std::vector<caf::actor> peers;
   /// run_graph_request::peer_inboxes.
   std::vector<std::string> peer_inboxes;
+  /// Each part's graph, encoded (to_bytes), for the runs that ask for it
+  /// (run_options::output_partition_graphs).
+  std::vector<std::string> graphs;
 };
 
 using step_promise = caf::typed_response_promise<run_step_response>;
@@ -160,6 +163,15 @@ struct master_step {
   /// and/or because the monitor did (step_record::request_trace).
   bool trace_for_client = false;
   bool trace_for_monitor = false;
+  /// run_options::output_partition_graphs.
+  bool partition_graphs = false;
+  /// Past its deadline: the parts that had not answered were asked to
+  /// abort and say what they wait for (executor_detail::waiting_for);
+  /// the first that names a blocking operation ends the step, else
+  /// `waiting_on` (a part waiting for a value) or the generic message
+  /// when all answered or the grace passed (check_step_deadlines).
+  bool expiring = false;
+  status waiting_on;
   /// Who asked for it (the client's session actor): when it dies or goes
   /// silent, the step is withdrawn everywhere.
   caf::actor_addr requester;
@@ -194,8 +206,13 @@ struct master_state {
   struct peer_waiter {
     caf::actor_clock::time_point deadline;
     peer_callback k;
+    /// A session's registration waits (resolve_peer's for_session).
+    bool for_session = false;
   };
   std::unordered_map<std::string, std::vector<peer_waiter>> connecting;
+  /// When the log next names a task being reached for a session (TF's
+  /// "CreateSession still waiting for response from worker", every 10 s).
+  std::unordered_map<std::string, caf::actor_clock::time_point> connect_log;
   /// Graph registrations waiting for a remote task's reply, by task: a
   /// lost task fails them at once (CAF fails no request already sent to
   /// a peer whose connection times out).
@@ -378,9 +395,12 @@ void plan_and_run(master_self self, pending_run run);
 /// Calls `k` with the worker of `task` (this task's own at once), reaching
 /// it first if needed: tasks of a cluster start in any order, so a task
 /// that refuses is tried again with back-off until `deadline`, then `k`
-/// gets Unavailable naming the task and its address.
+/// gets Unavailable naming the task and its address. With `for_session`
+/// (a session's graph waits for the task), the log names the task every
+/// 10 s while it cannot be reached, as TF's master does.
 void resolve_peer(master_self self, const std::string& task,
-                  caf::actor_clock::time_point deadline, peer_callback k);
+                  caf::actor_clock::time_point deadline, peer_callback k,
+                  bool for_session = false);
 
 /// One attempt of reaching `task` (the connect message's handler).
 void connect_peer(master_self self, const std::string& task,

@@ -23,11 +23,34 @@ namespace {
 
 using outcome = plan_registration<pending_run>::outcome;
 
-std::vector<std::string> cluster_devices(const master_state& st) {
-  std::vector<std::string> devices;
-  for (auto& [task, addr] : st.opts.cluster)
-    devices.push_back(task + "/device:CPU:0");
-  return devices;
+// The devices a session may place nodes on: every task's, or with
+// device_filters those matching a filter, plus the master's own task's
+// (TF's DeviceFinder always keeps the local worker). InvalidArgument for
+// a filter that is not a device name.
+status session_devices(const master_state& st, const session_config& config,
+                       std::vector<std::string>& devices) {
+  std::vector<device_name> filters;
+  for (auto& text : config.device_filters) {
+    device_name f;
+    if (auto err = device_name::parse(text, f); !err.ok())
+      return invalid_argument("Invalid device filter '" + log_escape(text)
+                              + "' in the session's device_filters: "
+                              + err.message());
+    filters.push_back(std::move(f));
+  }
+  auto own_task = task_of_device(st.device);
+  for (auto& [task, addr] : st.opts.cluster) {
+    auto dev = task + "/device:CPU:0";
+    auto full = device_name::parse_or_throw(dev);
+    bool kept = filters.empty() || task == own_task
+                || std::any_of(filters.begin(), filters.end(),
+                               [&](const device_name& f) {
+                                 return is_specification(f, full);
+                               });
+    if (kept)
+      devices.push_back(std::move(dev));
+  }
+  return {};
 }
 
 // Prunes, places and partitions the run's graph: partitions by device.
@@ -40,7 +63,8 @@ status build_partitions(master_state& st, const master_session& sess,
       !err.ok())
     return err;
   placer_options popts;
-  popts.devices = cluster_devices(st);
+  if (auto err = session_devices(st, sess.config, popts.devices); !err.ok())
+    return err;
   popts.allow_soft_placement = sess.config.allow_soft_placement;
   // Fetches go through the master's own device, so that a large value
   // streams in chunks (Send/Recv). TF returns a fetch in the computing
@@ -121,9 +145,20 @@ void settle(master_self self, const std::string& handle,
                ? status{error_code::aborted,
                         "Session " + handle + " is not found."}
                : pp->registration.error();
-  for (auto& run : runs)
-    if (!retry_run(self, run, pp->failed_device, err))
+  for (auto& run : runs) {
+    if (retry_run(self, run, pp->failed_device, err))
+      continue;
+    // A deadline the caller gave ended the wait for tasks not up: TF's
+    // client reports that as DeadlineExceeded, not Unavailable.
+    if (pp->registration.timed_out() && run.timeout_ms > 0)
+      deliver_error(run.rp,
+                    {error_code::deadline_exceeded,
+                     "Timed out after " + std::to_string(run.timeout_ms)
+                       + " ms waiting for the tasks of the step: "
+                       + err.message()});
+    else
       deliver_error(run.rp, err);
+  }
 }
 
 // Partition `p` of the plan answered its registration.
@@ -225,7 +260,8 @@ void register_part(master_self self, const std::string& handle,
             done();
             answer(to_status(err, dev), {}, {}, false);
           });
-    });
+    },
+    true);
 }
 
 } // namespace
@@ -271,6 +307,8 @@ void plan_and_run(master_self self, pending_run run) {
   }
   plan.peers.resize(plan.parts.size());
   plan.peer_inboxes.resize(plan.parts.size());
+  for (auto& [dev, g] : order)
+    plan.graphs.push_back(to_bytes(*g));
   auto sig = signature(run.req);
   auto timeout_ms = run.timeout_ms;
   // This run waits as the others do: first in line.
@@ -288,7 +326,7 @@ void plan_and_run(master_self self, pending_run run) {
                                     : std::chrono::milliseconds(30000));
   for (size_t p = 0; p < order.size(); ++p)
     register_part(self, handle, sig, pp, p, order[p].first,
-                  to_bytes(*order[p].second), deadline);
+                  plan.graphs[p], deadline);
 }
 
 } // namespace actorflow

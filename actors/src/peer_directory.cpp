@@ -24,8 +24,28 @@ void finish_connect(master_self self, const std::string& task, status err,
     return;
   auto waiters = std::move(i->second);
   self->state.connecting.erase(i);
+  self->state.connect_log.erase(task);
   for (auto& w : waiters)
     w.k(err, peer);
+}
+
+// TF's progress line while a session's graph waits for `task`, every 10 s
+// from the first failed attempt on.
+void note_still_waiting(master_self self, const std::string& task,
+                        caf::actor_clock::time_point now) {
+  auto& st = self->state;
+  auto i = st.connecting.find(task);
+  if (i == st.connecting.end()
+      || std::none_of(i->second.begin(), i->second.end(),
+                      [](const auto& w) { return w.for_session; }))
+    return;
+  constexpr auto period = std::chrono::seconds(10);
+  auto [at, fresh] = st.connect_log.try_emplace(task, now + period);
+  if (fresh || now < at->second)
+    return;
+  at->second = now + period;
+  log_line(self, "CreateSession still waiting for response from worker: "
+                   + task);
 }
 
 // The connect loop for `task` failed and would try again at `next`: the
@@ -48,8 +68,10 @@ bool expire_waiters(master_self self, const std::string& task,
       ++w;
     }
   bool more = !waiters.empty();
-  if (!more)
+  if (!more) {
     self->state.connecting.erase(i);
+    self->state.connect_log.erase(task);
+  }
   if (!expired.empty()) {
     auto err = why();
     for (auto& w : expired)
@@ -96,7 +118,8 @@ void ask_worker(master_self self, const std::string& task,
 } // namespace
 
 void resolve_peer(master_self self, const std::string& task,
-                  caf::actor_clock::time_point deadline, peer_callback k) {
+                  caf::actor_clock::time_point deadline, peer_callback k,
+                  bool for_session) {
   auto& st = self->state;
   if (task == st.task_prefix) {
     k({}, st.worker);
@@ -107,7 +130,7 @@ void resolve_peer(master_self self, const std::string& task,
     return;
   }
   auto& waiters = st.connecting[task];
-  waiters.push_back({deadline, std::move(k)});
+  waiters.push_back({deadline, std::move(k), for_session});
   if (waiters.size() == 1)
     connect_peer(self, task, deadline, 0);
 }
@@ -161,6 +184,7 @@ void connect_peer(master_self self, const std::string& task,
                           + ": " + self->system().render(err)
                           + (tls.empty() ? "" : " (" + tls + ")")};
         };
+        note_still_waiting(self, task, now);
         if (!expire_waiters(self, task, now + delay, why))
           return;
         self->delayed_send(self, delay, caf::connect_atom::value, task,

@@ -87,6 +87,11 @@ public:
     return failed_ || left_ == 0;
   }
 
+  /// True when it failed because tasks were not up by the deadline.
+  bool timed_out() const noexcept {
+    return timed_out_;
+  }
+
 private:
   bool fresh(size_t p) const {
     return p < answered_.size() && !answered_[p];
@@ -109,6 +114,7 @@ private:
                 : std::to_string(unreachable_.size())
                     + " tasks unreachable: " + list};
     failed_ = true;
+    timed_out_ = true;
     return outcome::failed;
   }
 
@@ -117,6 +123,7 @@ private:
   std::vector<std::string> unreachable_;
   status error_;
   bool failed_ = false;
+  bool timed_out_ = false;
   std::vector<Run> runs_;
 };
 

@@ -117,13 +117,15 @@ queue_actor::behavior_type queue(queue_self self, queue_options opts,
   // A queue that goes (container reset, task stop) first cancels what
   // waits on it, so every requester gets its answer.
   self->set_exit_handler([self](caf::exit_msg& em) {
-    self->state.core->cancel_all();
+    auto& opts = self->state.core->options();
+    auto why = freed_status(em.reason, std::string{to_string(opts.kind)}
+                                         + " '" + opts.name + "'");
+    // A container reset says so to what waits (Aborted); otherwise the
+    // waiting operations are cancelled as TF's are.
+    self->state.core->cancel_all(
+      freed_by_reset(em.reason) ? why : status{});
     self->state.by_step.clear();
-    self->state.replies.end({error_code::aborted,
-                             std::string{to_string(self->state.core->options().kind)}
-                               + " '" + self->state.core->options().name
-                               + "' was freed ("
-                               + caf::to_string(em.reason) + ")"});
+    self->state.replies.end(why);
     self->quit(em.reason);
   });
   // After an operation: its replies (and those it completed) go once the

@@ -136,10 +136,14 @@ reader_actor::behavior_type reader(reader_self self,
   self->state.core = std::move(core);
   // A reader that goes (container reset, task stop) answers what waits.
   self->set_exit_handler([self](caf::exit_msg& em) {
+    // A container reset says so (Aborted); a task stopping cancels.
+    auto why = freed_by_reset(em.reason)
+                 ? freed_status(em.reason, "the reader")
+                 : status{error_code::cancelled,
+                          "the reader was freed (container reset or task "
+                          "stop)"};
     for (auto& p : self->state.pending)
-      reply(p, {error_code::cancelled, "the reader was freed (container "
-                                       "reset or task stop)"},
-            {});
+      reply(p, why, {});
     self->state.pending.clear();
     self->quit(em.reason);
   });

@@ -35,24 +35,59 @@ struct task_counters {
   std::atomic<uint64_t> partitions{0};
 };
 
-/// The generator of one random op in one session. TensorFlow keeps one
-/// kernel per stateful node and session, so every plan (fetch signature)
-/// that runs the node continues the same sequence; executors of different
-/// plans may run at once, hence the mutex.
-struct rng_cell {
+/// The state of one stateful kernel (a random op's generator, Print's
+/// count of runs) in one session. TensorFlow keeps one kernel per stateful
+/// node and session, so every plan (fetch signature) that runs the node
+/// continues the same sequence or count; executors of different plans may
+/// run at once, hence the mutex.
+struct kernel_cell {
   std::mutex mtx;
   std::mt19937_64 gen;
+  int64_t runs = 0;
 };
 
-/// Random generators of a partition's random ops, by node name.
-using rng_map = std::unordered_map<std::string, std::shared_ptr<rng_cell>>;
+/// The kernel cells of a partition's stateful kernels, by node name.
+using kernel_cells
+  = std::unordered_map<std::string, std::shared_ptr<kernel_cell>>;
 
-/// A generator seeded as TF seeds a random op: from its `seed`/`seed2`
-/// attributes, or from std::random_device when both are 0.
-std::shared_ptr<rng_cell> make_rng(const node_def& node);
+/// A cell for `node`; for a random op its generator seeded as TF seeds
+/// one: from its `seed`/`seed2` attributes, or from std::random_device when
+/// both are 0.
+std::shared_ptr<kernel_cell> make_kernel_cell(const node_def& node);
 
-/// True for the ops that draw from a generator.
-bool is_random_op(const std::string& op);
+/// The exit reason of a resource actor its worker frees (a container
+/// reset): user_shutdown, carrying `why` ("container 'c' was reset") for
+/// the operations the actor cancels (freed_status).
+inline caf::error freeing_reason(const std::string& why) {
+  return caf::error{static_cast<uint8_t>(caf::exit_reason::user_shutdown),
+                    caf::atom("exit"), caf::make_message(why)};
+}
+
+/// True for freeing_reason's reasons (a container reset).
+inline bool freed_by_reset(const caf::error& reason) {
+  return reason.context().match_elements<std::string>();
+}
+
+/// What a resource actor (`what`: "FIFOQueue 'q'") ending with `reason`
+/// answers its pending operations: Aborted with freeing_reason's text, or
+/// naming the reason (the task stops, say).
+inline status freed_status(const caf::error& reason, const std::string& what) {
+  if (freed_by_reset(reason))
+    return {error_code::aborted, reason.context().get_as<std::string>(0)};
+  return {error_code::aborted,
+          what + " was freed (" + caf::to_string(reason) + ")"};
+}
+
+/// How an executor's answer to a step aborted at its deadline says what
+/// the step waits for there (executor_detail::waiting_for): a blocking
+/// operation (the cause, which the master reports) or a value from
+/// another device (a consequence, reported only without a cause).
+inline constexpr const char* waiting_for_marker = " waiting for ";
+inline constexpr const char* waiting_on_marker = " waiting on ";
+
+/// True for the ops whose kernels keep state across steps: the random
+/// ops and Print.
+bool has_kernel_cell(const std::string& op);
 
 // Each spawn_* below takes the name, container and task the monitor shows
 // the actor under (monitoring::identity); it sets the kind itself.
@@ -166,8 +201,8 @@ struct executor_options {
   std::string device;
   std::string default_container;
   std::shared_ptr<task_counters> counters;
-  /// The generators of its random ops, by node.
-  rng_map rngs;
+  /// The state of its stateful kernels, by node.
+  kernel_cells cells;
   /// The session it belongs to (private queues are per session).
   std::string session;
   /// The master that registered it, whose steps it runs: watched, so that

@@ -102,9 +102,9 @@ void clear_containers(worker_self self, std::vector<std::string> containers) {
   auto free = [&](auto& resources) {
     for (auto i = resources.begin(); i != resources.end();) {
       if (doomed.count(i->first.first) > 0) {
-        end_resource(self, i->second,
-                     {error_code::aborted,
-                      "container '" + i->first.first + "' was reset"});
+        auto why = "container '" + i->first.first + "' was reset";
+        end_resource(self, i->second, {error_code::aborted, why},
+                     freeing_reason(why));
         i = resources.erase(i);
       } else {
         ++i;
@@ -133,16 +133,16 @@ register_graph(worker_self self, const std::string& bytes,
     return {err, executor_actor{}, std::string{}};
   if (auto err = check_partition_home(self, device, g); !err.ok())
     return {err, executor_actor{}, std::string{}};
-  rng_map rngs;
+  kernel_cells cells;
   for (auto& n : g.nodes) {
-    if (!is_random_op(n.op))
+    if (!has_kernel_cell(n.op))
       continue;
-    auto& slot = st.rngs[{session, n.name}];
+    auto& slot = st.cells[{session, n.name}];
     auto cell = slot.lock();
     if (!cell) {
       // A seed of the wrong kind fails the registration, not the worker.
       try {
-        cell = make_rng(n);
+        cell = make_kernel_cell(n);
       } catch (const op_error& e) {
         return {status{e.code(), e.get_status().message() + " [[node "
                                    + n.name + "]]"},
@@ -150,17 +150,17 @@ register_graph(worker_self self, const std::string& bytes,
       }
       slot = cell;
     }
-    rngs.emplace(n.name, std::move(cell));
+    cells.emplace(n.name, std::move(cell));
   }
-  for (auto i = st.rngs.begin(); i != st.rngs.end();)
-    i = i->second.expired() ? st.rngs.erase(i) : std::next(i);
+  for (auto i = st.cells.begin(); i != st.cells.end();)
+    i = i->second.expired() ? st.cells.erase(i) : std::next(i);
   executor_options eo;
   eo.worker = caf::actor_cast<worker_actor>(self);
   eo.partition = std::move(g);
   eo.device = device;
   eo.default_container = st.opts.job;
   eo.counters = st.counters;
-  eo.rngs = std::move(rngs);
+  eo.cells = std::move(cells);
   eo.session = session;
   eo.master = caf::actor_cast<caf::actor>(self->current_sender());
   eo.who = {.name = executor_name(session, eo.partition),

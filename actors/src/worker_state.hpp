@@ -100,9 +100,9 @@ struct worker_state {
   };
   std::map<std::pair<std::string, std::string>, reader_entry> readers;
   std::vector<executor_actor> executors;
-  /// Random generators per (session, node), shared by that session's
-  /// executors on this task; gone with the last of them.
-  std::map<std::pair<std::string, std::string>, std::weak_ptr<rng_cell>> rngs;
+  /// Stateful kernels' state (kernel_cell) per (session, node), shared by
+  /// that session's executors on this task; gone with the last of them.
+  std::map<std::pair<std::string, std::string>, std::weak_ptr<kernel_cell>> cells;
   std::shared_ptr<task_counters> counters;
   static inline const char* name = "actorflow.worker";
 

@@ -153,6 +153,7 @@ server::server(caf::actor_system& sys, const cluster_spec& cluster,
   opts.job = job;
   opts.task = task;
   opts.replicate_variables = options.replicate_variables;
+  opts.default_session_config = options.default_session_config;
   if (options.replicate_variables)
     if (auto err = check_replicate_variables(cluster); !err.ok())
       throw op_error(err);

@@ -551,6 +551,12 @@ std::vector<tensor> session::run(const std::vector<fetch>& fetches,
   if (metadata != nullptr) {
     metadata->has_step_stats = resp.has_stats;
     metadata->stats = std::move(resp.stats);
+    metadata->partition_graphs.clear();
+    for (auto& bytes : resp.partition_graphs) {
+      graph_def g;
+      throw_if_error(from_bytes(bytes, g));
+      metadata->partition_graphs.push_back(std::move(g));
+    }
   }
   return result;
 }

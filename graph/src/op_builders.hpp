@@ -17,7 +17,14 @@ graph& graph_of(const output& x);
 bool is_float(dtype t);
 bool is_numeric(dtype t);
 
-/// InvalidArgument unless `x` is float32, float64, int32 or int64.
+/// InvalidArgument ("Value passed to parameter 'x' of op 'Add' has
+/// DataType string not in list of allowed values: ...") unless `op`'s
+/// kernel takes `x`'s dtype: the numeric four (float32, float64, int32,
+/// int64), for arithmetic ops (Add, Sub, Mul, Div, Neg, Square, AddN,
+/// Sum, Mean, Prod) also float16, complex and the small integers, for the
+/// ordered ones (comparisons, Maximum, Minimum, Abs, Sign, Relu, Max, Min)
+/// float16 and the small integers, for MatMul float16 and complex, for
+/// RealDiv the floating and complex types.
 void check_numeric(const std::string& op, const output& x);
 
 /// numpy broadcasting of static shapes; unknown when either rank is.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "actorflow/graph/device_name.hpp"
@@ -29,11 +30,50 @@ bool is_numeric(dtype t) {
          || t == dtype::int64;
 }
 
+namespace {
+
+// The dtypes the kernels of `op` take beyond the numeric four
+// (kernels_impl.hpp's visit_arithmetic, visit_real), as TF registers its
+// CPU kernels.
+std::vector<dtype> more_dtypes(const std::string& op) {
+  using d = dtype;
+  static const std::set<std::string> arithmetic{
+    "Add", "Sub", "Mul", "Div", "Neg", "Square", "AddN", "Sum", "Mean",
+    "Prod"};
+  static const std::set<std::string> real{
+    "Maximum", "Minimum", "Greater", "GreaterEqual", "Less", "LessEqual",
+    "Abs", "Sign", "Relu", "Max", "Min"};
+  if (arithmetic.count(op) > 0)
+    return {d::float16, d::int8, d::int16, d::uint8, d::uint16, d::complex64,
+            d::complex128};
+  if (real.count(op) > 0)
+    return {d::float16, d::int8, d::int16, d::uint8, d::uint16};
+  if (op == "MatMul")
+    return {d::float16, d::complex64, d::complex128};
+  if (op == "RealDiv")
+    return {d::float16, d::complex64, d::complex128};
+  return {};
+}
+
+} // namespace
+
 void check_numeric(const std::string& op, const output& x) {
-  if (!is_numeric(x.type()))
-    fail("Value passed to parameter 'x' of op '" + op + "' has DataType "
-         + std::string{to_string(x.type())}
-         + " not in list of allowed values: float32, float64, int32, int64");
+  auto more = more_dtypes(op);
+  if (is_numeric(x.type())
+      || std::find(more.begin(), more.end(), x.type()) != more.end())
+    return;
+  std::string allowed = "float32, float64, int32, int64";
+  for (auto t : more)
+    allowed += ", " + std::string{to_string(t)};
+  fail("Value passed to parameter 'x' of op '" + op + "' has DataType "
+       + std::string{to_string(x.type())}
+       + " not in list of allowed values: " + allowed);
+}
+
+// Floating types and complex ones: "/" divides them exactly (RealDiv).
+bool divides_exactly(dtype t) {
+  return is_float(t) || t == dtype::float16 || t == dtype::complex64
+         || t == dtype::complex128;
 }
 
 // numpy broadcasting on static shapes; unknown when either rank is.
@@ -83,6 +123,27 @@ output scalar_const(graph& g, dtype type, double value,
       break;
     case dtype::bool_:
       t = tensor::scalar(value != 0.0);
+      break;
+    case dtype::float16:
+      t = tensor::scalar(half(static_cast<float>(value)));
+      break;
+    case dtype::int8:
+      t = tensor::scalar(static_cast<int8_t>(value));
+      break;
+    case dtype::int16:
+      t = tensor::scalar(static_cast<int16_t>(value));
+      break;
+    case dtype::uint8:
+      t = tensor::scalar(static_cast<uint8_t>(value));
+      break;
+    case dtype::uint16:
+      t = tensor::scalar(static_cast<uint16_t>(value));
+      break;
+    case dtype::complex64:
+      t = tensor::scalar(std::complex<float>(static_cast<float>(value)));
+      break;
+    case dtype::complex128:
+      t = tensor::scalar(std::complex<double>(value));
       break;
     default:
       fail("cannot convert a number to a tensor of type "
@@ -230,8 +291,9 @@ output binary_with_scalar(const std::string& op, const std::string& name,
     exact_name_scope scope{g, op_name + "/"};
     c = scalar_const(g, x.type(), value, scalar_first ? "x" : "y");
   }
-  auto real_op = op == "Div" && is_float(x.type()) ? std::string{"RealDiv"}
-                                                   : op;
+  auto real_op = op == "Div" && divides_exactly(x.type())
+                   ? std::string{"RealDiv"}
+                   : op;
   // binary() would make the name unique again; build the node directly.
   auto& lhs = scalar_first ? c : x;
   auto& rhs = scalar_first ? x : c;
@@ -406,18 +468,87 @@ operation no_op(const std::string& name) {
   return g.add_node(make_node(g.unique_name(name), "NoOp"), {}, {}, {});
 }
 
-operation group(const std::vector<operation>& ops, const std::string& name) {
-  graph* g = ops.empty() ? &default_graph() : ops.front().owner();
-  auto n = make_node(g->unique_name(name), "NoOp");
+namespace {
+
+// A NoOp `name` (unique_name's form) with a control input on each of
+// `ops`, once each.
+operation grouping_no_op(graph& g, const std::string& name,
+                         const std::vector<operation>& ops) {
+  auto n = make_node(g.unique_name(name), "NoOp");
   std::set<std::string> seen;
   for (auto& op : ops) {
-    if (op.owner() != g)
-      fail("group: all ops must be from one graph");
     auto c = "^" + op.name();
     if (seen.insert(c).second)
       n.inputs.push_back(c);
   }
-  return g->add_node(std::move(n), {}, {}, {});
+  return g.add_node(std::move(n), {}, {}, {});
+}
+
+} // namespace
+
+operation group(const std::vector<operation>& ops, const std::string& name) {
+  graph* g = ops.empty() ? &default_graph() : ops.front().owner();
+  // Bucketed by requested device, in the devices' order, as TF's group.
+  std::map<std::string, std::vector<operation>> by_device;
+  for (auto& op : ops) {
+    if (op.owner() != g)
+      fail("group: all ops must be from one graph");
+    by_device[op.device()].push_back(op);
+  }
+  auto as_default = g->as_default();
+  if (by_device.size() <= 1) {
+    device_scope on(by_device.empty() ? "" : by_device.begin()->first);
+    return grouping_no_op(*g, name, ops);
+  }
+  // One NoOp per device ("group_deps/NoOp", "group_deps/NoOp_1", ...),
+  // the root "group_deps" depending on them: one control edge per device
+  // crosses tasks instead of one per op.
+  name_scope scope(name);
+  std::vector<operation> per_device;
+  for (auto& [dev, dev_ops] : by_device) {
+    device_scope on(dev);
+    per_device.push_back(grouping_no_op(*g, "NoOp", dev_ops));
+  }
+  return grouping_no_op(*g, scope.prefix(), per_device);
+}
+
+operation assert_(const output& condition, const std::vector<output>& data,
+                  int64_t summarize, const std::string& name) {
+  auto& g = graph_of(condition);
+  if (condition.type() != dtype::bool_
+      || !condition.shape().is_compatible_with(tensor_shape{}))
+    fail("Assert: the condition of '" + name
+         + "' must be a bool scalar, got " + std::string{to_string(
+           condition.type())} + " of shape " + condition.shape().to_string());
+  auto n = make_node(g.unique_name(name), "Assert");
+  n.attrs["summarize"] = summarize;
+  std::vector<output> inputs{condition};
+  std::vector<dtype> types;
+  for (auto& d : data) {
+    inputs.push_back(d);
+    types.push_back(d.type());
+  }
+  n.attrs["T"] = types;
+  return g.add_node(std::move(n), inputs, {}, {});
+}
+
+output with_dependencies(const std::vector<operation>& dependencies,
+                         const output& x, const std::string& name) {
+  auto& g = graph_of(x);
+  auto as_default = g.as_default();
+  name_scope scope(name.empty() ? "control_dependency" : name);
+  colocate_with near(x);
+  control_dependencies after(dependencies);
+  // A variable's snapshot ("v/read") is read again after the dependencies:
+  // TF's snapshot aliases the variable's buffer, so its value is the one
+  // after them; here a read copies, when it runs.
+  auto src = x;
+  if (x.op().type() == "Identity") {
+    auto in = x.op().inputs();
+    if (in.size() == 1 && in[0].op().type() == "VariableV2")
+      src = in[0];
+  }
+  return identity(src, scope.prefix());
 }
 
 output print(const output& input, const std::vector<output>& data,
@@ -455,7 +586,7 @@ output mul(const output& x, const output& y, const std::string& name) {
 }
 
 output div(const output& x, const output& y, const std::string& name) {
-  return binary(is_float(x.type()) ? "RealDiv" : "Div", x, y, name);
+  return binary(divides_exactly(x.type()) ? "RealDiv" : "Div", x, y, name);
 }
 
 output neg(const output& x, const std::string& name) {

@@ -33,7 +33,8 @@ int64_t num_outputs(const node_def& n) {
     "Cast", "Fill", "RandomStandardNormal", "TruncatedNormal",
     "RandomUniform", "VariableV2", "Assign", "AssignAdd", "AssignSub",
     "IsVariableInitialized", "_Arg", "_Recv"};
-  if (n.op == "NoOp" || n.op == "_Retval" || n.op == "_Send")
+  if (n.op == "NoOp" || n.op == "Assert" || n.op == "_Retval"
+      || n.op == "_Send")
     return 0;
   if (n.op == "Split")
     return n.attr_or<int64_t>("num_split", 1);

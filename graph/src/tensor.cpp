@@ -2,6 +2,8 @@
 
 #include "actorflow/graph/tensor_memory.hpp"
 
+#include <Eigen/Core>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -18,82 +20,78 @@
 
 namespace actorflow {
 
+namespace {
+
+// Every dtype with its TensorFlow (numpy) name and its C++ name as
+// TensorFlow's DataTypeString prints it.
+struct dtype_names {
+  dtype type;
+  std::string_view name;
+  std::string_view tf_name;
+  size_t size;
+};
+
+constexpr dtype_names all_dtypes[] = {
+  {dtype::float32, "float32", "float", 4},
+  {dtype::float64, "float64", "double", 8},
+  {dtype::int32, "int32", "int32", 4},
+  {dtype::uint8, "uint8", "uint8", 1},
+  {dtype::int16, "int16", "int16", 2},
+  {dtype::int8, "int8", "int8", 1},
+  {dtype::string, "string", "string", 0},
+  {dtype::complex64, "complex64", "complex64", 8},
+  {dtype::int64, "int64", "int64", 8},
+  {dtype::bool_, "bool", "bool", 1},
+  {dtype::uint16, "uint16", "uint16", 2},
+  {dtype::complex128, "complex128", "complex128", 16},
+  {dtype::float16, "float16", "half", 2},
+};
+
+const dtype_names* find_dtype(dtype t) {
+  for (auto& d : all_dtypes)
+    if (d.type == t)
+      return &d;
+  return nullptr;
+}
+
+} // namespace
+
 std::string_view to_string(dtype t) {
-  switch (t) {
-    case dtype::float32:
-      return "float32";
-    case dtype::float64:
-      return "float64";
-    case dtype::int32:
-      return "int32";
-    case dtype::int64:
-      return "int64";
-    case dtype::uint8:
-      return "uint8";
-    case dtype::bool_:
-      return "bool";
-    case dtype::string:
-      return "string";
-    case dtype::invalid:
-      break;
-  }
-  return "invalid";
+  auto d = find_dtype(t);
+  return d ? d->name : "invalid";
 }
 
 bool known_dtype(uint8_t x) {
-  switch (static_cast<dtype>(x)) {
-    case dtype::float32:
-    case dtype::float64:
-    case dtype::int32:
-    case dtype::uint8:
-    case dtype::string:
-    case dtype::int64:
-    case dtype::bool_:
-      return true;
-    case dtype::invalid:
-      break;
-  }
-  return false;
+  return find_dtype(static_cast<dtype>(x)) != nullptr;
 }
 
 std::string_view tf_type_name(dtype t) {
-  return t == dtype::float32   ? "float"
-         : t == dtype::float64 ? "double"
-                               : to_string(t);
+  auto d = find_dtype(t);
+  return d ? d->tf_name : "invalid";
 }
 
 dtype parse_dtype(std::string_view name) {
-  if (name == "float32" || name == "float")
-    return dtype::float32;
-  if (name == "float64" || name == "double")
-    return dtype::float64;
-  if (name == "int32")
-    return dtype::int32;
-  if (name == "int64")
-    return dtype::int64;
-  if (name == "uint8")
-    return dtype::uint8;
-  if (name == "bool")
-    return dtype::bool_;
-  if (name == "string")
-    return dtype::string;
+  for (auto& d : all_dtypes)
+    if (d.name == name || d.tf_name == name)
+      return d.type;
   return dtype::invalid;
 }
 
 size_t dtype_size(dtype t) {
-  switch (t) {
-    case dtype::float32:
-    case dtype::int32:
-      return 4;
-    case dtype::float64:
-    case dtype::int64:
-      return 8;
-    case dtype::bool_:
-    case dtype::uint8:
-      return 1;
-    default:
-      return 0;
-  }
+  auto d = find_dtype(t);
+  return d ? d->size : 0;
+}
+
+// Eigen::half has this layout (one uint16_t); it rounds to nearest even.
+static_assert(sizeof(Eigen::half) == sizeof(half));
+
+half::half(float x) noexcept {
+  Eigen::half h(x);
+  std::memcpy(&bits, &h, sizeof bits);
+}
+
+half::operator float() const noexcept {
+  return static_cast<float>(Eigen::half(Eigen::half_impl::raw_uint16_to_half(bits)));
 }
 
 // -- tensor_shape -------------------------------------------------------------
@@ -738,21 +736,33 @@ bool operator==(const tensor& x, const tensor& y) {
 
 namespace {
 
-// Python's repr of a float: shortest round-trip digits, ".0" for integral
-// values, exponent form for very large or small magnitudes.
+// Python's repr of a float: shortest round-trip digits (at T's precision:
+// numpy's float16 and float32 print so), ".0" for integral values, exponent
+// form for very large or small magnitudes.
 template <class T>
-std::string float_repr(T x) {
-  if (std::isnan(x))
+std::string float_repr(T value) {
+  auto dx = static_cast<double>(static_cast<float>(value));
+  if constexpr (std::is_same_v<T, double>)
+    dx = value;
+  if (std::isnan(dx))
     return "nan";
-  if (std::isinf(x))
-    return x < 0 ? "-inf" : "inf";
+  if (std::isinf(dx))
+    return dx < 0 ? "-inf" : "inf";
   char buf[64];
-  constexpr int max_digits = std::is_same_v<T, float> ? 9 : 17;
-  auto dx = static_cast<double>(x);
+  constexpr int max_digits = std::is_same_v<T, double>  ? 17
+                             : std::is_same_v<T, float> ? 9
+                                                        : 5;
+  auto reads_back = [&] {
+    auto back = std::strtod(buf, nullptr);
+    if constexpr (std::is_same_v<T, half>)
+      return half(static_cast<float>(back)).bits == value.bits;
+    else
+      return static_cast<T>(back) == value;
+  };
   int prec = 1;
   for (; prec < max_digits; ++prec) {
     std::snprintf(buf, sizeof(buf), "%.*e", prec - 1, dx);
-    if (static_cast<T>(std::strtod(buf, nullptr)) == x)
+    if (reads_back())
       break;
   }
   std::snprintf(buf, sizeof(buf), "%.*e", prec - 1, dx);
@@ -777,11 +787,34 @@ std::string float_elem(T x) {
   return s;
 }
 
+// A complex number as Python prints it alone ("(1+2j)", "2j") and as numpy
+// prints it in an array ("1.+2.j").
+template <class T>
+std::string complex_string(std::complex<T> v, bool in_array) {
+  auto part = [&](T x) {
+    auto s = in_array ? float_elem(x) : float_repr(x);
+    if (!in_array && s.size() > 2 && s.compare(s.size() - 2, 2, ".0") == 0)
+      s.resize(s.size() - 2);
+    return s;
+  };
+  auto im = part(v.imag());
+  if (im[0] != '-')
+    im.insert(0, "+");
+  if (in_array)
+    return part(v.real()) + im + "j";
+  if (v.real() == T(0) && !std::signbit(v.real()))
+    return im.substr(im[0] == '+' ? 1 : 0) + "j";
+  return "(" + part(v.real()) + im + "j)";
+}
+
 template <class T>
 std::string elem(const tensor& t, int64_t i, bool in_array) {
   auto v = t.flat<T>()[static_cast<size_t>(i)];
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, half>) {
     return in_array ? float_elem(v) : float_repr(v);
+  } else if constexpr (std::is_same_v<T, std::complex<float>>
+                       || std::is_same_v<T, std::complex<double>>) {
+    return complex_string(v, in_array);
   } else if constexpr (std::is_same_v<T, bool>) {
     return v ? "True" : "False";
   } else if constexpr (std::is_same_v<T, std::string>) {
@@ -797,12 +830,24 @@ std::string element_string(const tensor& t, int64_t i, bool in_array) {
       return elem<float>(t, i, in_array);
     case dtype::float64:
       return elem<double>(t, i, in_array);
+    case dtype::float16:
+      return elem<half>(t, i, in_array);
     case dtype::int32:
       return elem<int32_t>(t, i, in_array);
     case dtype::int64:
       return elem<int64_t>(t, i, in_array);
     case dtype::uint8:
       return elem<uint8_t>(t, i, in_array);
+    case dtype::int8:
+      return elem<int8_t>(t, i, in_array);
+    case dtype::int16:
+      return elem<int16_t>(t, i, in_array);
+    case dtype::uint16:
+      return elem<uint16_t>(t, i, in_array);
+    case dtype::complex64:
+      return elem<std::complex<float>>(t, i, in_array);
+    case dtype::complex128:
+      return elem<std::complex<double>>(t, i, in_array);
     case dtype::bool_:
       return elem<bool>(t, i, in_array);
     case dtype::string:

@@ -127,11 +127,14 @@ void accumulator_core::cancel(attempt_id id) {
     }
 }
 
-void accumulator_core::cancel_all() {
+void accumulator_core::cancel_all(const status& why) {
   auto pending = std::move(takes_);
   takes_.clear();
   for (auto& a : pending)
-    a.done({error_code::cancelled, "TakeGrad operation was cancelled"}, {});
+    a.done(why.ok() ? status{error_code::cancelled,
+                             "TakeGrad operation was cancelled"}
+                    : why,
+           {});
 }
 
 std::vector<accumulator_core::replica_info>

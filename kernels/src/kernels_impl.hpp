@@ -18,6 +18,10 @@
 #include "actorflow/graph/tensor_memory.hpp"
 #include "actorflow/kernels/kernel.hpp"
 
+namespace Eigen {
+struct half;
+} // namespace Eigen
+
 namespace actorflow::detail {
 
 /// Registers the element-wise math (arithmetic, comparisons, Maximum,
@@ -30,7 +34,7 @@ void register_math_kernels(kernel_registry& registry);
 /// BroadcastGradientArgs.
 void register_array_kernels(kernel_registry& registry);
 
-/// Registers Print.
+/// Registers Print and Assert.
 void register_logging_kernels(kernel_registry& registry);
 
 /// Registers RandomStandardNormal, TruncatedNormal and RandomUniform.
@@ -65,8 +69,27 @@ template <>
 struct wrapping<int64_t> {
   using type = uint64_t;
 };
+template <>
+struct wrapping<int16_t> {
+  using type = uint16_t;
+};
+template <>
+struct wrapping<int8_t> {
+  using type = uint8_t;
+};
+/// A half computes as Eigen::half (same layout): Eigen's arrays and GEMM
+/// know it.
+template <>
+struct wrapping<half> {
+  using type = Eigen::half;
+};
 template <class T>
 using wrapping_t = typename wrapping<T>::type;
+
+/// The type a kernel computes a T in where integers need not wrap: T,
+/// except Eigen::half for a half.
+template <class T>
+using compute_t = std::conditional_t<std::is_same_v<T, half>, Eigen::half, T>;
 
 /// InvalidArgument: the node's op has no kernel for `t`.
 inline status unsupported_dtype(const kernel_context& ctx, dtype t) {
@@ -105,15 +128,44 @@ status visit_numeric(const kernel_context& ctx, dtype t, F&& f) {
   }
 }
 
-/// As visit_numeric, plus bool and uint8 (the types Cast converts
-/// between; uint8 is for raw bytes such as image pixels, not arithmetic).
+/// As visit_numeric, plus float16 and the small integers: the ordered
+/// types TensorFlow's CPU kernels for comparisons, Maximum, Minimum, Abs
+/// and Sign take (TF_CALL_REAL_NUMBER_TYPES).
+template <class F>
+status visit_real(const kernel_context& ctx, dtype t, F&& f) {
+  switch (t) {
+    case dtype::float16:
+      return f(type_tag<half>{});
+    case dtype::int8:
+      return f(type_tag<int8_t>{});
+    case dtype::int16:
+      return f(type_tag<int16_t>{});
+    case dtype::uint8:
+      return f(type_tag<uint8_t>{});
+    case dtype::uint16:
+      return f(type_tag<uint16_t>{});
+    default:
+      return visit_numeric(ctx, t, std::forward<F>(f));
+  }
+}
+
+/// As visit_real, plus complex64 and complex128: the types of Add, Sub,
+/// Mul, Div, Neg, Square, AddN and the Sum/Mean/Prod reductions.
+template <class F>
+status visit_arithmetic(const kernel_context& ctx, dtype t, F&& f) {
+  if (t == dtype::complex64)
+    return f(type_tag<std::complex<float>>{});
+  if (t == dtype::complex128)
+    return f(type_tag<std::complex<double>>{});
+  return visit_real(ctx, t, std::forward<F>(f));
+}
+
+/// As visit_arithmetic, plus bool: the types Cast converts between.
 template <class F>
 status visit_castable(const kernel_context& ctx, dtype t, F&& f) {
   if (t == dtype::bool_)
     return f(type_tag<bool>{});
-  if (t == dtype::uint8)
-    return f(type_tag<uint8_t>{});
-  return visit_numeric(ctx, t, std::forward<F>(f));
+  return visit_arithmetic(ctx, t, std::forward<F>(f));
 }
 
 /// As visit_castable, plus string: every dtype a tensor can hold.

@@ -1,7 +1,8 @@
-// Print, as TensorFlow 1.x's logging_ops: forwards its first input and
-// writes a message with a summary of the others, as one line: the message
-// is log_escape'd and string elements C-escaped (text_util.hpp), so a
-// graph from a peer cannot forge log lines or send terminal escapes.
+// Print and Assert, as TensorFlow 1.x's logging_ops. Print forwards its
+// first input and writes a message with a summary of the others, as one
+// line: the message is log_escape'd and string elements C-escaped
+// (text_util.hpp), so a graph from a peer cannot forge log lines or send
+// terminal escapes. Assert fails its step with such a summary.
 
 #include <algorithm>
 #include <cfloat>
@@ -44,6 +45,11 @@ template <class T>
 std::string format_element(const T& x) {
   if constexpr (std::is_floating_point_v<T>)
     return format_float(x);
+  else if constexpr (std::is_same_v<T, half>)
+    return format_float(static_cast<float>(x));
+  else if constexpr (std::is_same_v<T, std::complex<float>>
+                     || std::is_same_v<T, std::complex<double>>)
+    return "(" + format_float(x.real()) + "," + format_float(x.imag()) + ")";
   else if constexpr (std::is_same_v<T, std::string>)
     return c_escape(x);
   else if constexpr (std::is_same_v<T, bool>)
@@ -78,11 +84,17 @@ status print_kernel(kernel_context& ctx) {
     return st;
   if (auto st = read_attr(ctx, "summarize", summarize_n); !st.ok())
     return st;
-  // `first_n` is accepted but not honoured: kernels keep no state between
-  // runs, so every run prints (documented in docs/OPS.md).
   int64_t first_n = -1;
   if (auto st = read_attr(ctx, "first_n", first_n); !st.ok())
     return st;
+  ctx.outputs.push_back(ctx.inputs[0]);
+  // The first `first_n` runs print, counted by the executor per node and
+  // session (TF's PrintOp counts per kernel instance, the same thing).
+  if (first_n >= 0 && ctx.runs) {
+    if (*ctx.runs >= first_n)
+      return {};
+    ++*ctx.runs;
+  }
   // The message comes with the graph, from whoever sent it: escaped
   // (log_escape), so that it cannot forge log lines or drive the
   // terminal. String elements are C-escaped as TF's SummarizeValue does.
@@ -97,8 +109,32 @@ status print_kernel(kernel_context& ctx) {
     ctx.print(line);
   else
     std::cerr << line << std::endl;
-  ctx.outputs.push_back(ctx.inputs[0]);
   return {};
+}
+
+// -- Assert -----------------------------------------------------------------
+
+status assert_kernel(kernel_context& ctx) {
+  auto& cond = ctx.inputs[0];
+  if (cond.type() != dtype::bool_ || cond.num_elements() != 1)
+    return invalid_argument("In[0] expects a scalar bool, got a "
+                            + std::string{to_string(cond.type())}
+                            + " tensor of shape " + cond.shape().to_string());
+  if (cond.flat<bool>()[0])
+    return {};
+  int64_t summarize_n = 3;
+  if (auto st = read_attr(ctx, "summarize", summarize_n); !st.ok())
+    return st;
+  std::string msg = "assertion failed: ";
+  for (size_t i = 1; i < ctx.inputs.size(); ++i) {
+    msg += '[';
+    if (auto st = summarize(ctx, ctx.inputs[i], summarize_n, msg); !st.ok())
+      return st;
+    msg += ']';
+    if (i + 1 < ctx.inputs.size())
+      msg += ' ';
+  }
+  return invalid_argument(msg);
 }
 
 } // namespace
@@ -106,6 +142,7 @@ status print_kernel(kernel_context& ctx) {
 void register_logging_kernels(kernel_registry& registry) {
   add_kernel<print_kernel, min_inputs(1).type_attr("T", 0)>(registry,
                                                               "Print");
+  add_kernel<assert_kernel, min_inputs(1)>(registry, "Assert");
 }
 
 } // namespace actorflow::detail

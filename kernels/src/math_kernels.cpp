@@ -21,6 +21,22 @@ namespace {
 
 // -- binary element-wise ops with broadcasting -----------------------------
 
+/// Calls `f(type_tag<T>{})` for the floating and complex types (RealDiv's);
+/// InvalidArgument naming the dtype otherwise.
+template <class F>
+status visit_inexact(const kernel_context& ctx, dtype t, F&& f) {
+  switch (t) {
+    case dtype::float16:
+      return f(type_tag<half>{});
+    case dtype::complex64:
+      return f(type_tag<std::complex<float>>{});
+    case dtype::complex128:
+      return f(type_tag<std::complex<double>>{});
+    default:
+      return visit_float(ctx, t, std::forward<F>(f));
+  }
+}
+
 // Truncating integer division; the caller rules out division by zero, and
 // min / -1 wraps to min instead of trapping.
 template <class T>
@@ -43,7 +59,7 @@ status binary_kernel(kernel_context& ctx) {
     // Wrapping arithmetic for integer add/sub/mul; T itself otherwise.
     using C = std::conditional_t<Op == binop::add || Op == binop::sub
                                    || Op == binop::mul,
-                                 wrapping_t<T>, T>;
+                                 wrapping_t<T>, compute_t<T>>;
     if (auto st = make_broadcast(x.shape(), y.shape(), plan); !st.ok())
       return st;
     // Every element is written below: no zero-fill first.
@@ -77,9 +93,9 @@ status binary_kernel(kernel_context& ctx) {
     return {};
   };
   if constexpr (Op == binop::real_div)
-    return visit_float(ctx, x.type(), body);
+    return visit_inexact(ctx, x.type(), body);
   else
-    return visit_numeric(ctx, x.type(), body);
+    return visit_arithmetic(ctx, x.type(), body);
 }
 
 // -- comparisons, Maximum, Minimum ----------------------------------------------
@@ -130,18 +146,20 @@ status compare_kernel(kernel_context& ctx) {
     return st;
   constexpr bool to_bool = Op != cmpop::maximum && Op != cmpop::minimum;
   auto body = [&]<class T>(type_tag<T>) -> status {
-    using R = std::conditional_t<to_bool, bool, T>;
+    using C = compute_t<T>;
+    using R = std::conditional_t<to_bool, bool, C>;
     auto out = tensor::uninitialized(to_bool ? dtype::bool_ : x.type(),
                                      tensor_shape{plan.out_dims});
-    run_broadcast<row_op::each>(plan, x.flat<T>().data(), y.flat<T>().data(),
-                                out.flat<R>().data(), compare<Op>{});
+    auto o = reinterpret_cast<R*>(out.raw());
+    run_broadcast<row_op::each>(plan, data_as<C, T>(x), data_as<C, T>(y), o,
+                                compare<Op>{});
     ctx.outputs.push_back(std::move(out));
     return {};
   };
   if constexpr (Op == cmpop::equal || Op == cmpop::not_equal)
     return visit_all(ctx, x.type(), body);
   else
-    return visit_numeric(ctx, x.type(), body);
+    return visit_real(ctx, x.type(), body);
 }
 
 // -- unary element-wise ops -------------------------------------------------
@@ -169,7 +187,7 @@ status unary_kernel(kernel_context& ctx) {
   auto& x = ctx.inputs[0];
   auto body = [&]<class T>(type_tag<T>) -> status {
     using C = std::conditional_t<Op == unop::neg || Op == unop::square,
-                                 wrapping_t<T>, T>;
+                                 wrapping_t<T>, compute_t<T>>;
     auto out = tensor::uninitialized(x.type(), x.shape());
     auto n = x.num_elements();
     auto in = data_as<C, T>(x);
@@ -196,8 +214,8 @@ status unary_kernel(kernel_context& ctx) {
       run_unary<each>(in, o, n, [](C v) { return C(1) / v; });
     else if constexpr (Op == unop::abs)
       run_unary<each>(in, o, n, [](C v) -> C {
-        if constexpr (std::is_floating_point_v<C>)
-          return std::abs(v);
+        if constexpr (!std::numeric_limits<C>::is_integer)
+          return Eigen::numext::abs(v);
         else // wraps for the minimum
           return v < C(0) ? static_cast<C>(wrapping_t<C>(0)
                                            - static_cast<wrapping_t<C>>(v))
@@ -205,8 +223,8 @@ status unary_kernel(kernel_context& ctx) {
       });
     else if constexpr (Op == unop::sign)
       run_unary<each>(in, o, n, [](C v) -> C {
-        if constexpr (std::is_floating_point_v<C>)
-          return std::isnan(v) ? v : C((v > C(0)) - (v < C(0)));
+        if constexpr (!std::numeric_limits<C>::is_integer)
+          return Eigen::numext::isnan(v) ? v : C((v > C(0)) - (v < C(0)));
         else
           return C((v > C(0)) - (v < C(0)));
       });
@@ -219,11 +237,10 @@ status unary_kernel(kernel_context& ctx) {
     ctx.outputs.push_back(std::move(out));
     return {};
   };
-  constexpr bool numeric = Op == unop::neg || Op == unop::square
-                           || Op == unop::relu || Op == unop::abs
-                           || Op == unop::sign;
-  if constexpr (numeric)
-    return visit_numeric(ctx, x.type(), body);
+  if constexpr (Op == unop::neg || Op == unop::square)
+    return visit_arithmetic(ctx, x.type(), body);
+  else if constexpr (Op == unop::relu || Op == unop::abs || Op == unop::sign)
+    return visit_real(ctx, x.type(), body);
   else
     return visit_float(ctx, x.type(), body);
 }
@@ -292,7 +309,7 @@ status add_n_kernel(kernel_context& ctx) {
   auto& first = ctx.inputs[0];
   if (auto st = expect_same_shapes(ctx); !st.ok())
     return st;
-  return visit_numeric(ctx, first.type(), [&]<class T>(type_tag<T>) -> status {
+  return visit_arithmetic(ctx, first.type(), [&]<class T>(type_tag<T>) -> status {
     using C = wrapping_t<T>;
     if (ctx.inputs.size() == 1) {
       ctx.outputs.push_back(first);
@@ -324,10 +341,32 @@ status add_n_kernel(kernel_context& ctx) {
 // One element converted as TensorFlow does, except that conversions C++
 // leaves undefined are defined here: float-to-integer maps NaN to 0 and
 // saturates out-of-range values; double-to-float overflows to infinity.
+template <class T>
+constexpr bool is_complex_v = std::is_same_v<T, std::complex<float>>
+                              || std::is_same_v<T, std::complex<double>>;
+
 template <class D, class S>
 D convert(S x) {
-  if constexpr (std::is_same_v<D, bool>) {
+  if constexpr (std::is_same_v<S, half>) {
+    return convert<D>(static_cast<float>(x));
+  } else if constexpr (std::is_same_v<D, half>) {
+    // Through float, as Eigen::half converts (a double rounds twice).
+    if constexpr (is_complex_v<S>)
+      return half(static_cast<float>(x.real()));
+    else
+      return half(convert<float>(x));
+  } else if constexpr (is_complex_v<D>) {
+    // Real to complex: the imaginary part is 0.
+    using R = typename D::value_type;
+    if constexpr (is_complex_v<S>)
+      return D(convert<R>(x.real()), convert<R>(x.imag()));
+    else
+      return D(convert<R>(x), R(0));
+  } else if constexpr (std::is_same_v<D, bool>) {
     return x != S(0);
+  } else if constexpr (is_complex_v<S>) {
+    // Complex to real keeps the real part, as TensorFlow's Cast does.
+    return convert<D>(x.real());
   } else if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D>) {
     if (std::isnan(x))
       return D(0);
@@ -425,7 +464,7 @@ status matmul_kernel(kernel_context& ctx) {
     return invalid_argument("Matrix size-incompatible: In[0]: "
                             + a.shape().to_string()
                             + ", In[1]: " + b.shape().to_string());
-  return visit_numeric(ctx, a.type(), [&]<class T>(type_tag<T>) -> status {
+  auto body = [&]<class T>(type_tag<T>) -> status {
     using C = wrapping_t<T>;
     using matrix
       = Eigen::Matrix<C, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -461,7 +500,19 @@ status matmul_kernel(kernel_context& ctx) {
     }
     ctx.outputs.push_back(std::move(out));
     return {};
-  });
+  };
+  // TensorFlow's CPU MatMul takes half and the complex types besides the
+  // numeric ones (not the small integers).
+  switch (a.type()) {
+    case dtype::float16:
+      return body(type_tag<half>{});
+    case dtype::complex64:
+      return body(type_tag<std::complex<float>>{});
+    case dtype::complex128:
+      return body(type_tag<std::complex<double>>{});
+    default:
+      return visit_numeric(ctx, a.type(), body);
+  }
 }
 
 // -- reductions -------------------------------------------------------------
@@ -607,29 +658,33 @@ status reduce_kernel(kernel_context& ctx) {
   reduce_plan plan;
   if (auto st = plan_reduction(ctx, plan); !st.ok())
     return st;
-  return visit_numeric(ctx, x.type(), [&]<class T>(type_tag<T>) -> status {
-    using C = std::conditional_t<Op == redop::max || Op == redop::min, T,
-                                 wrapping_t<T>>;
+  auto body = [&]<class T>(type_tag<T>) -> status {
+    using C = std::conditional_t<Op == redop::max || Op == redop::min,
+                                 compute_t<T>, wrapping_t<T>>;
     tensor out{x.type(), plan.out_shape};
     auto o = data_as<C, T>(out);
     run_reduce<Op>(plan, data_as<C, T>(x), x.num_elements(), o,
                    out.num_elements());
     if constexpr (Op == redop::mean) {
       auto count = plan.reduce_count;
-      auto res = out.flat<T>();
-      if constexpr (std::is_floating_point_v<T>) {
+      if constexpr (!std::numeric_limits<T>::is_integer) {
         // An empty mean is 0/0 = NaN, as in TensorFlow.
-        for (auto& v : res)
-          v /= static_cast<T>(count);
+        for (int64_t i = 0; i < out.num_elements(); ++i)
+          o[i] = o[i] / static_cast<C>(count);
       } else if (count > 0) {
         // An empty integer mean stays 0 rather than dividing by zero.
+        auto res = out.flat<T>();
         for (auto& v : res)
           v = static_cast<T>(static_cast<int64_t>(v) / count);
       }
     }
     ctx.outputs.push_back(std::move(out));
     return {};
-  });
+  };
+  if constexpr (Op == redop::max || Op == redop::min)
+    return visit_real(ctx, x.type(), body);
+  else
+    return visit_arithmetic(ctx, x.type(), body);
 }
 
 // Any and All: over bools as bytes, the maximum and the minimum of 0 and

@@ -504,15 +504,18 @@ void queue_core::put_back(tuple values, bool batched) {
   deliver();
 }
 
-void queue_core::cancel_all() {
+void queue_core::cancel_all(const status& why) {
   // Restore in reverse so that the head attempt's elements end up first.
   for (auto i = dequeue_attempts_.rbegin(); i != dequeue_attempts_.rend(); ++i)
     restore(i->taken);
+  auto or_default = [&](const char* text) {
+    return why.ok() ? status{error_code::cancelled, text} : why;
+  };
   for (auto& a : dequeue_attempts_)
-    finish(a, status{error_code::cancelled, "Dequeue operation was cancelled"});
+    finish(a, or_default("Dequeue operation was cancelled"));
   dequeue_attempts_.clear();
   for (auto& a : enqueue_attempts_)
-    finish(a, status{error_code::cancelled, "Enqueue operation was cancelled"});
+    finish(a, or_default("Enqueue operation was cancelled"));
   enqueue_attempts_.clear();
   deliver();
 }

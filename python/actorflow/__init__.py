@@ -58,12 +58,21 @@ double = float64
 int32 = DType("int32", np.int32)
 int64 = DType("int64", np.int64)
 uint8 = DType("uint8", np.uint8)
+float16 = DType("float16", np.float16)
+half = float16
+int8 = DType("int8", np.int8)
+int16 = DType("int16", np.int16)
+uint16 = DType("uint16", np.uint16)
+complex64 = DType("complex64", np.complex64)
+complex128 = DType("complex128", np.complex128)
 bool = DType("bool", np.bool_)  # noqa: A001 (TF's name)
 string = DType("string", np.object_)
-_DTYPES = {d.name: d for d in (float32, float64, int32, int64, uint8, bool,
-                               string)}
+_DTYPES = {d.name: d for d in (float16, float32, float64, int8, int16, int32,
+                               int64, uint8, uint16, complex64, complex128,
+                               bool, string)}
 _DTYPES["float"] = float32
 _DTYPES["double"] = float64
+_DTYPES["half"] = float16
 
 
 def as_dtype(value):
@@ -80,8 +89,10 @@ def as_dtype(value):
         return string
     if kind.name in _DTYPES:
         return _DTYPES[kind.name]
-    raise TypeError("Cannot convert %r to a dtype: actorflow has float32, "
-                    "float64, int32, int64, uint8, bool and string" % (value,))
+    raise TypeError("Cannot convert %r to a dtype: actorflow has float16, "
+                    "float32, float64, int8, int16, int32, int64, uint8, "
+                    "uint16, complex64, complex128, bool and string"
+                    % (value,))
 
 
 # -- graphs, operations, tensors -------------------------------------------------
@@ -208,6 +219,15 @@ class _Operators:
 
     def __neg__(self):
         return negative(self)
+
+    def __gt__(self, y):
+        return greater(self, y)
+
+    def __ge__(self, y):
+        return greater_equal(self, y)
+
+    def __lt__(self, y):
+        return less(self, y)
 
     def __matmul__(self, y):
         return matmul(self, y)
@@ -479,6 +499,11 @@ def equal(x, y, name=None):
     return Tensor(_C.equal(x._out, y._out, name or "Equal"))
 
 
+greater = _binary(_C.greater, "Greater")
+greater_equal = _binary(_C.greater_equal, "GreaterEqual")
+less = _binary(_C.less, "Less")
+
+
 def zeros_like(tensor, name=None):
     return Tensor(_C.zeros_like(convert_to_tensor(tensor)._out,
                                 name or "zeros_like"))
@@ -744,9 +769,39 @@ def _as_operation(x):
 
 
 def group(*inputs, name=None):
-    """tf.group: an op that runs every input."""
+    """tf.group: an op that runs every input; one NoOp per device of the
+    inputs under a root `name` when their devices differ, as TF."""
     return Operation(_C.group([_as_operation(x) for x in inputs],
                               name or "group_deps"))
+
+
+def Assert(condition, data, summarize=None, name=None):  # noqa: N802
+    """tf.Assert: an op that fails its step with InvalidArgumentError
+    "assertion failed: [d0] [d1]" when the bool scalar `condition` is
+    false (run it, or make it a control dependency)."""
+    return Operation(_C.assert_(convert_to_tensor(condition)._out,
+                                [convert_to_tensor(d)._out for d in data],
+                                3 if summarize is None else int(summarize),
+                                name or "Assert"))
+
+
+def with_dependencies(dependencies, output_tensor, name=None):
+    """control_flow_ops.with_dependencies: `output_tensor` through an
+    Identity colocated with it that runs after `dependencies`."""
+    return Tensor(_C.with_dependencies(
+        [_as_operation(d) for d in dependencies],
+        convert_to_tensor(output_tensor)._out, name or ""))
+
+
+class _ControlFlowOps:
+    """The tensorflow.python.ops.control_flow_ops names programs import."""
+
+    group = staticmethod(group)
+    with_dependencies = staticmethod(with_dependencies)
+    Assert = staticmethod(Assert)
+
+
+control_flow_ops = _ControlFlowOps()
 
 
 def _queue_args(dtypes, shapes):
@@ -870,7 +925,11 @@ class Variable(_Operators):
         return Tensor(self._v.value())
 
     def read_value(self):
-        return self.value()
+        """A new read ("read", "read_1", ...) of the variable in the
+        current context: inside `tf.control_dependencies` it runs after
+        them, which the shared snapshot `value()` does not (TF's
+        RefVariable.read_value)."""
+        return Tensor(_C.identity(self._v.ref(), "read"))
 
     def initialized_value(self):
         return Tensor(self._v.initialized_value())
@@ -1021,23 +1080,52 @@ class ConfigProto:
     """tf.ConfigProto's fields the engine has."""
 
     def __init__(self, operation_timeout_in_ms=0, log_device_placement=False,
-                 allow_soft_placement=False, **unused):
+                 allow_soft_placement=False, device_filters=(), **unused):
         self.operation_timeout_in_ms = operation_timeout_in_ms
         self.log_device_placement = log_device_placement
         self.allow_soft_placement = allow_soft_placement
+        self.device_filters = list(device_filters)
+
+    def _native(self):
+        return (int(self.operation_timeout_in_ms),
+                builtins_bool(self.log_device_placement),
+                builtins_bool(self.allow_soft_placement),
+                [str(f) for f in self.device_filters])
 
 
 class RunOptions:
-    """tf.RunOptions: `timeout_in_ms` bounds the step."""
+    """tf.RunOptions: `timeout_in_ms` bounds the step, `trace_level` and
+    `output_partition_graphs` fill a RunMetadata."""
 
     NO_TRACE = 0
     SOFTWARE_TRACE = 1
     HARDWARE_TRACE = 2
     FULL_TRACE = 3
 
-    def __init__(self, timeout_in_ms=0, trace_level=0):
+    def __init__(self, timeout_in_ms=0, trace_level=0,
+                 output_partition_graphs=False):
         self.timeout_in_ms = timeout_in_ms
         self.trace_level = trace_level
+        self.output_partition_graphs = output_partition_graphs
+
+
+class NodeDef:
+    """tf.NodeDef's name, op, input and device."""
+
+    def __init__(self, fields):
+        self.name, self.op, inputs, self.device = fields
+        self.input = list(inputs)
+
+    def __repr__(self):
+        return "NodeDef(name=%r, op=%r, device=%r)" % (self.name, self.op,
+                                                       self.device)
+
+
+class GraphDef:
+    """tf.GraphDef's `node` list (a partition graph of a RunMetadata)."""
+
+    def __init__(self, nodes=()):
+        self.node = [NodeDef(n) for n in nodes]
 
 
 class NodeExecStats:
@@ -1066,16 +1154,24 @@ class RunMetadata:
 
     def __init__(self):
         self.step_stats = StepStats()
+        self.partition_graphs = []
 
 
 def _run_native(native, names, feeds, options, run_metadata):
     """One step of a native session (Session's or MonitoredSession's) with
-    `options`' deadline and trace level; the trace into `run_metadata`."""
+    `options`' deadline, trace level and partition graphs; those into
+    `run_metadata`."""
     timeout = options.timeout_in_ms if options is not None else 0
     trace = options.trace_level if options is not None else 0
-    values, stats = native.run(names, feeds, timeout, trace)
-    if run_metadata is not None and stats is not None:
-        run_metadata.step_stats = StepStats(stats)
+    partitions = builtins_bool(getattr(options, "output_partition_graphs",
+                                       False))
+    values, stats, graphs = native.run(names, feeds, timeout, trace,
+                                       partitions)
+    if run_metadata is not None:
+        if stats is not None:
+            run_metadata.step_stats = StepStats(stats)
+        if partitions:
+            run_metadata.partition_graphs = [GraphDef(g) for g in graphs]
     return values
 
 
@@ -1154,7 +1250,19 @@ def _prepare(graph, fetches, feed_dict):
         else:
             graph.as_graph_element(leaf)  # TF's errors for a bad name
             names.append(leaf)
-    feeds = [_feed(graph, k, v) for k, v in (feed_dict or {}).items()]
+    # Every bad value is reported at once (TF stops at the first); a bad
+    # key still raises its TypeError alone.
+    feeds, bad = [], []
+    for k, v in (feed_dict or {}).items():
+        try:
+            feeds.append(_feed(graph, k, v))
+        except ValueError as e:
+            bad.append(str(e))
+    if len(bad) == 1:
+        raise ValueError(bad[0])
+    if bad:
+        raise ValueError("%d feeds are invalid: %s"
+                         % (len(bad), "; ".join(bad)))
     return names, feeds, rebuild
 
 
@@ -1178,10 +1286,7 @@ class Session:
         self._graph = graph or get_default_graph()
         config = config or ConfigProto()
         self._closed = False
-        self._s = _C.Session(target, self._graph._g,
-                             config.operation_timeout_in_ms,
-                             config.log_device_placement,
-                             config.allow_soft_placement)
+        self._s = _C.Session(target, self._graph._g, *config._native())
 
     graph = property(lambda self: self._graph)
 

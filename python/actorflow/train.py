@@ -100,8 +100,12 @@ class Server:
                 raise ValueError("Must specify an explicit `task_index`.")
             task_index = indices[0]
         self._cluster = cluster
+        # `config`: its fields are the default of every session of this
+        # server's master (where the session's own config leaves them).
+        defaults = config._native() if config is not None else (
+            0, False, False, [])
         self._s = _C.Server(cluster._spec, job_name, int(task_index),
-                            replicate_variables)
+                            replicate_variables, *defaults)
 
     @staticmethod
     def create_local_server(config=None, start=True):

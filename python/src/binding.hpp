@@ -41,6 +41,10 @@ py::list numpy_list(const std::vector<tensor>& values);
 /// timeline_label), ...]); None when the step was not traced.
 py::object step_stats_of(const run_metadata& md);
 
+/// run_metadata::partition_graphs as a list (one per partition) of lists
+/// of (name, op, inputs, device).
+py::list partition_graphs_of(const run_metadata& md);
+
 /// The dtype TF spells `type` ("float32", "int64", ...); InvalidArgument
 /// for an unknown one.
 dtype parse_or_throw(const std::string& type);
@@ -75,17 +79,18 @@ private:
 
 /// One step of `sess` (a session or a monitored session): fetches by name
 /// ("n:0" a value, "n" a target), feeds as (output, array) pairs, with the
-/// GIL released and Ctrl-C watched; returns (values, step stats or None).
-/// Call with the GIL held.
+/// GIL released and Ctrl-C watched; returns (values, step stats or None,
+/// partition graphs: partition_graphs_of). Call with the GIL held.
 template <class Session>
 py::tuple run_step(Session& sess, const std::vector<std::string>& names,
                    const py_feeds& feeds, int64_t timeout_ms,
-                   int32_t trace_level) {
+                   int32_t trace_level, bool partition_graphs) {
   std::vector<fetch> fetches(names.begin(), names.end());
   auto fd = feeds_of(feeds);
   run_options o;
   o.timeout_in_ms = timeout_ms;
   o.trace_level = trace_level;
+  o.output_partition_graphs = partition_graphs;
   std::vector<tensor> out;
   run_metadata md;
   interrupts ctrl_c;
@@ -98,7 +103,8 @@ py::tuple run_step(Session& sess, const std::vector<std::string>& names,
     throw;
   }
   drop_released();
-  return py::make_tuple(numpy_list(out), step_stats_of(md));
+  return py::make_tuple(numpy_list(out), step_stats_of(md),
+                        partition_graphs_of(md));
 }
 
 /// Binds training.cpp's part of the module.

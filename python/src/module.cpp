@@ -89,14 +89,27 @@ dtype dtype_of_numpy(const py::dtype& d) {
     return dtype::int64;
   if (kind == 'u' && size == 1)
     return dtype::uint8;
+  if (kind == 'f' && size == 2)
+    return dtype::float16;
+  if (kind == 'i' && size == 1)
+    return dtype::int8;
+  if (kind == 'i' && size == 2)
+    return dtype::int16;
+  if (kind == 'u' && size == 2)
+    return dtype::uint16;
+  if (kind == 'c' && size == 8)
+    return dtype::complex64;
+  if (kind == 'c' && size == 16)
+    return dtype::complex128;
   if (kind == 'b')
     return dtype::bool_;
   if (kind == 'O' || kind == 'S' || kind == 'U')
     return dtype::string;
   throw op_error(error_code::invalid_argument,
                  "numpy dtype " + py::cast<std::string>(py::str(py::handle(d)))
-                   + " has no actorflow dtype (float32, float64, int32, "
-                     "int64, uint8, bool, string)");
+                   + " has no actorflow dtype (float16, float32, float64, "
+                     "int8, int16, int32, int64, uint8, uint16, complex64, "
+                     "complex128, bool, string)");
 }
 
 // A numpy array (the package made it C-contiguous, of the dtype it
@@ -174,13 +187,16 @@ struct device_fn {
   std::optional<device_function> fn;
 };
 
+// A ConfigProto's fields (ConfigProto._native in the package).
 session_config config_from(int64_t operation_timeout_in_ms,
                            bool log_device_placement,
-                           bool allow_soft_placement) {
+                           bool allow_soft_placement,
+                           std::vector<std::string> device_filters) {
   session_config c;
   c.operation_timeout_in_ms = operation_timeout_in_ms;
   c.log_device_placement = log_device_placement;
   c.allow_soft_placement = allow_soft_placement;
+  c.device_filters = std::move(device_filters);
   return c;
 }
 
@@ -281,6 +297,17 @@ py::object step_stats_of(const run_metadata& md) {
     devices.append(py::make_tuple(d.device, nodes));
   }
   return devices;
+}
+
+py::list partition_graphs_of(const run_metadata& md) {
+  py::list graphs;
+  for (auto& g : md.partition_graphs) {
+    py::list nodes;
+    for (auto& n : g.nodes)
+      nodes.append(py::make_tuple(n.name, n.op, n.inputs, n.device));
+    graphs.append(nodes);
+  }
+  return graphs;
 }
 
 } // namespace actorflow::python
@@ -486,6 +513,10 @@ PYBIND11_MODULE(_actorflow, m) {
   m.def("identity", &identity, py::arg("x"), py::arg("name") = "Identity");
   m.def("no_op", &no_op, py::arg("name") = "NoOp");
   m.def("group", &group, py::arg("ops"), py::arg("name") = "group_deps");
+  m.def("assert_", &assert_, py::arg("condition"), py::arg("data"),
+        py::arg("summarize") = 3, py::arg("name") = "Assert");
+  m.def("with_dependencies", &with_dependencies, py::arg("dependencies"),
+        py::arg("output"), py::arg("name") = "");
   using binary = output (*)(const output&, const output&, const std::string&);
   for (auto [py_name, fn, default_name] :
        {std::tuple{"add", binary{&add}, "add"},
@@ -552,6 +583,11 @@ PYBIND11_MODULE(_actorflow, m) {
   m.def("argmax", &argmax, py::arg("x"), py::arg("axis"),
         py::arg("name") = "ArgMax");
   m.def("equal", &equal, py::arg("x"), py::arg("y"), py::arg("name") = "Equal");
+  m.def("greater", &greater, py::arg("x"), py::arg("y"),
+        py::arg("name") = "Greater");
+  m.def("greater_equal", &greater_equal, py::arg("x"), py::arg("y"),
+        py::arg("name") = "GreaterEqual");
+  m.def("less", &less, py::arg("x"), py::arg("y"), py::arg("name") = "Less");
   m.def("zeros_like", &zeros_like, py::arg("x"),
         py::arg("name") = "zeros_like");
   m.def("ones_like", &ones_like, py::arg("x"), py::arg("name") = "ones_like");
@@ -654,14 +690,22 @@ PYBIND11_MODULE(_actorflow, m) {
 
   py::class_<server>(m, "Server")
     .def(py::init([](const cluster_spec& c, const std::string& job, int task,
-                     bool replicate) {
+                     bool replicate, int64_t timeout_ms, bool log_placement,
+                     bool soft_placement, std::vector<std::string> filters) {
            server_options o;
            o.replicate_variables = replicate;
+           o.default_session_config
+             = config_from(timeout_ms, log_placement, soft_placement,
+                           std::move(filters));
            py::gil_scoped_release unlocked;
            return std::make_unique<server>(c, job, task, o);
          }),
          py::arg("cluster"), py::arg("job_name"), py::arg("task_index"),
-         py::arg("replicate_variables") = false)
+         py::arg("replicate_variables") = false,
+         py::arg("operation_timeout_in_ms") = 0,
+         py::arg("log_device_placement") = false,
+         py::arg("allow_soft_placement") = false,
+         py::arg("device_filters") = std::vector<std::string>{})
     .def_static("create_local_server",
                 [] {
                   py::gil_scoped_release unlocked;
@@ -677,8 +721,10 @@ PYBIND11_MODULE(_actorflow, m) {
 
   py::class_<session>(m, "Session")
     .def(py::init([](const std::string& target, graph* g, int64_t timeout_ms,
-                     bool log_placement, bool soft_placement) {
-           auto c = config_from(timeout_ms, log_placement, soft_placement);
+                     bool log_placement, bool soft_placement,
+                     std::vector<std::string> filters) {
+           auto c = config_from(timeout_ms, log_placement, soft_placement,
+                                std::move(filters));
            py::gil_scoped_release unlocked;
            if (target.empty())
              return std::make_unique<session>(c, g);
@@ -687,12 +733,13 @@ PYBIND11_MODULE(_actorflow, m) {
          py::arg("target"), py::arg("graph"),
          py::arg("operation_timeout_in_ms") = 0,
          py::arg("log_device_placement") = false,
-         py::arg("allow_soft_placement") = false)
+         py::arg("allow_soft_placement") = false,
+         py::arg("device_filters") = std::vector<std::string>{})
     // One step: fetches by name ("n:0" a value, "n" a target), feeds as
     // (output, array) pairs. The GIL is released while the step runs.
     .def("run", &run_step<session>,
          py::arg("fetches"), py::arg("feeds"), py::arg("timeout_in_ms") = 0,
-         py::arg("trace_level") = 0)
+         py::arg("trace_level") = 0, py::arg("partition_graphs") = false)
     .def("close", &session::close, py::call_guard<py::gil_scoped_release>())
     .def_static("reset",
                 [](const std::string& target,

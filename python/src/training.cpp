@@ -365,7 +365,7 @@ void bind_training(py::module_& m) {
   py::class_<monitored_session>(m, "MonitoredSession")
     .def("run", &run_step<monitored_session>,
          py::arg("fetches"), py::arg("feeds"), py::arg("timeout_in_ms") = 0,
-         py::arg("trace_level") = 0)
+         py::arg("trace_level") = 0, py::arg("partition_graphs") = false)
     .def("should_stop", &monitored_session::should_stop,
          py::call_guard<py::gil_scoped_release>())
     .def("close", &monitored_session::close,

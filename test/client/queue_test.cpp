@@ -96,10 +96,14 @@ TEST_CASE("queue: a step with a shorter deadline than one already waiting "
   auto quick_done = clock::now();
   CHECK(code_of(err) == error_code::deadline_exceeded);
   REQUIRE(err);
-  CHECK(std::string{err->what()}.find("Timed out after 300 ms waiting for "
-                                      "the step on /job:localhost/replica:0/"
-                                      "task:0/device:CPU:0")
-        != std::string::npos);
+  // TF's DirectSession text first (a private session), then the op and
+  // the queue it waited for, and where (issue 34).
+  CHECK(std::string{err->what()}
+        == "DeadlineExceeded: Timed out waiting for notification (after "
+           "300 ms) waiting for "
+           "QueueDequeueV2 'fifo_queue_Dequeue' on "
+           "/job:localhost/replica:0/task:0/device:CPU:0 (queue "
+           "'fifo_queue')");
   CHECK(quick_done - start < std::chrono::milliseconds(3000));
   auto [slow_code, slow_done] = slow.get();
   CHECK(slow_code == error_code::deadline_exceeded);

@@ -543,7 +543,7 @@ TEST_CASE("decoding rejects duplicate attributes and bad tags", "[wire]") {
   CHECK(r2.error().find("tag") != std::string::npos);
   CHECK(v == attr_value{int64_t{7}});
 
-  std::string bad_dtype = "\x04\x05"s; // dtype alternative, dtype 5
+  std::string bad_dtype = "\x04\x0b"s; // dtype alternative, dtype 11 (qint8)
   byte_reader r3{bad_dtype};
   CHECK_FALSE(decode(r3, v));
   std::string bad_bool = "\x02\x02"s;

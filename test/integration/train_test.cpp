@@ -256,8 +256,10 @@ TEST_CASE("train: --sync, a stopped or killed worker is named in the "
                             "/job:worker/replica:0/task:1: none for ";
   CHECK_THAT(err, Contains(named));
   // Then what the update waits for, and the step's own timeout.
-  CHECK_THAT(err, Contains(" has 1 of 2 gradients (Timed out after 5000 ms "
-                           "waiting for the step on /job:"));
+  // The step's timeout names the operation it waited for on the ps.
+  CHECK_THAT(err, Contains(" has 1 of 2 gradients (Timed out (after 5000 "
+                           "ms) waiting for "));
+  CHECK_THAT(err, Contains(" on /job:ps/replica:0/task:0/device:CPU:0 ("));
   // Silent for about the step's deadline (it stopped before the chief's
   // last step began).
   static const std::regex silent{

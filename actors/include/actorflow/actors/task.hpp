@@ -4,6 +4,8 @@
 #include <map>
 #include <string>
 
+#include "actorflow/transport/messages.hpp"
+
 namespace caf {
 class actor;
 class actor_system;
@@ -24,6 +26,10 @@ struct task_options {
   /// and a task that is lost is replaced by its backup. Cluster-wide:
   /// every task must agree. Needs at least two ps tasks.
   bool replicate_variables = false;
+  /// TensorFlow's ServerDef.default_session_config: every session of this
+  /// task's master takes these settings where its own config leaves the
+  /// default (a deadline of 0, a flag off, no device filters).
+  session_config default_session_config;
 };
 
 /// Spawns the actor of one task: master service (sessions, placement,

@@ -31,6 +31,11 @@ struct server_options {
   /// cluster-wide setting (every task must agree); InvalidArgument with
   /// fewer than two ps tasks.
   bool replicate_variables = false;
+  /// TF's `Server(config=...)`: the settings every session of this
+  /// server's master takes where its own config leaves the default
+  /// (operation_timeout_in_ms 0, allow_soft_placement and
+  /// log_device_placement off, no device_filters).
+  session_config default_session_config;
 };
 
 /// InvalidArgument ("replicate_variables needs at least two tasks in job

@@ -141,13 +141,30 @@ output placeholder(dtype type, tensor_shape shape = tensor_shape::unknown(),
 output identity(const output& x, const std::string& name = "Identity");
 /// A NoOp with the given control inputs.
 operation no_op(const std::string& name = "NoOp");
-/// tf.group: a NoOp depending on every op in `ops`.
+/// tf.group: an op that runs every op in `ops`. As TensorFlow, when the
+/// ops' requested devices differ it makes one NoOp per device (placed
+/// there, depending on that device's ops) and a root NoOp `name`
+/// depending on those, so that one control edge per device crosses
+/// tasks; otherwise one NoOp `name` on their device.
 operation group(const std::vector<operation>& ops,
                 const std::string& name = "group_deps");
-/// tf.Print: returns `input` and prints `message` plus `data` when run.
+/// tf.Print: returns `input` and prints `message` plus `data` each time
+/// it runs, the first `first_n` times only when `first_n` >= 0 (counted
+/// per node and session on the task that runs it).
 output print(const output& input, const std::vector<output>& data,
              const std::string& message = "", int64_t first_n = -1,
              int64_t summarize = 3, const std::string& name = "Print");
+/// tf.Assert: an op that fails its step with InvalidArgument "assertion
+/// failed: [d0] [d1] ..." (each of `data` summarized, its first
+/// `summarize` elements) when the boolean scalar `condition` is false.
+/// Run it (a target, or a control input of what depends on it). Throws
+/// op_error (InvalidArgument) when `condition` is not a bool scalar.
+operation assert_(const output& condition, const std::vector<output>& data,
+                  int64_t summarize = 3, const std::string& name = "Assert");
+/// tf.control_flow_ops.with_dependencies: `x` through an Identity
+/// colocated with it that runs only after `dependencies`.
+output with_dependencies(const std::vector<operation>& dependencies,
+                         const output& x, const std::string& name = "");
 
 // -- math ---------------------------------------------------------------------
 

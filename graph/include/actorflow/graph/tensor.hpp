@@ -1,5 +1,6 @@
 #pragma once
 
+#include <complex>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -20,9 +21,32 @@ enum class dtype : uint8_t {
   float64 = 2,
   int32 = 3,
   uint8 = 4,
+  int16 = 5,
+  int8 = 6,
   string = 7,
+  complex64 = 8,
   int64 = 9,
   bool_ = 10,
+  uint16 = 17,
+  complex128 = 18,
+  float16 = 19,
+};
+
+/// IEEE 754 binary16, TensorFlow's `half` (the layout of Eigen::half and
+/// numpy's float16). Tensors store it; conversions go through float,
+/// rounding to nearest even; kernels compute on Eigen::half.
+struct half {
+  uint16_t bits = 0;
+  half() = default;
+  explicit half(float x) noexcept;
+  explicit operator float() const noexcept;
+  /// Compares as the floats they stand for (NaN unequal, -0 == +0).
+  friend bool operator==(half x, half y) noexcept {
+    return static_cast<float>(x) == static_cast<float>(y);
+  }
+  friend bool operator<(half x, half y) noexcept {
+    return static_cast<float>(x) < static_cast<float>(y);
+  }
 };
 
 /// True if `x` numbers one of the dtypes above (not dtype::invalid): for
@@ -33,10 +57,12 @@ bool known_dtype(uint8_t x);
 std::string_view to_string(dtype t);
 
 /// TensorFlow's C++ name of a dtype (DataTypeString), as its kernels print
-/// it in messages: "float", "double", "int32", "int64", "bool", "string".
+/// it in messages: "float", "double", "half", "int32", "int64", "bool",
+/// "string".
 std::string_view tf_type_name(dtype t);
 
-/// Parses a dtype name ("float32", "float", "double", "int32", ...).
+/// Parses a dtype name ("float32", "float", "double", "half", "int32",
+/// "complex64", ...).
 /// Returns dtype::invalid for an unknown name.
 dtype parse_dtype(std::string_view name);
 
@@ -55,6 +81,20 @@ template <>
 struct dtype_of<int64_t> : std::integral_constant<dtype, dtype::int64> {};
 template <>
 struct dtype_of<uint8_t> : std::integral_constant<dtype, dtype::uint8> {};
+template <>
+struct dtype_of<int8_t> : std::integral_constant<dtype, dtype::int8> {};
+template <>
+struct dtype_of<int16_t> : std::integral_constant<dtype, dtype::int16> {};
+template <>
+struct dtype_of<uint16_t> : std::integral_constant<dtype, dtype::uint16> {};
+template <>
+struct dtype_of<half> : std::integral_constant<dtype, dtype::float16> {};
+template <>
+struct dtype_of<std::complex<float>>
+  : std::integral_constant<dtype, dtype::complex64> {};
+template <>
+struct dtype_of<std::complex<double>>
+  : std::integral_constant<dtype, dtype::complex128> {};
 template <>
 struct dtype_of<bool> : std::integral_constant<dtype, dtype::bool_> {};
 template <>

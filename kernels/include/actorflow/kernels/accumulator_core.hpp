@@ -64,7 +64,9 @@ public:
 
   /// Fails a pending take with Cancelled; the accumulated sum stays.
   void cancel(attempt_id id);
-  void cancel_all();
+  /// Fails every pending take with `why`, or when it is OK Cancelled
+  /// "TakeGrad operation was cancelled".
+  void cancel_all(const status& why = {});
 
   /// Sets the global step (also backwards: a chief restored from an older
   /// checkpoint, as TF allows).

@@ -27,6 +27,10 @@ struct kernel_context {
   std::mt19937_64* rng = nullptr;
   /// Where Print writes its line ("message[values]..."); stderr if empty.
   std::function<void(const std::string&)> print;
+  /// How many times this node ran before, counted by the executor that
+  /// keeps it across steps (Print's `first_n`), or null: then every run
+  /// counts as the first.
+  int64_t* runs = nullptr;
 };
 
 /// A synchronous compute function: reads `ctx.inputs`, fills

@@ -158,7 +158,9 @@ public:
 
   /// Cancels every pending attempt, dequeues first so that their elements
   /// are back before anything else runs (session closed / container reset).
-  void cancel_all();
+  /// Each gets `why`, or when it is OK Cancelled "Dequeue (Enqueue)
+  /// operation was cancelled".
+  void cancel_all(const status& why = {});
 
   /// Number of stored elements (not counting those held by a partially
   /// assembled dequeue_many).

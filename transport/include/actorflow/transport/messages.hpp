@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "actorflow/graph/graph_def.hpp"
 #include "actorflow/graph/status.hpp"
 #include "actorflow/graph/tensor.hpp"
 
@@ -18,6 +19,11 @@ struct session_config {
   bool log_device_placement = false;
   /// Default deadline of every run (0 = none).
   int64_t operation_timeout_in_ms = 0;
+  /// TensorFlow's device_filters: when not empty, the session uses only
+  /// the tasks matching one of these (partial) device names
+  /// ("/job:ps", "/job:worker/task:1"); a node placed elsewhere fails
+  /// with InvalidArgument "Cannot assign a device for operation ...".
+  std::vector<std::string> device_filters;
   /// actorflow's own graph rewrite (no TensorFlow counterpart): a large
   /// MatMul operand or result crossing between tasks travels in row
   /// blocks that overlap the GEMM (graph/matmul_pipelining.hpp).
@@ -35,6 +41,8 @@ struct run_options {
   int32_t trace_level = no_trace;
   /// Deadline of this run (0 = the session's default).
   int64_t timeout_in_ms = 0;
+  /// Return the graph each task ran (run_metadata::partition_graphs).
+  bool output_partition_graphs = false;
 };
 
 /// TensorFlow's NodeExecStats (times in microseconds since the epoch).
@@ -62,6 +70,9 @@ struct step_stats {
 struct run_metadata {
   bool has_step_stats = false;
   step_stats stats;
+  /// With run_options::output_partition_graphs: the graph each device
+  /// ran, its `_Send`/`_Recv` nodes included, one per partition.
+  std::vector<graph_def> partition_graphs;
   /// The step as Chrome trace-event JSON (chrome://tracing, Perfetto).
   std::string to_chrome_trace() const;
 };
@@ -89,6 +100,9 @@ struct run_step_response {
   std::vector<tensor> outputs;
   step_stats stats;
   bool has_stats = false;
+  /// run_options::output_partition_graphs: each partition's graph_def,
+  /// encoded (encode_graph_def).
+  std::vector<std::string> partition_graphs;
 };
 
 /// Master -> worker executor: run one step of a registered partition,

@@ -222,13 +222,13 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_config& x) {
   return f(caf::meta::type_name("actorflow::session_config"),
            x.allow_soft_placement, x.log_device_placement,
-           x.operation_timeout_in_ms, x.matmul_pipelining);
+           x.operation_timeout_in_ms, x.device_filters, x.matmul_pipelining);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_options& x) {
   return f(caf::meta::type_name("actorflow::run_options"), x.trace_level,
-           x.timeout_in_ms);
+           x.timeout_in_ms, x.output_partition_graphs);
 }
 
 template <class Inspector>
@@ -260,7 +260,7 @@ typename Inspector::result_type inspect(Inspector& f, run_step_request& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_step_response& x) {
   return f(caf::meta::type_name("actorflow::run_step_response"), x.result,
-           x.outputs, x.stats, x.has_stats);
+           x.outputs, x.stats, x.has_stats, x.partition_graphs);
 }
 
 template <class Inspector>
