@@ -283,6 +283,20 @@ void run_planned(master_self self, step_promise rp, master_session& sess,
 void on_step_reply(master_self self, int64_t id, size_t part,
                    run_graph_response resp);
 
+// -- master_reset.cpp -----------------------------------------------------------
+
+/// Ends every session of this master: their executors on every task go,
+/// and their handles answer Aborted from now on.
+void close_all_sessions(master_self self);
+
+/// TensorFlow's Session.reset: fails the steps running here with Aborted
+/// naming the containers, closes every session, and frees `containers`
+/// (each task's default one when empty) on every task of the cluster.
+/// The reply: OK, or the first failure's code naming the tasks reached
+/// and why each other one was not (a task gets 5 s to answer).
+caf::typed_response_promise<status>
+reset(master_self self, std::vector<std::string>& containers);
+
 // -- master_losses.cpp -------------------------------------------------------------
 
 /// Task `task` (its worker `lost`) went away: its steps fail now with
