@@ -68,6 +68,9 @@ struct options {
   metrics_flags metrics;
   memory_flag memory;
   parent_flag parent;
+  /// TF's Server(config=ConfigProto(operation_timeout_in_ms=N)): the
+  /// deadline of every session on this task's master that sets none.
+  int64_t operation_timeout_in_ms = 0;
 };
 
 /// The options, or std::nullopt after --help.
@@ -79,6 +82,12 @@ std::optional<options> parse_args(int argc, char** argv) {
   opts.cluster.add_cluster_to(app);
   opts.cluster.add_task_to(app, "--job,--job_name", "--task,--task_index");
   opts.parent.add_to(app);
+  app.add_option("--operation_timeout_in_ms", opts.operation_timeout_in_ms,
+                 "the default deadline of every session on this task's "
+                 "master that sets none (TF's Server(config=...)); 0, the "
+                 "default: none")
+    ->type_name("MS")
+    ->check(CLI::NonNegativeNumber);
   opts.metrics.add_to(app);
   opts.memory.add_to(app);
   if (!cl.parse(argc, argv))
@@ -115,6 +124,8 @@ int run(int argc, char** argv) {
     return 0;
   }
   auto cfg = resolve(opts.cluster);
+  cfg.options.default_session_config.operation_timeout_in_ms
+    = opts.operation_timeout_in_ms;
   auto srv = start_server(cfg);
   const auto& address = cfg.cluster.task_address(cfg.job, cfg.task);
   auto task_name = cfg.task_name();

@@ -66,9 +66,18 @@ output const_on_task(int task, float value, const std::string& name) {
   return constant(value, name);
 }
 
-cluster_spec two_tasks() {
+// Job "local" of `n` tasks on distinct free loopback ports (two calls of
+// free_port() may return the same one).
+cluster_spec local_tasks(size_t n) {
+  std::vector<std::string> addresses;
+  for (auto port : support::free_ports(n))
+    addresses.push_back(loopback(port));
   return cluster_spec{std::map<std::string, std::vector<std::string>>{
-    {"local", {loopback(free_port()), loopback(free_port())}}}};
+    {"local", addresses}}};
+}
+
+cluster_spec two_tasks() {
+  return local_tasks(2);
 }
 
 } // namespace
@@ -231,9 +240,7 @@ TEST_CASE("conformance: device_filters keep a session to the tasks they "
           "name",
           "[conformance][device_filters]") {
   // Three tasks; task 2 is never started.
-  cluster_spec cluster{std::map<std::string, std::vector<std::string>>{
-    {"local",
-     {loopback(free_port()), loopback(free_port()), loopback(free_port())}}}};
+  auto cluster = local_tasks(3);
   server s0{cluster, "local", 0};
   server s1{cluster, "local", 1};
   graph g;
@@ -344,6 +351,7 @@ TEST_CASE("conformance: a wait for tasks not up is logged every 10 s and "
   captured_cerr cerr;
   auto err = error_of([&] { sess.run(remote, {}, opts); });
   REQUIRE(err);
+  INFO(err->what());
   CHECK(err->code() == error_code::deadline_exceeded);
   CHECK_THAT(err->what(), Contains("/job:local/replica:0/task:1"));
   CHECK(count_of(cerr.text(), "CreateSession still waiting for response "

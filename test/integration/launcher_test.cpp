@@ -390,3 +390,32 @@ TEST_CASE("launcher: CAF's options and a configuration file",
     }
   }
 }
+
+TEST_CASE("launcher: --operation_timeout_in_ms bounds its sessions' steps",
+          "[launcher]") {
+  // Task 1 of the cluster is never started.
+  auto ports = support::free_ports(2);
+  auto address = "127.0.0.1:" + std::to_string(ports[0]);
+  auto json = R"({"worker": [")" + address + R"(", "127.0.0.1:)"
+              + std::to_string(ports[1]) + R"("]})";
+  child_process node{{node_path, "--cluster", json, "--job", "worker",
+                      "--task", "0", "--operation_timeout_in_ms", "1500",
+                      "--parent-pid", parent_pid()}};
+  REQUIRE(node.wait_for_line("serving", 15s));
+  graph g;
+  auto as_default = g.as_default();
+  output remote;
+  {
+    device_scope pin{"/job:worker/task:1"};
+    remote = constant(1.0f, "remote");
+  }
+  // The session sets no deadline: the node's default ends the wait.
+  session sess{"grpc://" + address, session_config{}, &g};
+  auto start = std::chrono::steady_clock::now();
+  auto err = error_of([&] { sess.run(remote); });
+  REQUIRE(err);
+  CHECK(err->code() == error_code::deadline_exceeded);
+  CHECK(std::chrono::steady_clock::now() - start < 10s);
+  node.send_signal(SIGTERM);
+  REQUIRE(node.wait(10s));
+}
