@@ -91,14 +91,26 @@ public:
     if (would_block(e))
       return rw_state::success;
     // TLS 1.3: the client's handshake is done before the server checked
-    // the client's certificate; a refusal arrives as the first read.
-    if (!got_data_ && !incoming_)
+    // the client's certificate; a refusal arrives as the first read, as an
+    // alert or as the connection closed (which OpenSSL 3 reports as an
+    // "unexpected eof" error or not, depending on timing).
+    if (!got_data_ && !incoming_) {
+      bool refused = e == SSL_ERROR_SSL;
+#ifdef SSL_R_UNEXPECTED_EOF_WHILE_READING
+      if (refused
+          && ERR_GET_REASON(ERR_peek_error())
+               == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+        refused = false;
+        ERR_clear_error();
+      }
+#endif
       state_->failed(endpoint_,
-                     e == SSL_ERROR_SSL
+                     refused
                        ? "the peer refused this process: " + ssl_errors()
                        : "the peer closed the connection right after the "
                          "TLS handshake (does it accept this process's "
                          "certificate name?)");
+    }
     return rw_state::failure;
   }
 
