@@ -2,6 +2,7 @@
 
 #include "actorflow/graph/tensor.hpp"
 
+#include <array>
 #include <cstring>
 
 #include <Eigen/Core>
@@ -35,11 +36,18 @@ constexpr dtype_names all_dtypes[] = {
   {dtype::float16, "float16", "half", 2},
 };
 
-const dtype_names* find_dtype(dtype t) {
+// all_dtypes by enum value: dtype_size and to_string run for every tensor
+// made, so a lookup rather than a scan.
+constexpr auto by_number = [] {
+  std::array<const dtype_names*, 32> table{};
   for (auto& d : all_dtypes)
-    if (d.type == t)
-      return &d;
-  return nullptr;
+    table[static_cast<size_t>(d.type)] = &d;
+  return table;
+}();
+
+const dtype_names* find_dtype(dtype t) {
+  auto i = static_cast<size_t>(t);
+  return i < by_number.size() ? by_number[i] : nullptr;
 }
 
 } // namespace
