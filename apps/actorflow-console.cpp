@@ -7,6 +7,7 @@
 //   actorflow-console --address 127.0.0.1:2222     (learns the cluster)
 //   actorflow-console --cluster ... --once [--json]
 //   actorflow-console --cluster ... --http 127.0.0.1:8080   (the web UI)
+//   actorflow-console --cluster ... --record run.jsonl      (then --replay)
 //
 // With --tls_cert/--tls_key/--tls_ca (support/command_line.hpp) it connects
 // to a TLS cluster as a client: its certificate must be for one of the
@@ -14,8 +15,8 @@
 // certificate (actorflow-make-certs monitor:monitor) is all it needs.
 //
 // Exit status (support/guarded_main.hpp): 0 on q, SIGINT or SIGTERM, and
-// after --once when every task is up; 3 after --once when a task is down
-// or never answered; 1 if the cluster cannot be learned from --address or
+// after --once when every task is up and no alert is active; 3 after
+// --once when a task is down or never answered, or an alert is active; 1 if the cluster cannot be learned from --address or
 // the web UI cannot serve, 2 for a bad command line.
 
 #include <signal.h>
@@ -67,6 +68,11 @@ struct options {
   std::optional<std::string> web_token;
   /// --web_token's token, read with the flags.
   std::string token;
+  std::optional<std::string> record;
+  std::optional<std::string> replay;
+  double replay_speed = 1;
+  std::vector<std::string> alert_flags;
+  alert_rules alerts;
 };
 
 /// The options, or std::nullopt after --help.
@@ -89,8 +95,9 @@ std::optional<options> parse_args(int argc, char** argv) {
     ->check(support::integer_in(50, 60000));
   app.add_flag("--once", opts.once,
                "print one snapshot of the whole cluster (a text summary, or "
-               "with --json a document) and exit: 0 when every task is up, "
-               "3 when one is down or never answered");
+               "with --json a document) and exit: 0 when every task is up "
+               "and no alert is active, 3 when one is down or never "
+               "answered, or an alert is active");
   app.add_flag("--json", opts.json_out,
                "JSON instead of the terminal UI: with --once one document, "
                "without it one line per interval until SIGINT/SIGTERM (for "
@@ -124,6 +131,32 @@ std::optional<options> parse_args(int argc, char** argv) {
     ->type_name("FILE")
     ->check(support::non_empty())
     ->group("Web UI");
+  app.add_option("--record", opts.record,
+                 "also write what the console receives to FILE (JSON lines; "
+                 "--replay shows it again)")
+    ->type_name("FILE")
+    ->check(support::non_empty())
+    ->group("Recording");
+  app.add_option("--replay", opts.replay,
+                 "show a recording made with --record instead of a live "
+                 "cluster (either UI, or --once/--json at its end)")
+    ->type_name("FILE")
+    ->check(support::non_empty())
+    ->group("Recording");
+  app.add_option("--replay_speed", opts.replay_speed,
+                 "replay at N times the recorded pace")
+    ->type_name("N")
+    ->capture_default_str()
+    ->check(support::positive_number())
+    ->group("Recording");
+  app.add_option("--alert", opts.alert_flags,
+                 std::string{"set an alert rule, NAME=VALUE or NAME=off "
+                             "(repeatable); rules: "}
+                   + alert_rules::names
+                   + "; defaults: task_down=on step_stalled_s=60 loss_nan=on "
+                     "loss_jump=10 mailbox_growing=10 rss_growing_s=300")
+    ->type_name("NAME=VALUE")
+    ->group("Alerts");
   app.get_option("--http")->group("Web UI");
   app.get_option("--web_dir")->group("Web UI");
   if (!cl.parse(argc, argv))
@@ -140,6 +173,19 @@ std::optional<options> parse_args(int argc, char** argv) {
                       + " needs --http");
   if (opts.web_token)
     opts.token = read_token_file(*opts.web_token);
+  if (opts.replay && (opts.record || opts.address
+                      || opts.cluster.any_cluster_flag()))
+    throw usage_error(std::string{"--replay cannot be combined with "}
+                      + (opts.record ? "--record"
+                                     : "--address, --cluster, --ps_hosts or "
+                                       "--worker_hosts"));
+  for (auto& a : opts.alert_flags) {
+    try {
+      opts.alerts.set(a);
+    } catch (const std::invalid_argument& e) {
+      throw usage_error(e.what());
+    }
+  }
   return opts;
 }
 
@@ -195,7 +241,7 @@ int run(int argc, char** argv) {
     return 0;
   auto& opts = *parsed;
   cluster_spec cluster;
-  if (!opts.address) {
+  if (!opts.address && !opts.replay) {
     std::optional<std::string> job;
     std::optional<std::string> task;
     std::string job_source;
@@ -212,25 +258,38 @@ int run(int argc, char** argv) {
   ::sigaction(SIGTERM, &sa, nullptr);
   if (opts.address)
     cluster = learn_cluster(*opts.address, opts.timeout_s);
-  cluster_watch watch{default_system(), cluster,
-                      std::chrono::milliseconds(opts.interval_ms)};
+  auto watching =
+    opts.replay ? std::make_unique<cluster_watch>(*opts.replay,
+                                                  opts.replay_speed,
+                                                  opts.alerts)
+                : std::make_unique<cluster_watch>(
+                  default_system(), cluster,
+                  std::chrono::milliseconds(opts.interval_ms), opts.alerts,
+                  opts.record.value_or(""));
+  auto& watch = *watching;
+  // Ages on screen: against the recording's time in a replay.
+  display_clock() = [&watch] { return watch.now(); };
   if (opts.once) {
     auto until = std::chrono::steady_clock::now()
                  + std::chrono::seconds(opts.timeout_s);
     // Two updates of each task that is up: its rates are then measured,
-    // not zero.
-    while (!watch.settled(2) && !stop_requested
-           && std::chrono::steady_clock::now() < until)
+    // not zero. A replay: its end.
+    auto done = [&] {
+      return opts.replay ? watch.replay_ended() : watch.settled(2);
+    };
+    while (!done() && !stop_requested
+           && (opts.replay || std::chrono::steady_clock::now() < until))
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     auto tasks = watch.view();
+    auto active = watch.active_alerts();
     if (opts.json_out) {
       auto doc = watch.to_json();
-      doc["healthy"] = healthy(tasks);
+      doc["healthy"] = healthy(tasks, active);
       std::cout << doc.dump(2) << std::endl;
     } else {
-      std::cout << once_summary(tasks) << std::flush;
+      std::cout << once_summary(tasks, active) << std::flush;
     }
-    return healthy(tasks) ? 0 : exit_unhealthy;
+    return healthy(tasks, active) ? 0 : exit_unhealthy;
   }
   if (opts.json_out) {
     auto next = std::chrono::steady_clock::now();

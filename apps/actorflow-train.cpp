@@ -67,9 +67,12 @@ using steady = std::chrono::steady_clock;
 
 // -- output -------------------------------------------------------------------
 
-/// One line to stdout, in one write (tasks of --local share a terminal).
+/// One line to stdout, in one write (tasks of --local share a terminal);
+/// also a log line of the task (the console's logs view), as TF's
+/// LoggingTensorHook logs its progress.
 void say(const std::string& line) {
   write_all(1, line + "\n");
+  note_log(log_level::info, line);
 }
 
 void warn(const std::string& line) {

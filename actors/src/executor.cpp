@@ -573,8 +573,12 @@ executor_actor::behavior_type executor(executor_self self,
           if (p < req.peer_inboxes.size() && !req.peer_inboxes[p].empty()
               && peers[p] && peers[p]->node() != self->node())
             if (auto r = tensor_channel::route_to(req.peer_inboxes[p],
-                                                  self->home_system()))
+                                                  self->home_system())) {
               st.routes.emplace(device, std::move(r));
+              tensor_channel::name_peer(self->home_system(),
+                                        req.peer_inboxes[p],
+                                        task_of_device(device));
+            }
         }
         st.sinks = std::move(req.sink_devices);
         // Where later requests that come over the channel are answered.

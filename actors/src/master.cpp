@@ -431,8 +431,11 @@ master_actor::behavior_type master(master_self self, task_options opts,
   st.device = st.task_prefix + "/device:CPU:0";
   st.worker = std::move(worker);
   st.counters = std::move(counters);
-  if (monitoring::enabled())
+  if (monitoring::enabled()) {
     st.step_record = monitoring::registry::instance().steps(st.task_prefix);
+    // Its history starts now (a console that connects later sees it).
+    st.monitor = spawn_monitor(self->system(), st.opts);
+  }
   if (auto host = channel_host_of(self->system(), st.opts); !host.empty()) {
     st.reply_inbox = tensor_channel::open_inbox(
       host, caf::actor_cast<caf::actor>(self));

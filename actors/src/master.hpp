@@ -227,7 +227,8 @@ struct master_state {
   /// Deadlines of the steps in `steps` that have one.
   deadline_table<int64_t> step_deadlines;
   std::shared_ptr<task_counters> counters;
-  /// The task's monitor, spawned when first asked for (get_monitor).
+  /// The task's monitor: spawned with the master when monitoring is on
+  /// (its history starts then), else when first asked for (get_monitor).
   monitor_actor monitor;
   /// Where this master records its steps (the monitor reads it).
   std::shared_ptr<monitoring::step_record> step_record;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "actorflow/graph/log_ring.hpp"
 #include "actorflow/graph/device_name.hpp"
 #include "master.hpp"
 #include "worker.hpp"
@@ -124,6 +125,7 @@ void fail_over(master_self self, int64_t id, const std::string& home,
 void log_line(master_self self, const std::string& text) {
   std::cerr << "actorflow: " + self->state.task_prefix + ": " + text + "\n"
             << std::flush;
+  note_log(log_level_of(text), self->state.task_prefix + ": " + text);
 }
 
 std::string route_of(const master_state& st, const std::string& home) {

@@ -193,6 +193,8 @@ void on_registered(master_self self, const std::string& handle,
       if (!inbox.empty() && !st.reply_inbox.empty()
           && exec->node() != self->node()) {
         part.route = tensor_channel::route_to(inbox, self->home_system());
+        tensor_channel::name_peer(self->home_system(), inbox,
+                                  route_of(st, task_of_device(part.device)));
         // Its requests get no CAF error once they go over the channel.
         if (part.route)
           self->monitor(exec);

@@ -1,20 +1,27 @@
 // A task's monitor actor: snapshots of this process's monitoring registry
 // (actorflow/actors/monitoring.hpp) as JSON, and subscriptions that push
 // them at an interval. Read-only by construction: it reads the registry
-// and never sends anything to another actor of the task.
+// and never sends anything to another actor of the task. From its start
+// (with its master's) it samples the task's series every second into a
+// bounded history (monitor_history.hpp); a subscriber's first update
+// carries that history and the process's recent log lines (log_ring), the
+// later ones what was sampled and logged since.
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <tuple>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
 #include "actorflow/actors/instrumented.hpp"
+#include "actorflow/graph/log_ring.hpp"
 #include "actorflow/transport/transport.hpp"
 #include "actorflow/actors/monitoring.hpp"
 #include "actorflow/actors/task.hpp"
 #include "actorflow/graph/device_name.hpp"
+#include "monitor_history.hpp"
 #include "runtime.hpp"
 #include "actorflow/transport/tensor_channel.hpp"
 
@@ -175,14 +182,20 @@ json snapshot(caf::actor_system& sys, const task_options& opts,
                      {"reason", e.reason}});
   doc["peers"] = std::move(peers);
   json links = json::array();
-  for (auto& l : tensor_channel::link_stats(sys))
-    links.push_back({{"peer", l.peer},
-                     {"direction", l.outgoing ? "out" : "in"},
-                     {"up", l.up},
-                     {"bytes", l.bytes},
-                     {"frames", l.frames},
-                     {"since_us", l.since_us},
-                     {"last_us", l.last_us}});
+  for (auto& l : tensor_channel::link_stats(sys)) {
+    json link{{"peer", l.peer},
+              {"direction", l.outgoing ? "out" : "in"},
+              {"up", l.up},
+              {"bytes", l.bytes},
+              {"frames", l.frames},
+              {"since_us", l.since_us},
+              {"last_us", l.last_us}};
+    if (!l.local.empty())
+      link["local"] = l.local;
+    if (!l.peer_name.empty())
+      link["peer_task"] = l.peer_name;
+    links.push_back(std::move(link));
+  }
   doc["channel"] = std::move(links);
   json training = json::array();
   for (auto& t : reg.training())
@@ -204,6 +217,18 @@ struct subscriber {
   /// own timer) is ignored, so that no one can start a second timer.
   caf::actor_clock::time_point due;
   sent_map sent;
+  /// The history sample and log line it was sent last (0: none yet).
+  uint64_t history_sent = 0;
+  uint64_t log_sent = 0;
+};
+
+/// What the last history sample read of the counters that only grow, so
+/// that the next one gives their rates.
+struct sampler {
+  int64_t at_us = 0;
+  uint64_t steps = 0;
+  double cpu_seconds = 0;
+  std::map<std::string, uint64_t> link_bytes;
 };
 
 struct monitor_state {
@@ -211,8 +236,112 @@ struct monitor_state {
   std::string task; // task_name(opts), for messages
   std::unordered_map<uint64_t, subscriber> subscribers;
   uint64_t next_key = 0;
+  monitoring::history history;
+  sampler last;
+  caf::actor_clock::time_point sample_due;
   static inline const char* name = "actorflow.monitor";
 };
+
+/// The key of the sampling timer's ticks (subscribers' keys count up from
+/// 0; a tick only comes from this actor itself).
+constexpr uint64_t sample_key = UINT64_MAX;
+constexpr auto sample_interval = std::chrono::seconds(1);
+
+/// A history's points as JSON: {"t_us": [...], "series": {name: [...]}},
+/// null for a sample without a value.
+json points_json(const monitoring::history::points& pts) {
+  json series = json::object();
+  for (auto& [name, values] : pts.series) {
+    json list = json::array();
+    for (auto v : values)
+      list.push_back(std::isnan(v) ? json(nullptr) : json(v));
+    series[name] = std::move(list);
+  }
+  return {{"t_us", pts.t_us}, {"series", std::move(series)}};
+}
+
+/// Log lines as JSON, oldest first.
+json logs_json(const std::vector<log_entry>& lines) {
+  json out = json::array();
+  for (auto& e : lines)
+    out.push_back({{"seq", e.seq},
+                   {"at_us", e.at_us},
+                   {"level", std::string{to_string(e.level)}},
+                   {"text", e.text}});
+  return out;
+}
+
+/// The most lines a subscriber's first update carries.
+constexpr size_t max_first_logs = 500;
+
+/// One history sample of task `task` (every second): step rate and
+/// times, training progress, RSS and CPU, the deepest mailbox, each
+/// queue's fill and each tensor-channel link's bytes/s (named by the task
+/// at its other end when known).
+void sample_history(caf::actor_system& sys, const std::string& task,
+                    monitoring::history& hist, sampler& last) {
+  auto now = wall_us();
+  double dt = last.at_us > 0 ? static_cast<double>(now - last.at_us) / 1e6
+                             : 0;
+  monitoring::history::values v;
+  auto rate = [dt](double before, double after) {
+    return after >= before ? (after - before) / dt : after / dt;
+  };
+  auto& reg = registry::instance();
+  auto steps = reg.steps(task)->read();
+  if (dt > 0 && (steps.total > 0 || last.steps > 0))
+    v.emplace_back("steps_per_s", rate(static_cast<double>(last.steps),
+                                       static_cast<double>(steps.total)));
+  if (steps.total > 0) {
+    v.emplace_back("step_p50_us", static_cast<double>(steps.p50_us));
+    v.emplace_back("step_p99_us", static_cast<double>(steps.p99_us));
+  }
+  last.steps = steps.total;
+  for (auto& t : reg.training())
+    if (in_view(t.task, task) && t.global_step >= 0) {
+      v.emplace_back("loss", t.loss);
+      v.emplace_back("examples_per_s", t.examples_per_sec);
+      v.emplace_back("global_step", static_cast<double>(t.global_step));
+      if (t.accuracy >= 0)
+        v.emplace_back("accuracy", t.accuracy);
+      break;
+    }
+  auto p = read_process_stats();
+  v.emplace_back("rss_bytes", static_cast<double>(p.rss_bytes));
+  if (dt > 0)
+    v.emplace_back("cpu_percent", rate(last.cpu_seconds, p.cpu_seconds)
+                                    * 100);
+  last.cpu_seconds = p.cpu_seconds;
+  uint32_t deepest = 0;
+  for (auto& rec : reg.live()) {
+    if (!in_view(rec->who.task, task))
+      continue;
+    auto s = rec->read();
+    deepest = std::max(deepest, s.mailbox);
+    if (rec->who.kind == actor_kind::queue)
+      v.emplace_back("queue:" + rec->who.name,
+                     static_cast<double>(rec->gauges[0].load(
+                       std::memory_order_relaxed)));
+  }
+  v.emplace_back("mailbox_max", deepest);
+  std::map<std::string, uint64_t> bytes;
+  for (auto& l : tensor_channel::link_stats(sys)) {
+    auto key = std::string{l.outgoing ? "link_out:" : "link_in:"}
+               + (l.peer_name.empty() ? l.peer : l.peer_name);
+    bytes[key] += l.bytes;
+  }
+  if (dt > 0)
+    for (auto& [key, b] : bytes) {
+      auto i = last.link_bytes.find(key);
+      v.emplace_back(key, rate(i == last.link_bytes.end()
+                                 ? static_cast<double>(b)
+                                 : static_cast<double>(i->second),
+                               static_cast<double>(b)));
+    }
+  last.link_bytes = std::move(bytes);
+  last.at_us = now;
+  hist.add(now, v);
+}
 
 using monitor_self = monitor_actor::stateful_pointer<monitor_state>;
 
@@ -222,6 +351,9 @@ monitor_actor::behavior_type monitor(monitor_self self,
                                      task_options opts) {
   self->state.task = task_name(opts);
   self->state.opts = std::move(opts);
+  // The history starts with the task, not with the first console.
+  self->state.sample_due = self->clock().now();
+  self->send(self, monitor_tick_atom_v, sample_key);
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& subs = self->state.subscribers;
     for (auto i = subs.begin(); i != subs.end();)
@@ -267,6 +399,17 @@ monitor_actor::behavior_type monitor(monitor_self self,
                                                std::move(t.chrome_json)};
     },
     [self](monitor_tick_atom, uint64_t key) {
+      auto& st = self->state;
+      if (key == sample_key) {
+        auto now = self->clock().now();
+        if (now < st.sample_due)
+          return;
+        st.sample_due = now + sample_interval - sample_interval / 10;
+        sample_history(self->system(), st.task, st.history, st.last);
+        self->delayed_send(self, sample_interval, monitor_tick_atom_v,
+                           sample_key);
+        return;
+      }
       auto i = self->state.subscribers.find(key);
       if (i == self->state.subscribers.end())
         return;
@@ -277,9 +420,24 @@ monitor_actor::behavior_type monitor(monitor_self self,
       sub.due = now + sub.interval - sub.interval / 10;
       // As this actor (untyped: the subscriber is), so that the
       // subscriber knows whose update it is.
+      bool first = sub.sent.empty();
+      auto doc = snapshot(self->system(), st.opts, &sub.sent);
+      // The history and the log: all of it first, then what is new.
+      auto& hist = st.history;
+      if (first)
+        doc["history"] = points_json(hist.all());
+      else if (hist.samples() > sub.history_sent)
+        doc["history_tail"] = points_json(hist.since(sub.history_sent));
+      sub.history_sent = hist.samples();
+      auto& ring = log_ring::instance();
+      auto lines = ring.since(sub.log_sent, first ? max_first_logs
+                                                  : SIZE_MAX);
+      if (!lines.empty()) {
+        sub.log_sent = lines.back().seq;
+        doc["logs"] = logs_json(lines);
+      }
       caf::send_as(caf::actor_cast<caf::actor>(self), sub.handle,
-                   monitor_update_atom_v,
-                   snapshot(self->system(), self->state.opts, &sub.sent).dump());
+                   monitor_update_atom_v, doc.dump());
       self->delayed_send(self, sub.interval, monitor_tick_atom_v, key);
     },
   };
@@ -494,12 +652,16 @@ std::string metrics_text(caf::actor_system& sys, const task_options& opts) {
                    "Frames on the tensor channel's connections of this "
                    "process."}}) {
     m.family(name, "counter", help);
-    for (auto& l : doc["channel"])
-      m.sample(name,
-               {{"task", task},
-                {"peer", l["peer"].get<std::string>()},
-                {"direction", l["direction"].get<std::string>()}},
-               num(l[field]));
+    for (auto& l : doc["channel"]) {
+      exposition::labels labels{
+        {"task", task},
+        {"peer", l["peer"].get<std::string>()},
+        {"direction", l["direction"].get<std::string>()}};
+      // The task at the other end, when this process knows it.
+      if (l.contains("peer_task"))
+        labels.emplace_back("peer_task", l["peer_task"].get<std::string>());
+      m.sample(name, labels, num(l[field]));
+    }
   }
   // Training.
   for (auto [name, field, help] :

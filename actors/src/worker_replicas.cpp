@@ -10,6 +10,7 @@
 #include <functional>
 #include <iostream>
 
+#include "actorflow/graph/log_ring.hpp"
 #include "actorflow/graph/device_name.hpp"
 #include "actorflow/graph/text_util.hpp"
 #include "node_class.hpp"
@@ -32,6 +33,7 @@ constexpr auto tick_interval = std::chrono::milliseconds(250);
 void log_line(worker_self self, const std::string& text) {
   std::cerr << "actorflow: " + self->state.task_prefix + ": " + text + "\n"
             << std::flush;
+  note_log(log_level_of(text), self->state.task_prefix + ": " + text);
 }
 
 void schedule_tick(worker_self self) {

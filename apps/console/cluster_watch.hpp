@@ -7,13 +7,20 @@
 // Every request has a deadline: a dead or stopped task never blocks the
 // console. It connects through transport_actor: with TLS on for its actor
 // system (the console's --tls_* flags) as a client with its certificate.
+// What the watchers receive can be recorded (--record) and a recording
+// replayed instead of a live cluster (--replay): both UIs read the same
+// views. Alerts (alerts.hpp) are judged on every change.
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <caf/all.hpp>
@@ -27,199 +34,65 @@
 #include "actorflow/transport/transport.hpp"
 #include "actorflow/transport/type_ids.hpp"
 #include "actorflow/client/cluster_spec.hpp"
+#include "console/alerts.hpp"
+#include "console/recording.hpp"
+#include "console/task_view.hpp"
+#include "console/topology.hpp"
 
 namespace actorflow::apps {
 
 using json = nlohmann::json;
-
-/// What the console knows of one task.
-struct task_view {
-  std::string task;    ///< "/job:ps/replica:0/task:0"
-  std::string address; ///< "host:port"
-  /// "connecting" (never reached yet), "up" or "down".
-  std::string state = "connecting";
-  int64_t since_us = 0; ///< when it entered that state
-  double rtt_us = -1;   ///< the last ping's round trip
-  /// Why it went down: the first reason, kept while it stays down.
-  std::string error;
-  /// The latest reason it is still down (a reconnect's failure), when
-  /// that differs from `error`.
-  std::string last_error;
-  /// The task's monitor document, deltas merged in; each actor also gets
-  /// "messages_per_s" and "busy_percent" from the last two updates.
-  json node;
-  bool has_node = false;
-  int64_t updates = 0;
-  /// Updates from the current process and subscription (rates need two).
-  int64_t samples = 0;
-  /// The process that sent `node` (incarnation_of), and how often the
-  /// task came back as another one (a restart).
-  std::string incarnation;
-  int64_t restarts = 0;
-  /// Set by a new subscription: its first update starts the rates over.
-  bool rebase = false;
-  /// When the last update came (console clock), and whether that is
-  /// longer ago than two intervals while the task still counts as up (a
-  /// stopped process: its values are not live any more).
-  int64_t updated_us = 0;
-  bool stale = false;
-};
-
-inline int64_t console_now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
-}
-
-/// A counter's rate between two samples `dt` seconds apart. A counter
-/// that went backwards was reset (a new process, or a new actor under a
-/// reused id) and counts from zero, as Prometheus takes a reset; no rate
-/// without time between the samples.
-inline std::optional<double> counter_rate(double before, double after,
-                                          double dt) {
-  if (dt <= 0)
-    return std::nullopt;
-  return (after >= before ? after - before : after) / dt;
-}
-
-/// Which process sent a monitor document: its pid and start time. A task
-/// restarted on its address is another incarnation, whose counters start
-/// over.
-inline std::string incarnation_of(const json& doc) {
-  if (!doc.contains("process") || !doc["process"].is_object())
-    return {};
-  auto& p = doc["process"];
-  return std::to_string(p.value("pid", int64_t{0})) + "@"
-         + std::to_string(p.value("started_us", int64_t{0}));
-}
-
-/// Merges one monitor update into `v` (a whole document or a delta). Each
-/// actor gets the rates of what only grows since the last update:
-/// "messages_per_s", "busy_percent", and a variable's "updates_per_s";
-/// the steps "per_s", each channel link "bytes_per_s". An update from a
-/// new incarnation of the task (restarted) or the first one of a new
-/// subscription (`v.rebase`) starts the rates over: they are left out
-/// until the next update, never taken against the old process's counters.
-inline void merge_update(task_view& v, json update) {
-  auto now = update.value("now_us", int64_t{0});
-  auto incarnation = incarnation_of(update);
-  bool restarted = v.has_node && !incarnation.empty()
-                   && !v.incarnation.empty() && v.incarnation != incarnation;
-  bool same_process = v.has_node && !v.rebase && !restarted;
-  if (restarted)
-    ++v.restarts;
-  if (!incarnation.empty())
-    v.incarnation = incarnation;
-  if (!same_process)
-    v.samples = 0;
-  v.rebase = false;
-  std::map<uint64_t, json> previous;
-  if (v.has_node)
-    for (auto& a : v.node["actors"])
-      previous[a["id"].get<uint64_t>()] = a;
-  auto last_now = v.has_node ? v.node.value("now_us", int64_t{0}) : 0;
-  double dt = same_process && last_now > 0 && now > last_now
-                ? static_cast<double>(now - last_now) / 1e6
-                : 0;
-  std::map<uint64_t, json> actors;
-  bool delta = update.value("delta", false) && same_process;
-  if (delta) {
-    // Unchanged actors are not sent: they handled nothing since.
-    actors = previous;
-    for (auto& [id, a] : actors) {
-      a["messages_per_s"] = 0.0;
-      a["busy_percent"] = 0.0;
-      a["updates_per_s"] = 0.0;
-    }
-    for (auto& id : update.value("removed", json::array()))
-      actors.erase(id.get<uint64_t>());
-  }
-  auto number = [](const json& j, const char* key) {
-    auto i = j.find(key);
-    return i != j.end() && i->is_number() ? i->get<double>() : 0.0;
-  };
-  for (auto& a : update["actors"]) {
-    auto id = a["id"].get<uint64_t>();
-    a.erase("messages_per_s");
-    a.erase("busy_percent");
-    a.erase("updates_per_s");
-    // The same actor: the same id and the same start (ids are reused by
-    // a restarted process, and by CAF within one).
-    if (auto p = previous.find(id);
-        p != previous.end() && dt > 0
-        && p->second.value("since_us", int64_t{0})
-             == a.value("since_us", int64_t{0})) {
-      auto& before = p->second;
-      auto gauges = a.value("gauges", json::object());
-      auto old_gauges = before.value("gauges", json::object());
-      if (auto r = counter_rate(number(before, "messages"),
-                                number(a, "messages"), dt))
-        a["messages_per_s"] = *r;
-      if (auto r = counter_rate(number(before, "busy_us"),
-                                number(a, "busy_us"), dt))
-        a["busy_percent"] = *r / 1e4;
-      if (auto r = counter_rate(number(old_gauges, "updates"),
-                                number(gauges, "updates"), dt))
-        a["updates_per_s"] = *r;
-    }
-    actors[id] = std::move(a);
-  }
-  // Rates of what only grows: steps and the channel's bytes.
-  if (dt > 0) {
-    if (update.contains("steps") && update["steps"].is_object())
-      if (auto r = counter_rate(number(v.node.value("steps", json::object()),
-                                       "total"),
-                                number(update["steps"], "total"), dt))
-        update["steps"]["per_s"] = *r;
-    std::map<std::string, double> old_bytes;
-    for (auto& l : v.node.value("channel", json::array()))
-      old_bytes[l.value("peer", "") + l.value("direction", "")]
-        = number(l, "bytes");
-    for (auto& l : update["channel"]) {
-      auto o = old_bytes.find(l.value("peer", "") + l.value("direction", ""));
-      if (o != old_bytes.end())
-        if (auto r = counter_rate(o->second, number(l, "bytes"), dt))
-          l["bytes_per_s"] = *r;
-    }
-  }
-  json list = json::array();
-  for (auto& [id, a] : actors)
-    list.push_back(std::move(a));
-  update["actors"] = std::move(list);
-  update.erase("removed");
-  update["delta"] = false;
-  v.node = std::move(update);
-  v.has_node = true;
-  ++v.updates;
-  ++v.samples;
-}
 
 /// Watches every task of a cluster from `sys` (which must have actorflow's
 /// types: actorflow::default_system()). Thread-safe; the destructor stops
 /// the watchers.
 class cluster_watch {
 public:
-  /// Starts watching; updates every `interval`.
+  /// Starts watching; updates every `interval`. With `record_path`, what
+  /// comes is written there too (recording.hpp; throws
+  /// std::runtime_error when it cannot be written).
   cluster_watch(caf::actor_system& sys, const cluster_spec& cluster,
-                std::chrono::milliseconds interval)
-    : sys_(sys), interval_(interval),
-      cluster_(json::parse(cluster.to_json())) {
-    for (auto& job : cluster.jobs())
-      for (auto index : cluster.task_indices(job)) {
-        task_view v;
-        v.task = task_name(job, index);
-        v.address = cluster.task_address(job, index);
-        v.since_us = console_now_us();
-        views_.push_back(v);
-      }
+                std::chrono::milliseconds interval, alert_rules rules = {},
+                const std::string& record_path = {})
+    : sys_(&sys), interval_(interval),
+      cluster_(json::parse(cluster.to_json())), alerts_(rules) {
+    add_views();
+    if (!record_path.empty())
+      recorder_ = std::make_unique<recorder>(
+        record_path, json{{"actorflow_console_recording", 1},
+                          {"cluster", cluster_},
+                          {"interval_ms", interval_.count()},
+                          {"started_us", console_now_us()}});
     monitors_.resize(views_.size());
     for (size_t i = 0; i < views_.size(); ++i)
       watchers_.push_back(sys.spawn(watcher, this, i));
   }
 
+  /// Replays the recording at `path` (recording.hpp) at `speed` times its
+  /// pace, from a thread of its own; its views stay at the end. Throws
+  /// std::runtime_error naming the file when it is not a recording.
+  cluster_watch(const std::string& path, double speed, alert_rules rules = {})
+    : interval_(1000), alerts_(rules) {
+    auto reader = std::make_shared<recording_reader>(path);
+    auto& header = reader->header();
+    cluster_ = header["cluster"];
+    interval_ = std::chrono::milliseconds{header.value("interval_ms", 1000)};
+    add_views();
+    replay_.file = path;
+    replay_.speed = speed;
+    replay_.position_us = header.value("started_us", int64_t{0});
+    replay_thread_ = std::jthread{[this, reader](std::stop_token stop) {
+      run_replay(*reader, stop);
+    }};
+  }
+
   ~cluster_watch() {
     for (auto& w : watchers_)
       caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
+    if (replay_thread_.joinable()) {
+      replay_thread_.request_stop();
+      replay_thread_.join();
+    }
   }
 
   cluster_watch(const cluster_watch&) = delete;
@@ -229,15 +102,111 @@ public:
   /// `stale` set as of now.
   std::vector<task_view> view() const {
     std::vector<task_view> tasks;
+    int64_t now = 0;
     {
       std::lock_guard<std::mutex> guard{mtx_};
       tasks = views_;
+      now = now_us();
     }
-    auto now = console_now_us();
     for (auto& v : tasks)
       v.stale = v.state == "up" && v.updated_us > 0
                 && now - v.updated_us > 2 * interval_.count() * 1000;
+    name_links(tasks);
+    mark_orphans(tasks);
     return tasks;
+  }
+
+  /// Whether a replay has shown its recording's last event (false live).
+  bool replay_ended() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return replay_.ended;
+  }
+
+  /// The console's clock: now, or in a replay the recording's time.
+  int64_t now() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return now_us();
+  }
+
+  /// The alerts active and lately cleared (alerts.hpp).
+  json alerts_json() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return alerts_.to_json();
+  }
+
+  /// The active alerts.
+  std::vector<alert> active_alerts() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return alerts_.active();
+  }
+
+  /// The alerts cleared lately, oldest first.
+  std::deque<alert> recent_alerts() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return alerts_.recent();
+  }
+
+  /// Every task's history, as /api/history serves it: {"tasks": {task:
+  /// {"t": [unix seconds], "series": {name: [...]}}}}.
+  json history_json() const {
+    json tasks = json::object();
+    for (auto& v : view()) {
+      auto& h = v.past->history;
+      if (!h.contains("t_us"))
+        continue;
+      json t = json::array();
+      for (auto& at : h["t_us"])
+        t.push_back(at.get<double>() / 1e6);
+      tasks[v.task] = {{"t", std::move(t)},
+                       {"series", h.value("series", json::object())}};
+    }
+    return {{"tasks", std::move(tasks)}};
+  }
+
+  /// Task `task`'s log lines after seq `after`: {"task", "lines": [...]}.
+  /// NotFound for a task not in the cluster.
+  status logs_json(const std::string& task, uint64_t after, json& out) const {
+    for (auto& v : view())
+      if (v.task == task) {
+        json lines = json::array();
+        for (auto& l : v.past->logs)
+          if (l.value("seq", uint64_t{0}) > after)
+            lines.push_back(l);
+        out = {{"task", task}, {"lines", std::move(lines)}};
+        return {};
+      }
+    return {error_code::not_found, "no task " + task + " in the cluster"};
+  }
+
+  /// The recent figures of actor `id` of task `task`: {"t": [unix
+  /// seconds], "messages_per_s", "mailbox", "busy_percent"}. NotFound
+  /// when the task or the actor is not known.
+  status actor_history_json(const std::string& task, uint64_t id,
+                            json& out) const {
+    for (auto& v : view()) {
+      if (v.task != task)
+        continue;
+      auto i = v.past->actor_history.find(id);
+      if (i == v.past->actor_history.end())
+        break;
+      auto& s = i->second;
+      auto list = [](const std::deque<double>& xs) {
+        json out = json::array();
+        for (auto x : xs)
+          out.push_back(std::isfinite(x) ? json(x) : json(nullptr));
+        return out;
+      };
+      json t = json::array();
+      for (auto at : s.t_us)
+        t.push_back(static_cast<double>(at) / 1e6);
+      out = {{"t", std::move(t)},
+             {"messages_per_s", list(s.messages_per_s)},
+             {"mailbox", list(s.mailbox)},
+             {"busy_percent", list(s.busy_percent)}};
+      return {};
+    }
+    return {error_code::not_found,
+            "no actor " + std::to_string(id) + " on " + task};
   }
 
   /// Asks task `task`'s master to trace its next step for the console
@@ -282,7 +251,8 @@ public:
   /// the last one it sent ("last_node") once it is not.
   json to_json() const {
     json tasks = json::array();
-    for (auto& v : view()) {
+    auto views = view();
+    for (auto& v : views) {
       json t{{"task", v.task},         {"address", v.address},
              {"state", v.state},       {"since_us", v.since_us},
              {"rtt_us", v.rtt_us},     {"error", v.error},
@@ -307,9 +277,27 @@ public:
       }
       tasks.push_back(std::move(t));
     }
-    return json{{"now_us", console_now_us()},
-                {"cluster", cluster_},
-                {"tasks", std::move(tasks)}};
+    auto alerts = alerts_json();
+    // Every task up and no alert active (what --once's exit status says).
+    bool healthy = alerts["active"].empty()
+                   && std::all_of(views.begin(), views.end(),
+                                  [](const task_view& v) {
+                                    return v.state == "up";
+                                  });
+    json doc{{"now_us", now()},
+             {"cluster", cluster_},
+             {"tasks", std::move(tasks)},
+             {"alerts", std::move(alerts)},
+             {"healthy", healthy},
+             {"topology", apps::to_json(topology(views))}};
+    if (!replay_.file.empty()) {
+      std::lock_guard<std::mutex> guard{mtx_};
+      doc["replay"] = {{"file", replay_.file},
+                       {"position_us", replay_.position_us},
+                       {"speed", replay_.speed},
+                       {"ended", replay_.ended}};
+    }
+    return doc;
   }
 
 private:
@@ -331,6 +319,11 @@ private:
   template <class Atom, class F>
   void ask(const std::string& task, Atom what, F f, status& err) {
     caf::actor mon;
+    if (sys_ == nullptr) {
+      err = {error_code::unavailable,
+             "a replay has no live tasks to ask (" + task + ")"};
+      return;
+    }
     {
       std::lock_guard<std::mutex> guard{mtx_};
       auto i = std::find_if(views_.begin(), views_.end(),
@@ -345,7 +338,7 @@ private:
         return;
       }
     }
-    caf::scoped_actor self{sys_};
+    caf::scoped_actor self{*sys_};
     self->request(caf::actor_cast<monitor_actor>(mon),
                   std::chrono::seconds(2), what)
       .receive(f, [&](caf::error& e) { err = to_status(e, task); });
@@ -362,19 +355,111 @@ private:
     monitors_[i] = std::move(mon);
   }
 
+  // -- what a watcher (or a replay) saw -----------------------------------------
+
+  // The views of the cluster's tasks, in its order.
+  void add_views() {
+    auto cluster = cluster_spec::from_json(cluster_.dump());
+    for (auto& job : cluster.jobs())
+      for (auto index : cluster.task_indices(job)) {
+        task_view v;
+        v.task = task_name(job, index);
+        v.address = cluster.task_address(job, index);
+        v.since_us = console_now_us();
+        views_.push_back(v);
+      }
+  }
+
+  // The console's clock, under mtx_.
+  int64_t now_us() const {
+    return sys_ != nullptr ? console_now_us() : replay_.position_us;
+  }
+
+  static void apply_state(task_view& v, const std::string& state,
+                          const std::string& error, int64_t at_us) {
+    if (v.state != state) {
+      v.since_us = at_us;
+      v.error = error;
+      v.last_error.clear();
+    } else if (error != v.error) {
+      // Still down: the first reason stays, the latest is beside it.
+      v.last_error = error;
+    }
+    v.state = state;
+  }
+
+  // Applies one event (a recording's line) to task `i` at `at_us`, under
+  // mtx_, and judges the alerts.
+  void apply(size_t i, const json& event, int64_t at_us) {
+    auto& v = views_[i];
+    if (auto u = event.find("update"); u != event.end()) {
+      merge_update(v, *u);
+      v.updated_us = at_us;
+    } else if (auto st = event.find("state"); st != event.end()) {
+      apply_state(v, st->get<std::string>(), event.value("error", ""),
+                  at_us);
+    } else if (event.contains("subscribed")) {
+      // Its first update starts the rates over.
+      v.rebase = true;
+      apply_state(v, "up", "", at_us);
+    } else if (auto r = event.find("rtt_us"); r != event.end()) {
+      v.rtt_us = r->get<double>();
+      return;
+    }
+    alerts_.evaluate(views_, at_us);
+  }
+
+  // A live event of task `i`: recorded when recording, then applied.
+  void on_event(size_t i, json event) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto at = console_now_us();
+    if (recorder_) {
+      event["at_us"] = at;
+      event["task"] = i;
+      recorder_->write(event);
+    }
+    apply(i, event, at);
+  }
+
   void set_state(size_t i, const std::string& state,
                  const std::string& error) {
-    with_view(i, [&](task_view& v) {
-      if (v.state != state) {
-        v.since_us = console_now_us();
-        v.error = error;
-        v.last_error.clear();
-      } else if (error != v.error) {
-        // Still down: the first reason stays, the latest is beside it.
-        v.last_error = error;
+    on_event(i, {{"state", state}, {"error", error}});
+  }
+
+  // Plays a recording: each event when its time comes (scaled by the
+  // speed), the clock moving between them.
+  void run_replay(recording_reader& reader, std::stop_token stop) {
+    json event;
+    int64_t first = -1;
+    auto start = std::chrono::steady_clock::now();
+    while (!stop.stop_requested() && reader.next(event)) {
+      auto at = event["at_us"].get<int64_t>();
+      auto i = event["task"].get<size_t>();
+      if (first < 0)
+        first = at;
+      for (;;) {
+        auto elapsed = std::chrono::duration<double, std::micro>(
+                         std::chrono::steady_clock::now() - start)
+                         .count()
+                       * replay_.speed;
+        auto clock = first + static_cast<int64_t>(elapsed);
+        {
+          std::lock_guard<std::mutex> guard{mtx_};
+          replay_.position_us = std::min(clock, at);
+        }
+        if (clock >= at || stop.stop_requested())
+          break;
+        auto wait = (at - clock) / replay_.speed;
+        std::this_thread::sleep_for(std::chrono::microseconds(
+          std::clamp<int64_t>(static_cast<int64_t>(wait), 1, 50000)));
       }
-      v.state = state;
-    });
+      std::lock_guard<std::mutex> guard{mtx_};
+      replay_.position_us = at;
+      if (i < views_.size())
+        apply(i, event, at);
+    }
+    std::lock_guard<std::mutex> guard{mtx_};
+    replay_.ended = true;
   }
 
   static caf::behavior
@@ -418,7 +503,7 @@ private:
             auto rtt = std::chrono::duration<double, std::micro>(
                          std::chrono::steady_clock::now() - sent)
                          .count();
-            w->with_view(i, [&](task_view& v) { v.rtt_us = rtt; });
+            w->on_event(i, {{"rtt_us", rtt}});
           },
           [](caf::error&) {
             // nop
@@ -462,10 +547,7 @@ private:
                           w->set_monitor(i, handle);
                           self->state.last_update_us = console_now_us();
                           self->monitor(handle);
-                          w->with_view(i, [](task_view& v) {
-                            v.rebase = true;
-                          });
-                          w->set_state(i, "up", "");
+                          w->on_event(i, {{"subscribed", true}});
                           ping();
                         },
                         [=](caf::error& err) {
@@ -499,12 +581,8 @@ private:
         } catch (const json::exception&) {
           return;
         }
-        auto now = console_now_us();
-        self->state.last_update_us = now;
-        w->with_view(i, [&](task_view& v) {
-          merge_update(v, std::move(update));
-          v.updated_us = now;
-        });
+        self->state.last_update_us = console_now_us();
+        w->on_event(i, {{"update", std::move(update)}});
       },
       [=](tick_atom) {
         self->delayed_send(self, w->interval_, tick_atom::value);
@@ -524,9 +602,19 @@ private:
     };
   }
 
-  caf::actor_system& sys_;
+  /// Null in a replay.
+  caf::actor_system* sys_ = nullptr;
   std::chrono::milliseconds interval_;
   json cluster_;
+  alert_book alerts_;
+  std::unique_ptr<recorder> recorder_;
+  struct {
+    std::string file;
+    double speed = 1;
+    int64_t position_us = 0;
+    bool ended = false;
+  } replay_;
+  std::jthread replay_thread_;
   /// Each task's monitor while it is up (request_trace, last_trace).
   std::vector<caf::actor> monitors_;
   mutable std::mutex mtx_;

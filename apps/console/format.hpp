@@ -5,6 +5,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <functional>
 #include <string>
 
 #include "actorflow/graph/device_name.hpp"
@@ -25,11 +26,18 @@ inline std::string fmt(const char* format, ...) {
   return buf;
 }
 
+/// The clock ages are taken against: now, or a replay's time (set by the
+/// console's main).
+inline std::function<int64_t()>& display_clock() {
+  static std::function<int64_t()> clock = console_now_us;
+  return clock;
+}
+
 /// How long ago `since_us` (wall clock) was: "12s", "5m", "2h"; "-" for 0.
 inline std::string ago(int64_t since_us) {
   if (since_us <= 0)
     return "-";
-  auto s = (console_now_us() - since_us) / 1000000;
+  auto s = (display_clock()() - since_us) / 1000000;
   if (s < 120)
     return std::to_string(s) + "s";
   if (s < 7200)

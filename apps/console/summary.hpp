@@ -3,7 +3,8 @@
 // actorflow-console --once without --json: the cluster in a few lines of
 // text for a person (or a log): each task's state, round trip, memory and
 // CPU, its steps, the trainers' progress, the deepest mailboxes, why a
-// task is down, and a last line saying whether the cluster is healthy.
+// task is down, the active alerts, and a last line saying whether the
+// cluster is healthy.
 
 #include <algorithm>
 #include <string>
@@ -15,14 +16,18 @@
 
 namespace actorflow::apps {
 
-/// Whether every task is up (what --once's exit status says).
-inline bool healthy(const std::vector<task_view>& tasks) {
-  return std::all_of(tasks.begin(), tasks.end(),
-                     [](const task_view& v) { return v.state == "up"; });
+/// Whether every task is up and no alert is active (what --once's exit
+/// status says).
+inline bool healthy(const std::vector<task_view>& tasks,
+                    const std::vector<alert>& active = {}) {
+  return active.empty()
+         && std::all_of(tasks.begin(), tasks.end(),
+                        [](const task_view& v) { return v.state == "up"; });
 }
 
 /// The text --once prints.
-inline std::string once_summary(const std::vector<task_view>& tasks) {
+inline std::string once_summary(const std::vector<task_view>& tasks,
+                                const std::vector<alert>& active = {}) {
   size_t up = 0;
   for (auto& v : tasks)
     up += v.state == "up" ? 1 : 0;
@@ -95,9 +100,17 @@ inline std::string once_summary(const std::vector<task_view>& tasks) {
     if (!v.last_error.empty())
       out += "  then: " + v.last_error + "\n";
   }
-  out += healthy(tasks)
-           ? std::string{"healthy\n"}
-           : fmt("unhealthy: %zu of %zu tasks not up\n", down, tasks.size());
+  for (auto& a : active)
+    out += "ALERT " + a.rule + " since " + ago(a.fired_us) + ": " + a.message
+           + "\n";
+  if (healthy(tasks, active))
+    out += "healthy\n";
+  else if (down > 0)
+    out += fmt("unhealthy: %zu of %zu tasks not up%s\n", down, tasks.size(),
+               active.empty() ? ""
+                              : fmt(", %zu alerts", active.size()).c_str());
+  else
+    out += fmt("unhealthy: %zu alerts\n", active.size());
   return out;
 }
 

@@ -1,9 +1,11 @@
 #pragma once
 
 // actorflow-console's terminal UI (ncurses): views of the cluster, the
-// actors (sortable, filterable, with a detail pane), steps, queues,
-// variables and training. It redraws from copies of the cluster_watch's
-// views at most every 250 ms and never waits on the network.
+// actors (sortable, filterable, with a detail pane and its charts), steps,
+// queues, variables, training, the tasks' logs, the alerts and the
+// topology (terminal_panels.hpp). It redraws from copies of the
+// cluster_watch's views at most every 250 ms and never waits on the
+// network.
 
 #include <algorithm>
 #include <atomic>
@@ -18,6 +20,7 @@
 
 #include "console/cluster_watch.hpp"
 #include "console/format.hpp"
+#include "console/terminal_panels.hpp"
 
 namespace actorflow::apps {
 
@@ -47,7 +50,18 @@ public:
   }
 
 private:
-  enum class view { cluster, actors, steps, queues, variables, training };
+  enum class view {
+    cluster,
+    actors,
+    steps,
+    queues,
+    variables,
+    training,
+    logs,
+    alerts,
+    topology
+  };
+  static constexpr int views = 9;
 
   static constexpr const char* sort_names[] = {"mailbox", "msgs/s", "busy",
                                                "name"};
@@ -61,17 +75,20 @@ private:
 
   bool handle(int key) {
     if (editing_filter_) {
+      // The logs view searches its lines; elsewhere the actors are filtered.
+      auto& text = view_ == view::logs ? logs_.search : filter_;
       if (key == '\n' || key == KEY_ENTER || key == 27) {
         editing_filter_ = false;
         if (key == 27)
-          filter_.clear();
+          text.clear();
       } else if (key == KEY_BACKSPACE || key == 127 || key == 8) {
-        if (!filter_.empty())
-          filter_.pop_back();
+        if (!text.empty())
+          text.pop_back();
       } else if (key >= 32 && key < 127) {
-        filter_ += static_cast<char>(key);
+        text += static_cast<char>(key);
       }
       selected_ = 0;
+      logs_.back = 0;
       return true;
     }
     if (help_) {
@@ -102,29 +119,55 @@ private:
       case '6':
         view_ = view::training;
         break;
+      case '7':
+        view_ = view::logs;
+        break;
+      case '8':
+        view_ = view::alerts;
+        break;
+      case '9':
+        view_ = view::topology;
+        break;
       case '\t':
-        view_ = static_cast<view>((static_cast<int>(view_) + 1) % 6);
+        view_ = static_cast<view>((static_cast<int>(view_) + 1) % views);
+        break;
+      case 'l':
+        logs_.min_level = (logs_.min_level + 1) % 3;
+        logs_.back = 0;
         break;
       case 's':
         sort_ = (sort_ + 1) % 4;
         break;
       case '/':
         editing_filter_ = true;
-        filter_.clear();
-        view_ = view::actors;
+        if (view_ == view::logs) {
+          logs_.search.clear();
+        } else {
+          filter_.clear();
+          view_ = view::actors;
+        }
         break;
       case 'n':
         task_filter_ = (task_filter_ + 1) % (watch_.view().size() + 1);
+        logs_.task = task_filter_;
         selected_ = 0;
+        logs_.back = 0;
         break;
       case KEY_UP:
       case 'k':
-        if (selected_ > 0)
+        if (view_ == view::logs)
+          ++logs_.back;
+        else if (selected_ > 0)
           --selected_;
         break;
       case KEY_DOWN:
       case 'j':
-        ++selected_;
+        if (view_ == view::logs) {
+          if (logs_.back > 0)
+            --logs_.back;
+        } else {
+          ++selected_;
+        }
         break;
       case '\n':
       case KEY_ENTER:
@@ -137,31 +180,6 @@ private:
   }
 
   // -- drawing -------------------------------------------------------------------
-
-  void line(int y, const std::string& text, int attrs = 0) {
-    if (y < 0 || y >= LINES)
-      return;
-    ::move(y, 0);
-    ::clrtoeol();
-    if (attrs != 0)
-      ::attron(attrs);
-    ::addnstr(text.c_str(), COLS);
-    if (attrs != 0)
-      ::attroff(attrs);
-  }
-
-  // `text` from line `y` on, cut to the screen's width, the first line
-  // after `lead` and the rest indented as far; the next free line.
-  int wrapped(int y, const std::string& text, const std::string& lead,
-              int attrs = 0) {
-    auto width = std::max<size_t>(static_cast<size_t>(std::max(COLS, 20))
-                                    - lead.size(),
-                                  10);
-    std::string indent(lead.size(), ' ');
-    for (size_t at = 0; at < text.size() && y < LINES; at += width)
-      line(y++, (at == 0 ? lead : indent) + text.substr(at, width), attrs);
-    return y;
-  }
 
   std::vector<row> actor_rows(const std::vector<task_view>& tasks,
                               const char* kind = nullptr) {
@@ -213,22 +231,32 @@ private:
                               [](const task_view& v) {
                                 return v.state == "up";
                               });
-    const char* names[] = {"1 Cluster", "2 Actors",    "3 Steps",
-                           "4 Queues",  "5 Variables", "6 Training"};
+    const char* names[] = {"1 Cluster",  "2 Actors", "3 Steps",
+                           "4 Queues",   "5 Variables", "6 Training",
+                           "7 Logs",     "8 Alerts", "9 Topology"};
+    auto alerts = watch_.active_alerts();
+    auto head = fmt("actorflow-console  %zu tasks, %zu up", tasks.size(), up)
+                + (alerts.empty() ? std::string{"   "}
+                                  : fmt(", %zu ALERTS   ", alerts.size()));
+    // Every view's name when they fit, else the current one's and digits.
     std::string tabs;
-    for (int i = 0; i < 6; ++i)
+    for (int i = 0; i < views; ++i)
       tabs += i == static_cast<int>(view_)
                 ? std::string{"["} + names[i] + "] "
                 : std::string{" "} + names[i] + "  ";
-    line(0,
-         fmt("actorflow-console  %zu tasks, %zu up   ", tasks.size(), up)
-           + tabs,
-         A_BOLD);
+    if (head.size() + tabs.size() > static_cast<size_t>(COLS)) {
+      tabs.clear();
+      for (int i = 0; i < views; ++i)
+        tabs += i == static_cast<int>(view_)
+                  ? std::string{"["} + names[i] + "] "
+                  : std::string{names[i], 1} + " ";
+    }
+    tui::line(0, head + tabs, A_BOLD);
     std::string scope = task_filter_ == 0 || task_filter_ > tasks.size()
                           ? "all tasks"
                           : short_task(tasks[task_filter_ - 1].task);
-    line(LINES - 1,
-         "q quit  ? help  1-6/Tab views  s sort(" + std::string{sort_names[sort_]}
+    tui::line(LINES - 1,
+         "q quit  ? help  1-9/Tab views  s sort(" + std::string{sort_names[sort_]}
            + ")  / filter" + (filter_.empty() ? "" : "(" + filter_ + ")")
            + "  n task(" + scope + ")  Enter detail"
            + (editing_filter_ ? "   filter: " + filter_ + "_" : ""),
@@ -255,6 +283,15 @@ private:
         case view::training:
           draw_training(tasks);
           break;
+        case view::logs:
+          tui::draw_logs(tasks, logs_, 2, LINES - 1);
+          break;
+        case view::alerts:
+          tui::draw_alerts(alerts, watch_.recent_alerts(), 2, LINES - 1);
+          break;
+        case view::topology:
+          tui::draw_topology(tasks, 2, LINES - 1);
+          break;
       }
     }
     ::refresh();
@@ -270,21 +307,26 @@ private:
       "  4 Queues    size/capacity, closed, blocked enqueues and dequeues",
       "  5 Variables dtype and shape, bytes, updates and updates/s",
       "  6 Training  global step, loss, examples/s, accuracy",
+      "  7 Logs      the tasks' recent log lines, live (n task, l level, "
+      "/ search, j/k scroll)",
+      "  8 Alerts    active alerts and those cleared lately",
+      "  9 Topology  which tasks talk to which: CAF and tensor channel, "
+      "bytes/s",
       "  Tab         next view",
       "  s           sort actors: mailbox, msgs/s, busy, name",
       "  /           filter actors by kind or name (Enter ends, Esc clears)",
       "  n           one task at a time, or all",
-      "  Up/Down j/k select an actor; Enter shows its detail",
+      "  Up/Down j/k select an actor; Enter shows its detail and charts",
       "  q           quit (also SIGINT/SIGTERM)",
       "",
       "Any key closes this help."};
     int y = 2;
     for (auto* t : text)
-      line(y++, t);
+      tui::line(y++, t);
   }
 
   void draw_cluster(const std::vector<task_view>& tasks) {
-    line(2,
+    tui::line(2,
          fmt("%-28s %-22s %-6s %6s %9s %6s %9s %8s %7s %6s", "TASK",
              "ADDRESS", "STATE", "SINCE", "RTT", "ACTORS", "RSS", "CPU s",
              "THREADS", "FDS"),
@@ -311,44 +353,48 @@ private:
                    : v.stale         ? "stale"
                                      : "up";
       auto since = v.stale ? ago(v.updated_us) : ago(v.since_us);
-      line(y++,
+      tui::line(y++,
            fmt("%-28s %-22s %-6s %6s %9s %6s %9s %8s %7s %6s",
                v.task.c_str(), v.address.c_str(), state, since.c_str(),
                rtt.c_str(), actors.c_str(), rss.c_str(), cpu.c_str(),
                threads.c_str(), fds.c_str()),
            live ? 0 : A_DIM);
       if (v.state == "down") {
-        y = wrapped(y, v.error, "    ", A_BOLD);
+        y = tui::wrapped(y, v.error, "    ", A_BOLD);
         if (!v.last_error.empty())
-          y = wrapped(y, v.last_error, "    then: ");
+          y = tui::wrapped(y, v.last_error, "    then: ");
       }
     }
     ++y;
-    line(y++, "Tensor channel (between processes)", A_BOLD);
-    line(y++, fmt("%-10s %-4s %-22s %-5s %10s %10s %9s %9s", "TASK", "DIR",
+    tui::line(y++, "Tensor channel (between processes)", A_BOLD);
+    tui::line(y++, fmt("%-10s %-4s %-22s %-5s %10s %10s %9s %9s", "TASK", "DIR",
                   "PEER", "UP", "BYTES", "BYTES/S", "FRAMES", "LAST"));
     for (auto& v : tasks) {
       if (!v.has_node || v.state != "up")
         continue;
       for (auto& l : v.node["channel"])
-        line(y++,
+        tui::line(y++,
              fmt("%-10s %-4s %-22s %-5s %10s %10s %9llu %9s",
                  short_task(v.task).c_str(),
                  l.value("direction", "").c_str(),
-                 l.value("peer", "").c_str(),
-                 l.value("up", false) ? "yes" : "no",
+                 l.contains("peer_task")
+                   ? short_task(l["peer_task"].get<std::string>()).c_str()
+                   : l.value("peer", "").c_str(),
+                 l.value("orphaned", false) ? "orph"
+                 : l.value("up", false)      ? "yes"
+                                             : "no",
                  bytes(l.value("bytes", 0.0)).c_str(),
                  bytes(l.value("bytes_per_s", 0.0)).c_str(),
                  static_cast<unsigned long long>(l.value("frames", 0ULL)),
                  (ago(l.value("last_us", int64_t{0})) + " ago").c_str()));
     }
     ++y;
-    line(y++, "Peers (CAF connections a master made)", A_BOLD);
+    tui::line(y++, "Peers (CAF connections a master made)", A_BOLD);
     for (auto& v : tasks) {
       if (!v.has_node || v.state != "up")
         continue;
       for (auto& p : v.node["peers"])
-        line(y++, fmt("%-10s -> %-28s %-22s %-4s %6s %s",
+        tui::line(y++, fmt("%-10s -> %-28s %-22s %-4s %6s %s",
                       short_task(v.task).c_str(),
                       p.value("peer", "").c_str(),
                       p.value("address", "").c_str(),
@@ -365,59 +411,79 @@ private:
     // The name takes what the other columns leave of the width (they take
     // 65), at least 15: at 80 columns every number stays on screen.
     int name_width = std::max(15, COLS - 65);
-    line(2,
+    tui::line(2,
          fmt("%-8s %-11s %-*s %7s %7s %9s %6s %10s", "TASK", "KIND",
              name_width, "NAME", "MAILBOX", "MAX", "MSGS/S", "BUSY%",
              "MESSAGES"),
          A_BOLD);
-    int bottom = detail_ ? LINES - 12 : LINES - 2;
+    int bottom = detail_ ? LINES - 16 : LINES - 2;
     int y = 3;
     size_t first = selected_ >= static_cast<size_t>(bottom - y)
                      ? selected_ - static_cast<size_t>(bottom - y) + 1
                      : 0;
     for (size_t i = first; i < rows.size() && y < bottom; ++i) {
       auto& a = rows[i].actor;
-      line(y++,
+      tui::line(y++,
            fmt("%-8s %-11s %-*.*s %7d %7d %9.1f %6.1f %10llu",
                short_task(rows[i].task).c_str(),
                a.value("kind", "").c_str(), name_width, name_width,
-               a.value("name", "").c_str(),
+               ((a.value("orphaned", false) ? "(orphaned) " : "")
+                + a.value("name", ""))
+                 .c_str(),
                a.value("mailbox", 0), a.value("mailbox_max", 0),
                a.value("messages_per_s", 0.0), a.value("busy_percent", 0.0),
                static_cast<unsigned long long>(a.value("messages", 0ULL))),
            i == selected_ ? A_REVERSE : 0);
     }
     if (rows.empty())
-      line(y, "  (no actors match)");
+      tui::line(y, "  (no actors match)");
     if (detail_ && !rows.empty()) {
       auto& r = rows[selected_];
       auto& a = r.actor;
-      int d = LINES - 11;
-      line(d++, "Detail", A_BOLD);
-      line(d++, "  kind " + a.value("kind", "") + "   id "
+      int d = LINES - 15;
+      tui::line(d++, "Detail", A_BOLD);
+      tui::line(d++, "  kind " + a.value("kind", "") + "   id "
                   + std::to_string(a.value("id", 0ULL)) + "   task "
                   + r.task);
-      line(d++, "  name " + a.value("name", "") + "   container '"
+      tui::line(d++, "  name " + a.value("name", "") + "   container '"
                   + a.value("container", "") + "'");
-      line(d++, "  since " + ago(a.value("since_us", int64_t{0}))
+      tui::line(d++, "  since " + ago(a.value("since_us", int64_t{0}))
                   + " ago   messages "
                   + std::to_string(a.value("messages", 0ULL))
                   + fmt("   busy %.3f s, longest %.3f ms (recent)",
                         a.value("busy_us", 0.0) / 1e6,
                         a.value("busy_max_us", 0.0) / 1e3));
-      line(d++, fmt("  mailbox %d now, %d max (recent)",
+      tui::line(d++, fmt("  mailbox %d now, %d max (recent)",
                     a.value("mailbox", 0), a.value("mailbox_max", 0)));
       std::string gauges = "  ";
       for (auto& [k, g] : a["gauges"].items())
         gauges += k + " " + g.dump() + "   ";
-      line(d++, gauges);
+      tui::line(d++, gauges);
       if (!a.value("detail", "").empty())
-        line(d++, "  " + a.value("detail", ""));
+        tui::line(d++, "  " + a.value("detail", ""));
+      // Its recent figures, one column per update.
+      for (auto& v : tasks) {
+        if (v.task != r.task)
+          continue;
+        auto s = v.past->actor_history.find(a.value("id", uint64_t{0}));
+        if (s == v.past->actor_history.end())
+          break;
+        auto width = static_cast<size_t>(std::max(COLS - 26, 10));
+        for (auto [label, values] :
+             {std::pair{"msgs/s", &s->second.messages_per_s},
+              std::pair{"mailbox", &s->second.mailbox},
+              std::pair{"busy %", &s->second.busy_percent}}) {
+          double top = 0;
+          auto spark = tui::sparkline(*values, width, top);
+          tui::line(d++, fmt("  %-8s max %8.1f |", label, top) + spark);
+        }
+        break;
+      }
     }
   }
 
   void draw_steps(const std::vector<task_view>& tasks) {
-    line(2,
+    tui::line(2,
          fmt("%-28s %10s %8s %9s %9s %9s %7s  %s", "MASTER", "STEPS",
              "STEPS/S", "P50", "P99", "LAST", "ERRORS", "BY CODE"),
          A_BOLD);
@@ -430,7 +496,7 @@ private:
       std::string codes;
       for (auto& [code, n] : s["by_code"].items())
         codes += code + ":" + n.dump() + " ";
-      line(y++, fmt("%-28s %10llu %8.1f %7.0fus %7.0fus %7.0fus %7llu  %s",
+      tui::line(y++, fmt("%-28s %10llu %8.1f %7.0fus %7.0fus %7.0fus %7llu  %s",
                     v.task.c_str(),
                     static_cast<unsigned long long>(s.value("total", 0ULL)),
                     s.value("per_s", 0.0), s.value("p50_us", 0.0),
@@ -444,15 +510,15 @@ private:
                          + e.value("message", ""));
     }
     ++y;
-    line(y++, "Last errors", A_BOLD);
+    tui::line(y++, "Last errors", A_BOLD);
     for (auto& e : errors)
-      line(y++, "  " + e);
+      tui::line(y++, "  " + e);
     if (errors.empty())
-      line(y++, "  (none)");
+      tui::line(y++, "  (none)");
   }
 
   void draw_queues(const std::vector<task_view>& tasks) {
-    line(2,
+    tui::line(2,
          fmt("%-8s %-30s %9s %9s %7s %9s %9s %9s %8s %7s", "TASK", "QUEUE",
              "SIZE", "CAPACITY", "CLOSED", "BLOCK ENQ", "BLOCK DEQ",
              "WITHDRAWN", "RETURNED", "MAILBOX"),
@@ -461,7 +527,7 @@ private:
     for (auto& r : actor_rows(tasks, "queue")) {
       auto& g = r.actor["gauges"];
       auto cap = g.value("capacity", int64_t{-1});
-      line(y++, fmt("%-8s %-30.30s %9lld %9s %7s %9lld %9lld %9lld %8lld %7d",
+      tui::line(y++, fmt("%-8s %-30.30s %9lld %9s %7s %9lld %9lld %9lld %8lld %7d",
                     short_task(r.task).c_str(),
                     r.actor.value("name", "").c_str(),
                     static_cast<long long>(g.value("size", int64_t{0})),
@@ -476,18 +542,18 @@ private:
                     r.actor.value("mailbox", 0)));
     }
     if (y == 3)
-      line(y, "  (no queues)");
+      tui::line(y, "  (no queues)");
   }
 
   void draw_variables(const std::vector<task_view>& tasks) {
-    line(2,
+    tui::line(2,
          fmt("%-8s %-34s %-22s %9s %5s %10s %9s", "TASK", "VARIABLE",
              "DTYPE SHAPE", "BYTES", "INIT", "UPDATES", "UPDATES/S"),
          A_BOLD);
     int y = 3;
     for (auto& r : actor_rows(tasks, "variable")) {
       auto& g = r.actor["gauges"];
-      line(y++, fmt("%-8s %-34.34s %-22.22s %9s %5s %10lld %9.1f",
+      tui::line(y++, fmt("%-8s %-34.34s %-22.22s %9s %5s %10lld %9.1f",
                     short_task(r.task).c_str(),
                     r.actor.value("name", "").c_str(),
                     r.actor.value("detail", "").c_str(),
@@ -497,11 +563,11 @@ private:
                     r.actor.value("updates_per_s", 0.0)));
     }
     if (y == 3)
-      line(y, "  (no variables)");
+      tui::line(y, "  (no variables)");
   }
 
   void draw_training(const std::vector<task_view>& tasks) {
-    line(2,
+    tui::line(2,
          fmt("%-28s %12s %10s %8s %12s %9s %6s", "TASK", "GLOBAL STEP",
              "LOCAL", "LOSS", "EXAMPLES/S", "ACCURACY", "AGE"),
          A_BOLD);
@@ -513,7 +579,7 @@ private:
       bool live = v.state == "up" && !v.stale;
       for (auto& t : v.node["training"]) {
         auto acc = t.value("accuracy", -1.0);
-        line(y++,
+        tui::line(y++,
              fmt("%-28s %12lld %10lld %8.4f %12.0f %9s %6s",
                  t.value("task", "").c_str(),
                  static_cast<long long>(t.value("global_step", int64_t{0})),
@@ -525,7 +591,7 @@ private:
       }
     }
     if (y == 3)
-      line(y, "  (no trainer has reported progress)");
+      tui::line(y, "  (no trainer has reported progress)");
   }
 
   cluster_watch& watch_;
@@ -537,6 +603,7 @@ private:
   size_t selected_ = 0;
   bool detail_ = false;
   bool help_ = false;
+  tui::log_filter logs_;
 };
 
 } // namespace actorflow::apps

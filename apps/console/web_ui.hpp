@@ -12,6 +12,7 @@
 // runs, and said in the log (a few a minute at most).
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -67,6 +68,26 @@ public:
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
           return !stopping_;
         });
+    });
+    // What the tasks kept before the page opened, their logs, an actor's
+    // recent figures: asked for by the page, not pushed every interval.
+    http_.Get("/api/history", [this](const httplib::Request&,
+                                     httplib::Response& res) {
+      res.set_content(watch_.history_json().dump(), "application/json");
+    });
+    http_.Get("/api/logs", [this](const httplib::Request& req,
+                                  httplib::Response& res) {
+      json out;
+      auto st = watch_.logs_json(req.get_param_value("task"),
+                                 number_param(req, "after"), out);
+      reply(res, st, std::move(out));
+    });
+    http_.Get("/api/actor_history", [this](const httplib::Request& req,
+                                           httplib::Response& res) {
+      json out;
+      auto st = watch_.actor_history_json(req.get_param_value("task"),
+                                          number_param(req, "id"), out);
+      reply(res, st, std::move(out));
     });
     http_.Post("/api/trace", [this](const httplib::Request& req,
                                     httplib::Response& res) {
@@ -167,6 +188,16 @@ private:
       res.set_content(std::string{std::istreambuf_iterator<char>{in}, {}},
                       type);
     });
+  }
+
+  // A query parameter as an unsigned number (0 when absent or not one).
+  static uint64_t number_param(const httplib::Request& req,
+                               const char* name) {
+    auto text = req.get_param_value(name);
+    uint64_t value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(),
+                                     value);
+    return ec == std::errc{} && end == text.data() + text.size() ? value : 0;
   }
 
   static void reply(httplib::Response& res, const status& st, json body) {

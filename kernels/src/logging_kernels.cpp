@@ -13,6 +13,7 @@
 #include <string>
 #include <type_traits>
 
+#include "actorflow/graph/log_ring.hpp"
 #include "actorflow/graph/text_util.hpp"
 #include "kernels_impl.hpp"
 
@@ -109,6 +110,7 @@ status print_kernel(kernel_context& ctx) {
     ctx.print(line);
   else
     std::cerr << line << std::endl;
+  note_log(log_level::info, line);
   return {};
 }
 

@@ -431,6 +431,18 @@ TEST_CASE("console: the terminal UI in tmux sorts, filters, shows a detail "
     CHECK_THAT(*screen, Contains("\n  name " + rows.front().name
                                  + "   container '"));
     CHECK_THAT(*screen, Contains(" max (recent)"));
+    // Its charts: one column per update of its messages/s, mailbox, busy.
+    auto charts = term.wait_for(
+      [](const std::string& s) {
+        static const std::regex chart{
+          R"(\n  msgs/s   max +[0-9.]+ \|[ _.:=+*#-]{2,})"};
+        return std::regex_search(s, chart)
+               && contains(s, "\n  mailbox  max ")
+               && contains(s, "\n  busy %   max ");
+      },
+      last);
+    INFO("screen:\n" << last);
+    CHECK(charts);
   }
 
   // 7. ? shows the keys; any other key closes the help.
@@ -504,6 +516,51 @@ TEST_CASE("console: the terminal UI in tmux sorts, filters, shows a detail "
     CHECK_THAT(*screen, Contains("EXAMPLES/S"));
   }
 
+  // Logs: the tasks' lines, live, with the trainers' progress among them;
+  // l narrows them to warnings and errors.
+  {
+    term.press("7");
+    static const std::regex progress_line{
+      R"(\n\d\d:\d\d:\d\d worker/[01] +info +worker [01]: step )"};
+    auto screen = term.wait_for(
+      [](const std::string& s) {
+        return contains(s, "[7 Logs]") && contains(s, "Logs: all tasks")
+               && std::regex_search(s, progress_line);
+      },
+      last);
+    INFO("screen:\n" << last);
+    REQUIRE(screen);
+    term.press("l");
+    auto narrowed = term.wait_for(
+      [](const std::string& s) {
+        return contains(s, "Logs: all tasks, warning and error")
+               && !std::regex_search(s, progress_line);
+      },
+      last);
+    INFO("screen:\n" << last);
+    CHECK(narrowed);
+    term.press("l");
+    term.press("l");
+  }
+
+  // Topology: the ps talks to each worker over CAF and the channel.
+  {
+    term.press("9");
+    static const std::regex edge{
+      R"(\nps/0 +<-> worker/([01]) +up +up +[0-9.]+[KMG]?B +[0-9.]+[KMG]?B)"};
+    auto screen = term.wait_for(
+      [](const std::string& s) {
+        int edges = 0;
+        for (std::sregex_iterator i{s.begin(), s.end(), edge}, end; i != end;
+             ++i)
+          ++edges;
+        return contains(s, "[9 Topology]") && edges == 2;
+      },
+      last);
+    INFO("screen:\n" << last);
+    CHECK(screen);
+  }
+
   // A worker stopped (SIGSTOP): stale, then DOWN with its last-known
   // values dimmed and the reason below in bold; its training row stays,
   // dimmed. (Resumed at the end: the launcher then stops it as the rest.)
@@ -546,6 +603,17 @@ TEST_CASE("console: the terminal UI in tmux sorts, filters, shows a detail "
     INFO("screen:\n" << last);
     CHECK(training);
     CHECK(dim_line("/job:worker/replica:0/task:1 "));
+    // The alert, in the header and its view.
+    term.press("8");
+    auto alerts = term.wait_for(
+      [](const std::string& s) {
+        return contains(s, "[8 Alerts]") && contains(s, "1 ALERTS")
+               && contains(s, "\n  task_down        since ")
+               && contains(s, "/job:worker/replica:0/task:1 is down");
+      },
+      last);
+    INFO("screen:\n" << last);
+    CHECK(alerts);
     ::kill(victim, SIGCONT);
   }
 

@@ -80,6 +80,9 @@ struct channel_registry {
   std::unordered_map<uint64_t, caf::weak_actor_ptr> inboxes;
   uint64_t next_inbox = 1;
   std::map<std::string, std::shared_ptr<link>> links;
+  // The task behind an inbox address (name_peer), for link_stats; as many
+  // as links at most.
+  std::map<std::string, std::string> names;
   // Admits incoming connections (at most max_incoming: each is a thread),
   // bounds their handshake and stalled frames and the bytes announced;
   // made with the first listener.

@@ -1,3 +1,4 @@
+#include "actorflow/graph/log_ring.hpp"
 #include "connection_guard.hpp"
 
 #include <netdb.h>
@@ -202,18 +203,31 @@ void connection_guard::shut_locked(entry& e) {
     shut_(e.fd_);
 }
 
-std::string peer_address(int fd, bool with_port) {
+namespace {
+
+// One end of `fd`, numeric: the peer's (getpeername) or its own.
+std::string end_address(int fd, bool peer, bool with_port) {
   sockaddr_storage addr{};
   socklen_t len = sizeof(addr);
   char host[NI_MAXHOST];
   char port[NI_MAXSERV];
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0
-      || ::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host,
-                       sizeof(host), port, sizeof(port),
+  auto* a = reinterpret_cast<sockaddr*>(&addr);
+  if ((peer ? ::getpeername(fd, a, &len) : ::getsockname(fd, a, &len)) != 0
+      || ::getnameinfo(a, len, host, sizeof(host), port, sizeof(port),
                        NI_NUMERICHOST | NI_NUMERICSERV)
            != 0)
     return "?";
   return with_port ? std::string{host} + ":" + port : std::string{host};
+}
+
+} // namespace
+
+std::string peer_address(int fd, bool with_port) {
+  return end_address(fd, true, with_port);
+}
+
+std::string local_address(int fd) {
+  return end_address(fd, false, true);
 }
 
 namespace {
@@ -292,6 +306,7 @@ std::shared_ptr<connection_guard> make_watched_guard(guard_limits limits) {
     limits, [](int fd) { ::shutdown(fd, SHUT_RDWR); },
     [](const std::string& line) {
       std::fprintf(stderr, "actorflow: warning: %s\n", line.c_str());
+      note_log(log_level::warning, line);
     },
     [](int fd) -> size_t {
       int n = 0;

@@ -221,4 +221,7 @@ std::shared_ptr<connection_guard> connection_guard_of(caf::actor_system& sys);
 /// `with_port` ("?" if unknown). The one such helper of transport/.
 std::string peer_address(int fd, bool with_port = false);
 
+/// The address `fd` is bound to on this side, "host:port" ("?" if unknown).
+std::string local_address(int fd);
+
 } // namespace actorflow

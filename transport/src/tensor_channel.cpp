@@ -18,6 +18,7 @@
 // that breaks this gets its connection closed; nothing else changes.
 
 #include "actorflow/transport/tensor_channel.hpp"
+#include "actorflow/graph/log_ring.hpp"
 #include "actorflow/graph/text_util.hpp"
 
 #include <cerrno>
@@ -71,8 +72,20 @@ public:
 
   link_stat stat() {
     std::lock_guard<std::mutex> guard{mtx_};
+    // An idle link whose peer closed (its process died) is taken down
+    // when seen, not at the next send: the console stops showing a link
+    // to a dead task up, and the registry drops it (link_stats).
+    if (state_ == state::up && queue_.empty() && !busy_ && fd_ >= 0) {
+      pollfd p{fd_, POLLRDHUP, 0};
+      if (::poll(&p, 1, 0) == 1
+          && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
+        state_ = state::down;
+        since_us_ = wall_us();
+        cv_.notify_all();
+      }
+    }
     return {host_ + ":" + port_, true, state_ == state::up, bytes_, frames_,
-            since_us_, last_us_};
+            since_us_, last_us_, local_, {}};
   }
 
   bool send(uint64_t inbox, int64_t step, const std::string& key,
@@ -431,15 +444,16 @@ private:
     bool ok = connect_now();
     std::unique_lock<std::mutex> guard{mtx_};
     if (!ok) {
-      std::fprintf(stderr,
-                   "actorflow: tensor channel: cannot connect to %s:%s; "
-                   "tensors to it go over CAF\n",
-                   log_escape(host_).c_str(), log_escape(port_).c_str());
+      auto line = "tensor channel: cannot connect to " + log_escape(host_)
+                  + ":" + log_escape(port_) + "; tensors to it go over CAF";
+      std::fprintf(stderr, "actorflow: %s\n", line.c_str());
+      note_log(log_level::warning, line);
       fail(guard, nullptr);
       return;
     }
     state_ = state::up;
     since_us_ = wall_us();
+    local_ = local_address(fd_);
     for (;;) {
       cv_.wait(guard, [this] {
         return (!queue_.empty() && !busy_) || state_ == state::down;
@@ -486,6 +500,7 @@ private:
   uint64_t frames_ = 0;
   int64_t since_us_ = wall_us();
   int64_t last_us_ = 0;
+  std::string local_;
   // Set up before the link is up; then used by the writer holding busy_.
   ring_writer ring_;
 };
@@ -641,24 +656,54 @@ received_totals totals_received() {
           n_ring_bytes.load(relaxed), n_messages.load(relaxed)};
 }
 
+/// How long link_stats still lists a link that went down.
+constexpr int64_t stale_link_us = 10'000'000;
+
+void name_peer(caf::actor_system& sys, const std::string& address,
+               const std::string& name) {
+  auto reg = system_data<channel_registry>(sys);
+  std::lock_guard<std::mutex> guard{reg->mtx};
+  // The first name stays: the master names an inbox by the task that
+  // serves it (after a failover, not the device's home), before its
+  // executors learn it. Bounded: a name per link and a few more.
+  // Keyed as link_stats names a link: an inbox's "host:port/N" without N.
+  auto slash = address.rfind('/');
+  auto key = slash == std::string::npos ? address : address.substr(0, slash);
+  if (reg->names.size() < reg->links.size() + 64)
+    reg->names.emplace(std::move(key), name);
+}
+
 std::vector<link_stat> link_stats(caf::actor_system& sys) {
   std::vector<std::shared_ptr<link>> links;
   std::vector<link_stat> out;
+  std::map<std::string, std::string> names;
   {
     auto reg = system_data<channel_registry>(sys);
     auto& r = *reg;
     std::lock_guard<std::mutex> guard{r.mtx};
+    // A link down for a while is gone (a new route makes a new one).
+    auto now = wall_us();
+    std::erase_if(r.links, [now](auto& entry) {
+      auto st = entry.second->stat();
+      return !st.up && now - st.since_us > stale_link_us;
+    });
     for (auto& [address, l] : r.links)
       links.push_back(l);
+    names = r.names;
     for (auto& in : r.incoming_stats)
       out.push_back({in->peer, false, true,
                      in->bytes.load(std::memory_order_relaxed),
                      in->frames.load(std::memory_order_relaxed),
                      in->since_us,
-                     in->last_us.load(std::memory_order_relaxed)});
+                     in->last_us.load(std::memory_order_relaxed),
+                     {},
+                     {}});
   }
-  for (auto& l : links)
+  for (auto& l : links) {
     out.push_back(l->stat());
+    if (auto i = names.find(out.back().peer); i != names.end())
+      out.back().peer_name = i->second;
+  }
   return out;
 }
 

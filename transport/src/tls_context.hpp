@@ -23,6 +23,7 @@
 #include <caf/fwd.hpp>
 #include <caf/io/middleman_actor.hpp>
 
+#include "actorflow/graph/log_ring.hpp"
 #include "actorflow/transport/host_port.hpp"
 #include "actorflow/transport/tls_config.hpp"
 
@@ -101,6 +102,7 @@ struct tls_state {
       cfg.log(what);
     else
       std::fprintf(stderr, "actorflow: warning: %s\n", what.c_str());
+    note_log(log_level::warning, what);
   }
 
   // The context for a new connection: rebuilt when a file changed (a

@@ -108,7 +108,10 @@ uint64_t ring_frames_received();
 /// link to a peer's listener ("host:port") or an incoming connection
 /// (the peer's address), with the frames and bytes (prefix, head and data,
 /// wherever the data went) it carried so far, since when it is in its
-/// state, and when its last frame went or came (0: none yet).
+/// state, and when its last frame went or came (0: none yet). An outgoing
+/// link also says its own end's address (what the peer sees as this
+/// connection's peer: the console matches the two ends with it) and the
+/// task it leads to when this process was told (name_peer).
 struct link_stat {
   std::string peer;
   bool outgoing = false;
@@ -117,7 +120,17 @@ struct link_stat {
   uint64_t frames = 0;
   int64_t since_us = 0;
   int64_t last_us = 0;
+  std::string local;
+  std::string peer_name;
 };
+
+/// Tells `sys`'s channel that the inbox at `address` (open_inbox's
+/// "host:port/N") belongs to `name` (a task), for link_stats; the first
+/// name given for a process stays. The masters and
+/// executors say it as they learn their peers' inboxes. Never blocks
+/// beyond the registry's lock.
+void name_peer(caf::actor_system& sys, const std::string& address,
+               const std::string& name);
 
 /// Every outgoing link and every open incoming connection of `sys`'s
 /// channel. Never blocks beyond the channel's registry lock.

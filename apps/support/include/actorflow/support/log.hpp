@@ -10,7 +10,8 @@
 // "warning: ", "error: "), then the message; one line per call, to standard
 // error, written whole (tasks of --local share a terminal). --log_level
 // (trace, debug, info, warning, error, off; default info) hides the levels
-// below it. What a program prints as its result (progress, accuracy,
+// below it; the lines it lets through also go to the process's log_ring
+// (the console's logs view). What a program prints as its result (progress, accuracy,
 // snapshots) goes to standard output and is not a log line.
 
 #include <memory>
@@ -18,8 +19,11 @@
 #include <string_view>
 
 #include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+
+#include "actorflow/graph/log_ring.hpp"
 
 namespace actorflow::support::log {
 
@@ -52,6 +56,36 @@ public:
   }
   std::unique_ptr<custom_flag_formatter> clone() const override {
     return std::make_unique<level_prefix>();
+  }
+};
+
+/// Copies each line into the process's log_ring, which the task's monitor
+/// sends to the console (its logs view).
+class ring_sink : public spdlog::sinks::base_sink<std::mutex> {
+protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    auto level = log_level::info;
+    switch (msg.level) {
+      case spdlog::level::trace:
+        level = log_level::trace;
+        break;
+      case spdlog::level::debug:
+        level = log_level::debug;
+        break;
+      case spdlog::level::warn:
+        level = log_level::warning;
+        break;
+      case spdlog::level::err:
+      case spdlog::level::critical:
+        level = log_level::error;
+        break;
+      default:
+        break;
+    }
+    note_log(level, {msg.payload.data(), msg.payload.size()});
+  }
+  void flush_() override {
+    // nop
   }
 };
 
@@ -89,10 +123,12 @@ inline bool parse_level(const std::string& name, spdlog::level::level_enum& out)
 /// Call once, first thing in main; lines logged before go out at info.
 inline void init(const std::string& program, const std::string& level = "info") {
   auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
-  auto l = std::make_shared<spdlog::logger>(program, sink);
   auto formatter = std::make_unique<spdlog::pattern_formatter>();
   formatter->add_flag<detail::level_prefix>('*').set_pattern("%n: %*%v");
-  l->set_formatter(std::move(formatter));
+  sink->set_formatter(std::move(formatter));
+  auto l = std::make_shared<spdlog::logger>(
+    program, spdlog::sinks_init_list{sink,
+                                     std::make_shared<detail::ring_sink>()});
   auto lvl = spdlog::level::info;
   parse_level(level, lvl);
   l->set_level(lvl);
