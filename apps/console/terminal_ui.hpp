@@ -455,10 +455,12 @@ private:
                         a.value("busy_max_us", 0.0) / 1e3));
       tui::line(d++, fmt("  mailbox %d now, %d max (recent)",
                     a.value("mailbox", 0), a.value("mailbox_max", 0)));
-      std::string gauges = "  ";
-      for (auto& [k, g] : a["gauges"].items())
-        gauges += k + " " + g.dump() + "   ";
-      tui::line(d++, gauges);
+      if (!a["gauges"].empty()) {
+        std::string gauges = "  ";
+        for (auto& [k, g] : a["gauges"].items())
+          gauges += k + " " + g.dump() + "   ";
+        tui::line(d++, gauges);
+      }
       if (!a.value("detail", "").empty())
         tui::line(d++, "  " + a.value("detail", ""));
       // Its recent figures, one column per update.

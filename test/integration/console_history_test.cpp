@@ -193,6 +193,9 @@ TEST_CASE("console: a late console sees the run so far, the logs, the "
   CHECK(has_alert(doc, "active", "step_stalled", worker0));
   CHECK(doc["healthy"] == false);
   REQUIRE(::kill(ps_pid, SIGCONT) == 0);
+  auto resumed_s = std::chrono::duration<double>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
   // Back: both clear, kept with when they fired and cleared.
   doc = poll(url, "/api/cluster",
              [](const json& d) {
@@ -206,6 +209,18 @@ TEST_CASE("console: a late console sees the run so far, the logs, the "
   REQUIRE(has_alert(doc, "recent", "step_stalled", worker0));
   for (auto& a : doc["alerts"]["recent"])
     CHECK(a["cleared_us"].get<int64_t>() > a["fired_us"].get<int64_t>());
+  // The console reconnected to the ps: its history is the whole run again,
+  // from before the console came to after the stop.
+  history = poll(url, "/api/history",
+                 [&](const json& d) {
+                   auto& t = d["tasks"][ps]["t"];
+                   return !t.empty() && t.back().get<double>() > resumed_s + 1;
+                 },
+                 20s);
+  auto& ps_t = history["tasks"][ps]["t"];
+  REQUIRE_FALSE(ps_t.empty());
+  CHECK(ps_t[0].get<double>() < console_started_s - 3);
+  CHECK(ps_t.back().get<double>() > resumed_s + 1);
 
   console.send_signal(SIGTERM);
   auto st = console.wait(10s);
