@@ -43,6 +43,7 @@ public:
                                : httplib::Server::HandlerResponse::Handled;
       });
     file("/", dir_ / "index.html", "text/html; charset=utf-8");
+    file("/console.js", dir_ / "console.js", "application/javascript");
     file("/uPlot.iife.min.js",
          dir_ / "node_modules/uplot/dist/uPlot.iife.min.js",
          "application/javascript");

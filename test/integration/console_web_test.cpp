@@ -7,7 +7,9 @@
 // the console is refused.
 
 #include <filesystem>
+#include <optional>
 #include <regex>
+#include <thread>
 
 #include "integration_util.hpp"
 
@@ -123,76 +125,132 @@ TEST_CASE("console: the web UI in headless Chromium greys a down task's "
   CHECK(console.wait(10s));
 }
 
-TEST_CASE("console: the web UI in headless Chromium pages, sorts and filters "
-          "every actor with its charts, plots the run from before it opened, "
-          "tails the logs, draws the topology and shows an alert",
-          "[console][web]") {
-  if (auto why = missing_tools(); !why.empty()) {
-    WARN(why << ": not run");
-    return;
-  }
+namespace {
+
+/// A training cluster (actorflow-train --local 2) that has run for a few
+/// seconds before a console serves its web UI; the page scripts are run
+/// against that console.
+struct watched_training {
   child_process launcher{{train_path, "--local", "2", "--model", "softmax",
                           "--train_steps", "100000000", "--log_every",
                           "200"}};
-  REQUIRE(launcher.wait_for_line("worker/1: worker 1: step ", 60s));
-  static const std::regex cluster_line{R"(actorflow-train: cluster (\{[^\n]*\}))"};
-  std::smatch m;
-  auto log = launcher.err();
-  REQUIRE(std::regex_search(log, m, cluster_line));
-  // The run has history before the page (and the console) open.
-  std::this_thread::sleep_for(6s);
-  child_process console{{console_path, "--cluster", m[1].str(), "--http",
-                         "127.0.0.1:0", "--interval_ms", "500"}};
-  auto serving = console.wait_for_line("web UI at ", 15s);
-  INFO("console: " << console.out() << console.err());
-  REQUIRE(serving);
-  auto url = serving->substr(serving->find("http://"));
-  auto script = [&](const char* name, std::vector<std::string> args) {
+  std::optional<child_process> console;
+  std::string url;
+
+  /// Starts the console; false (and why in `why`) if it cannot.
+  bool start(std::string& why) {
+    if (!launcher.wait_for_line("worker/1: worker 1: step ", 60s)) {
+      why = "no training progress: " + launcher.err();
+      return false;
+    }
+    static const std::regex cluster_line{
+      R"(actorflow-train: cluster (\{[^\n]*\}))"};
+    std::smatch m;
+    auto log = launcher.err();
+    if (!std::regex_search(log, m, cluster_line)) {
+      why = "no cluster line: " + log;
+      return false;
+    }
+    // The run has history before the page (and the console) open.
+    std::this_thread::sleep_for(6s);
+    console.emplace(std::vector<std::string>{
+      console_path, "--cluster", m[1].str(), "--http", "127.0.0.1:0",
+      "--interval_ms", "500"});
+    auto serving = console->wait_for_line("web UI at ", 15s);
+    if (!serving) {
+      why = "console: " + console->out() + console->err();
+      return false;
+    }
+    url = serving->substr(serving->find("http://"));
+    return true;
+  }
+
+  /// Runs test/integration/web/`name` on the page with `args`; its output.
+  std::string script(const char* name, std::vector<std::string> args) {
     std::vector<std::string> cmd{"/usr/bin/env", "node",
                                  (web_test_dir / name).string(), url};
     cmd.insert(cmd.end(), args.begin(), args.end());
-    auto r = run_process(cmd, 120s);
+    auto r = run_process(cmd, 150s);
     INFO(name << ":\n" << r.out << r.err);
     CHECK_FALSE(r.timed_out);
     CHECK(r.status.code == 0);
     CHECK(r.out.find("ok: no script errors") != std::string::npos);
     return r.out;
-  };
-  auto shot = [](const char* what) {
-    return (std::filesystem::temp_directory_path()
-            / ("actorflow-console-" + std::string{what} + "-"
-               + std::to_string(::getpid()) + ".png"))
-      .string();
-  };
-  const std::string ps = "/job:ps/replica:0/task:0";
-  const std::string w0 = "/job:worker/replica:0/task:0";
-  const std::string w1 = "/job:worker/replica:0/task:1";
-  auto out = script("console_actors.mjs", {shot("actors")});
+  }
+
+  ~watched_training() {
+    if (console) {
+      console->send_signal(SIGTERM);
+      console->wait(10s);
+    }
+  }
+};
+
+std::string shot(const char* what) {
+  return (std::filesystem::temp_directory_path()
+          / ("actorflow-console-" + std::string{what} + "-"
+             + std::to_string(::getpid()) + ".png"))
+    .string();
+}
+
+const std::string ps_task = "/job:ps/replica:0/task:0";
+const std::string w0_task = "/job:worker/replica:0/task:0";
+const std::string w1_task = "/job:worker/replica:0/task:1";
+
+} // namespace
+
+TEST_CASE("console: the web UI in headless Chromium pages, sorts and filters "
+          "every actor with its charts, plots the run from before it opened "
+          "and draws the topology",
+          "[console][web]") {
+  if (auto why = missing_tools(); !why.empty()) {
+    WARN(why << ": not run");
+    return;
+  }
+  watched_training t;
+  std::string why;
+  INFO(why);
+  REQUIRE(t.start(why));
+  auto out = t.script("console_actors.mjs", {shot("actors")});
   CHECK(out.find("ok: more than 25 rows") != std::string::npos);
-  // Seeded within 3 s of the page's load (a loaded machine answers late).
-  out = script("console_history.mjs", {shot("history"), "3"});
+  // Charts with points from before the page's load: the history.
+  out = t.script("console_history.mjs", {shot("history")});
   CHECK(out.find("ok: steps/s per master seeded") != std::string::npos);
-  out = script("console_topology.mjs", {ps + "=" + w0 + "," + ps + "=" + w1,
-                                        shot("topology")});
+  out = t.script("console_topology.mjs",
+                 {ps_task + "=" + w0_task + "," + ps_task + "=" + w1_task,
+                  shot("topology")});
   CHECK(out.find("ok: one edge per talking pair") != std::string::npos);
-  out = script("console_logs.mjs", {w0, shot("logs")});
+  for (auto* what : {"actors", "history", "topology"})
+    std::filesystem::remove(shot(what));
+}
+
+TEST_CASE("console: the web UI in headless Chromium tails a task's logs with "
+          "level filter and search, and shows an alert when a worker dies",
+          "[console][web]") {
+  if (auto why = missing_tools(); !why.empty()) {
+    WARN(why << ": not run");
+    return;
+  }
+  watched_training t;
+  std::string why;
+  INFO(why);
+  REQUIRE(t.start(why));
+  auto out = t.script("console_logs.mjs", {w0_task, shot("logs")});
   CHECK(out.find("ok: the level filter narrows them") != std::string::npos);
   // The alert: worker 1 killed while the page watches.
   child_process page{{"/usr/bin/env", "node",
-                      (web_test_dir / "console_alerts.mjs").string(), url,
-                      w1, shot("alerts")}};
-  REQUIRE(page.wait_for_line("ready", 60s));
-  auto victim = pid_of(launcher.err(), "/job:worker/task:1");
+                      (web_test_dir / "console_alerts.mjs").string(), t.url,
+                      w1_task, shot("alerts")}};
+  REQUIRE(page.wait_for_line("ready", 90s));
+  auto victim = pid_of(t.launcher.err(), "/job:worker/task:1");
   REQUIRE(victim > 0);
   REQUIRE(::kill(victim, SIGKILL) == 0);
-  auto st = page.wait(60s);
+  auto st = page.wait(120s);
   INFO("alerts page:\n" << page.out() << page.err());
   REQUIRE(st);
   CHECK(st->code == 0);
-  CHECK(page.out().find("ok: an active task_down alert for " + w1)
+  CHECK(page.out().find("ok: an active task_down alert for " + w1_task)
         != std::string::npos);
-  for (auto* what : {"actors", "history", "topology", "logs", "alerts"})
+  for (auto* what : {"logs", "alerts"})
     std::filesystem::remove(shot(what));
-  console.send_signal(SIGTERM);
-  CHECK(console.wait(10s));
 }

@@ -22,7 +22,7 @@ const ordered = (values, cmp) => values.every((v, i) => i === 0 || values[i - 1]
 const updatesNow = page => page.evaluate(() => Number(document.body.dataset.updates));
 const nextUpdates = async (page, n) => {
   const at = await updatesNow(page);
-  await page.waitForFunction(u => Number(document.body.dataset.updates) >= u, at + n, { timeout: 15000 });
+  await page.waitForFunction(u => Number(document.body.dataset.updates) >= u, at + n, { timeout: 45000 });
 };
 
 const browser = await launch();
@@ -31,7 +31,7 @@ try {
   const errors = [];
   page.on("pageerror", e => errors.push(String(e)));
   await page.goto(url);
-  await page.waitForFunction(() => Number(document.body.dataset.updates) >= 2, null, { timeout: 20000 });
+  await page.waitForFunction(() => Number(document.body.dataset.updates) >= 2, null, { timeout: 60000 });
 
   // All of them, 50 a page.
   const total = Number(await page.getAttribute("#actors", "data-total"));
@@ -120,7 +120,7 @@ try {
     await page.waitForFunction(
       id => Number(document.getElementById(id)?.dataset.points) >= 3
             && document.querySelector("#" + id + " canvas") !== null,
-      "chart-actor-" + c, { timeout: 15000 });
+      "chart-actor-" + c, { timeout: 45000 });
     const points = await page.getAttribute("#chart-actor-" + c, "data-points");
     check(true, `its ${c} chart is drawn with ${points} points`);
   }

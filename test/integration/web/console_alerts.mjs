@@ -18,13 +18,16 @@ try {
   await page.goto(url);
   await page.waitForFunction(
     t => document.querySelector(`#tasks tr[data-task="${t}"]`)?.dataset.state === "up",
-    downTask, { timeout: 20000 });
+    downTask, { timeout: 60000 });
   const shownBefore = await page.evaluate(() => !document.getElementById("alerts").hidden);
   check(shownBefore, "the alerts section is shown");
   check(await page.locator(alertSel).count() === 0, `no task_down alert for ${downTask} while it is up`);
   // The test kills it now.
   console.log("ready");
-  await page.waitForSelector(alertSel, { timeout: 30000 });
+  // Polled in the page: the banner is redrawn every update, which a
+  // locator's wait for a stable element can miss on a loaded machine.
+  await page.waitForFunction(sel => document.querySelector(sel) !== null, alertSel,
+                             { timeout: 60000, polling: 200 });
   const seen = await page.evaluate(([sel, t]) => {
     const a = document.querySelector(sel);
     const box = a.getBoundingClientRect();

@@ -18,7 +18,7 @@ try {
   const errors = [];
   page.on("pageerror", e => errors.push(String(e)));
   await page.goto(url);
-  await page.waitForFunction(() => Number(document.body.dataset.updates) >= 3, null, { timeout: 20000 });
+  await page.waitForFunction(() => Number(document.body.dataset.updates) >= 3, null, { timeout: 60000 });
   const doc = await page.evaluate(async () => (await fetch("/api/cluster")).json());
   check(Array.isArray(doc.topology), `the document has a topology (${doc.topology?.length} pairs)`);
   const drawn = await page.evaluate(() => ({
@@ -48,7 +48,7 @@ try {
   const named = doc.tasks.some(t => (t.node?.channel ?? []).some(l => l.peer_task));
   if (named) {
     await page.waitForFunction(() => Number(document.getElementById("chart-bytes").dataset.series) > 0,
-                               null, { timeout: 15000 });
+                               null, { timeout: 45000 });
     const labels = await page.evaluate(() =>
       [...document.querySelectorAll("#chart-bytes .u-legend .u-series .u-label")].map(l => l.textContent).slice(1));
     check(labels.length > 0 && labels.every(l => /^\S+\/\d+ → \S+\/\d+$/.test(l)),
