@@ -170,7 +170,7 @@ struct watched_training {
     std::vector<std::string> cmd{"/usr/bin/env", "node",
                                  (web_test_dir / name).string(), url};
     cmd.insert(cmd.end(), args.begin(), args.end());
-    auto r = run_process(cmd, 150s);
+    auto r = run_process(cmd, 140s);
     INFO(name << ":\n" << r.out << r.err);
     CHECK_FALSE(r.timed_out);
     CHECK(r.status.code == 0);
@@ -199,9 +199,11 @@ const std::string w1_task = "/job:worker/replica:0/task:1";
 
 } // namespace
 
+// Each page script against a cluster of its own: one test each stays well
+// within ctest's 180 s on a loaded machine.
+
 TEST_CASE("console: the web UI in headless Chromium pages, sorts and filters "
-          "every actor with its charts, plots the run from before it opened "
-          "and draws the topology",
+          "every actor and shows one's detail and charts",
           "[console][web]") {
   if (auto why = missing_tools(); !why.empty()) {
     WARN(why << ": not run");
@@ -213,19 +215,46 @@ TEST_CASE("console: the web UI in headless Chromium pages, sorts and filters "
   REQUIRE(t.start(why));
   auto out = t.script("console_actors.mjs", {shot("actors")});
   CHECK(out.find("ok: more than 25 rows") != std::string::npos);
+  std::filesystem::remove(shot("actors"));
+}
+
+TEST_CASE("console: the web UI in headless Chromium plots the run from "
+          "before it opened (the tasks' histories)",
+          "[console][web]") {
+  if (auto why = missing_tools(); !why.empty()) {
+    WARN(why << ": not run");
+    return;
+  }
+  watched_training t;
+  std::string why;
+  INFO(why);
+  REQUIRE(t.start(why));
   // Charts with points from before the page's load: the history.
-  out = t.script("console_history.mjs", {shot("history")});
+  auto out = t.script("console_history.mjs", {shot("history")});
   CHECK(out.find("ok: steps/s per master seeded") != std::string::npos);
-  out = t.script("console_topology.mjs",
-                 {ps_task + "=" + w0_task + "," + ps_task + "=" + w1_task,
-                  shot("topology")});
+  std::filesystem::remove(shot("history"));
+}
+
+TEST_CASE("console: the web UI in headless Chromium draws the topology, one "
+          "edge per pair of tasks that talk, links named by task",
+          "[console][web]") {
+  if (auto why = missing_tools(); !why.empty()) {
+    WARN(why << ": not run");
+    return;
+  }
+  watched_training t;
+  std::string why;
+  INFO(why);
+  REQUIRE(t.start(why));
+  auto out = t.script("console_topology.mjs",
+                      {ps_task + "=" + w0_task + "," + ps_task + "=" + w1_task,
+                       shot("topology")});
   CHECK(out.find("ok: one edge per talking pair") != std::string::npos);
-  for (auto* what : {"actors", "history", "topology"})
-    std::filesystem::remove(shot(what));
+  std::filesystem::remove(shot("topology"));
 }
 
 TEST_CASE("console: the web UI in headless Chromium tails a task's logs with "
-          "level filter and search, and shows an alert when a worker dies",
+          "level filter and search",
           "[console][web]") {
   if (auto why = missing_tools(); !why.empty()) {
     WARN(why << ": not run");
@@ -237,7 +266,20 @@ TEST_CASE("console: the web UI in headless Chromium tails a task's logs with "
   REQUIRE(t.start(why));
   auto out = t.script("console_logs.mjs", {w0_task, shot("logs")});
   CHECK(out.find("ok: the level filter narrows them") != std::string::npos);
-  // The alert: worker 1 killed while the page watches.
+  std::filesystem::remove(shot("logs"));
+}
+
+TEST_CASE("console: the web UI in headless Chromium shows an alert when a "
+          "worker dies",
+          "[console][web]") {
+  if (auto why = missing_tools(); !why.empty()) {
+    WARN(why << ": not run");
+    return;
+  }
+  watched_training t;
+  std::string why;
+  INFO(why);
+  REQUIRE(t.start(why));
   child_process page{{"/usr/bin/env", "node",
                       (web_test_dir / "console_alerts.mjs").string(), t.url,
                       w1_task, shot("alerts")}};
@@ -245,12 +287,11 @@ TEST_CASE("console: the web UI in headless Chromium tails a task's logs with "
   auto victim = pid_of(t.launcher.err(), "/job:worker/task:1");
   REQUIRE(victim > 0);
   REQUIRE(::kill(victim, SIGKILL) == 0);
-  auto st = page.wait(120s);
+  auto st = page.wait(90s);
   INFO("alerts page:\n" << page.out() << page.err());
   REQUIRE(st);
   CHECK(st->code == 0);
   CHECK(page.out().find("ok: an active task_down alert for " + w1_task)
         != std::string::npos);
-  for (auto* what : {"logs", "alerts"})
-    std::filesystem::remove(shot(what));
+  std::filesystem::remove(shot("alerts"));
 }
