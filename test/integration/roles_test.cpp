@@ -4,6 +4,7 @@
 // actorflow-node processes; the monitor and the client are actor systems
 // of this process with their own certificates.
 
+#include <thread>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -116,10 +117,17 @@ TEST_CASE("roles: a monitor certificate cannot reach the tensor channel",
   // The channel listens on the task's other port.
   auto task_port = nodes.address("worker", 0).substr(
     nodes.address("worker", 0).rfind(':') + 1);
+  // Its listener may come a moment after the task serves: looked for a
+  // few seconds (CI saw it missing at once, 1 run in 6 here).
   std::string channel;
-  for (auto port : listening_ports(worker.pid()))
-    if (std::to_string(port) != task_port)
-      channel = std::to_string(port);
+  auto until = std::chrono::steady_clock::now() + 10s;
+  while (channel.empty() && std::chrono::steady_clock::now() < until) {
+    for (auto port : listening_ports(worker.pid()))
+      if (std::to_string(port) != task_port)
+        channel = std::to_string(port);
+    if (channel.empty())
+      std::this_thread::sleep_for(100ms);
+  }
   REQUIRE_FALSE(channel.empty());
   run_process({"/bin/sh", "-c",
                "sleep 2 | openssl s_client -quiet -nocommands -connect "
