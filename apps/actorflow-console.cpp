@@ -283,9 +283,7 @@ int run(int argc, char** argv) {
     auto tasks = watch.view();
     auto active = watch.active_alerts();
     if (opts.json_out) {
-      auto doc = watch.to_json();
-      doc["healthy"] = healthy(tasks, active);
-      std::cout << doc.dump(2) << std::endl;
+      std::cout << watch.to_json().dump(2) << std::endl;
     } else {
       std::cout << once_summary(tasks, active) << std::flush;
     }

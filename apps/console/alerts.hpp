@@ -240,6 +240,15 @@ alert_conditions(const alert_rules& rules, const task_view& v,
   return out;
 }
 
+/// Whether every task is up and no alert is active (what --once's exit
+/// status and the documents' "healthy" say).
+inline bool healthy(const std::vector<task_view>& tasks,
+                    const std::vector<alert>& active) {
+  return active.empty()
+         && std::all_of(tasks.begin(), tasks.end(),
+                        [](const task_view& v) { return v.state == "up"; });
+}
+
 /// The alerts of a cluster: which are active, and those that cleared
 /// lately (the last `max_recent`).
 class alert_book {

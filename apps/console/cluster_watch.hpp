@@ -277,18 +277,11 @@ public:
       }
       tasks.push_back(std::move(t));
     }
-    auto alerts = alerts_json();
-    // Every task up and no alert active (what --once's exit status says).
-    bool healthy = alerts["active"].empty()
-                   && std::all_of(views.begin(), views.end(),
-                                  [](const task_view& v) {
-                                    return v.state == "up";
-                                  });
     json doc{{"now_us", now()},
              {"cluster", cluster_},
              {"tasks", std::move(tasks)},
-             {"alerts", std::move(alerts)},
-             {"healthy", healthy},
+             {"alerts", alerts_json()},
+             {"healthy", apps::healthy(views, active_alerts())},
              {"topology", apps::to_json(topology(views))}};
     if (!replay_.file.empty()) {
       std::lock_guard<std::mutex> guard{mtx_};

@@ -16,15 +16,6 @@
 
 namespace actorflow::apps {
 
-/// Whether every task is up and no alert is active (what --once's exit
-/// status says).
-inline bool healthy(const std::vector<task_view>& tasks,
-                    const std::vector<alert>& active = {}) {
-  return active.empty()
-         && std::all_of(tasks.begin(), tasks.end(),
-                        [](const task_view& v) { return v.state == "up"; });
-}
-
 /// The text --once prints.
 inline std::string once_summary(const std::vector<task_view>& tasks,
                                 const std::vector<alert>& active = {}) {

@@ -59,6 +59,26 @@ json poll(const std::string& url, const std::string& path, F ok,
   return doc;
 }
 
+/// `actorflow-train --local N` training the softmax model for longer than
+/// a test runs.
+std::vector<std::string> training(int workers) {
+  return {train_path,    "--local",       std::to_string(workers),
+          "--model",     "softmax",       "--train_steps",
+          "100000000",   "--log_every",   "200"};
+}
+
+/// The cluster `launcher` trains on (its "cluster {...}" line) once it
+/// printed `progress`; "" if it did not.
+std::string cluster_of(child_process& launcher, const std::string& progress) {
+  static const std::regex cluster_line{
+    R"(actorflow-train: cluster (\{[^\n]*\}))"};
+  std::smatch m;
+  if (!launcher.wait_for_line(progress, 60s))
+    return {};
+  auto log = launcher.err();
+  return std::regex_search(log, m, cluster_line) ? m[1].str() : std::string{};
+}
+
 bool has_alert(const json& doc, const char* list, const std::string& rule,
                const std::string& task) {
   for (auto& a : doc["alerts"][list])
@@ -77,16 +97,9 @@ TEST_CASE("console: a late console sees the run so far, the logs, the "
     WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
     return;
   }
-  child_process launcher{{train_path, "--local", "2", "--model", "softmax",
-                          "--train_steps", "100000000", "--log_every",
-                          "200"}};
-  REQUIRE(launcher.wait_for_line("worker/1: worker 1: step ", 60s));
-  static const std::regex cluster_line{
-    R"(actorflow-train: cluster (\{[^\n]*\}))"};
-  std::smatch m;
-  auto log = launcher.err();
-  REQUIRE(std::regex_search(log, m, cluster_line));
-  auto cluster = m[1].str();
+  child_process launcher{training(2)};
+  auto cluster = cluster_of(launcher, "worker/1: worker 1: step ");
+  REQUIRE_FALSE(cluster.empty());
   // The run goes on for a while before anyone watches.
   std::this_thread::sleep_for(5s);
   auto console_started_s
@@ -278,32 +291,26 @@ TEST_CASE("console: --once exits non-zero while an alert is active, and "
     WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
     return;
   }
-  child_process launcher{{train_path, "--local", "1", "--model", "softmax",
-                          "--train_steps", "100000000", "--log_every",
-                          "200"}};
-  REQUIRE(launcher.wait_for_line("worker 0: step ", 60s));
-  static const std::regex cluster_line{
-    R"(actorflow-train: cluster (\{[^\n]*\}))"};
-  std::smatch m;
-  auto log = launcher.err();
-  REQUIRE(std::regex_search(log, m, cluster_line));
+  child_process launcher{training(1)};
+  auto cluster = cluster_of(launcher, "worker 0: step ");
+  REQUIRE_FALSE(cluster.empty());
   // Enough history for the loss rules (6 samples).
   std::this_thread::sleep_for(7s);
-  auto once = run_process({console_path, "--cluster", m[1].str(), "--once"},
+  auto once = run_process({console_path, "--cluster", cluster, "--once"},
                           30s);
   INFO(once.out << once.err);
   CHECK(once.status.code == 0);
   CHECK(once.out.find("\nhealthy\n") != std::string::npos);
   // Every task up, and a rule the run meets at once (a loss above half its
   // median is a "jump" by a factor of 0.5): unhealthy, exit 3.
-  auto alerted = run_process({console_path, "--cluster", m[1].str(),
+  auto alerted = run_process({console_path, "--cluster", cluster,
                               "--once", "--alert", "loss_jump=0.5"},
                              30s);
   INFO(alerted.out << alerted.err);
   CHECK(alerted.status.code == 3);
   CHECK(alerted.out.find("ALERT loss_jump since ") != std::string::npos);
   CHECK(alerted.out.find("unhealthy: 1 alerts") != std::string::npos);
-  auto as_json = run_process({console_path, "--cluster", m[1].str(),
+  auto as_json = run_process({console_path, "--cluster", cluster,
                               "--once", "--json", "--alert",
                               "loss_jump=0.5"},
                              30s);
@@ -323,16 +330,10 @@ TEST_CASE("console: a dead worker's leftovers on the ps are marked orphaned "
     WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
     return;
   }
-  child_process launcher{{train_path, "--local", "2", "--model", "softmax",
-                          "--train_steps", "100000000", "--log_every",
-                          "200"}};
-  REQUIRE(launcher.wait_for_line("worker/1: worker 1: step ", 60s));
-  static const std::regex cluster_line{
-    R"(actorflow-train: cluster (\{[^\n]*\}))"};
-  std::smatch m;
-  auto log = launcher.err();
-  REQUIRE(std::regex_search(log, m, cluster_line));
-  child_process live{{console_path, "--cluster", m[1].str(), "--json",
+  child_process launcher{training(2)};
+  auto cluster = cluster_of(launcher, "worker/1: worker 1: step ");
+  REQUIRE_FALSE(cluster.empty());
+  child_process live{{console_path, "--cluster", cluster, "--json",
                       "--interval_ms", "500"}};
   const std::string w1 = "/job:worker/replica:0/task:1";
   REQUIRE(live.wait_for_line(R"("state":"up","task":")" + w1, 15s));

@@ -197,6 +197,26 @@ const std::string ps_task = "/job:ps/replica:0/task:0";
 const std::string w0_task = "/job:worker/replica:0/task:0";
 const std::string w1_task = "/job:worker/replica:0/task:1";
 
+/// Runs page script `name` (with `args`, its screenshot last) against a
+/// console of a training cluster of its own and checks it said `said`.
+void check_page(const char* name, std::vector<std::string> args,
+                const std::string& said) {
+  if (auto why = missing_tools(); !why.empty()) {
+    WARN(why << ": not run");
+    return;
+  }
+  watched_training t;
+  std::string why;
+  auto started = t.start(why);
+  INFO(why);
+  REQUIRE(started);
+  auto picture = shot(name);
+  args.push_back(picture);
+  auto out = t.script(name, args);
+  CHECK(out.find(said) != std::string::npos);
+  std::filesystem::remove(picture);
+}
+
 } // namespace
 
 // Each page script against a cluster of its own: one test each stays well
@@ -205,68 +225,29 @@ const std::string w1_task = "/job:worker/replica:0/task:1";
 TEST_CASE("console: the web UI in headless Chromium pages, sorts and filters "
           "every actor and shows one's detail and charts",
           "[console][web]") {
-  if (auto why = missing_tools(); !why.empty()) {
-    WARN(why << ": not run");
-    return;
-  }
-  watched_training t;
-  std::string why;
-  INFO(why);
-  REQUIRE(t.start(why));
-  auto out = t.script("console_actors.mjs", {shot("actors")});
-  CHECK(out.find("ok: more than 25 rows") != std::string::npos);
-  std::filesystem::remove(shot("actors"));
+  check_page("console_actors.mjs", {}, "ok: more than 25 rows");
 }
 
 TEST_CASE("console: the web UI in headless Chromium plots the run from "
           "before it opened (the tasks' histories)",
           "[console][web]") {
-  if (auto why = missing_tools(); !why.empty()) {
-    WARN(why << ": not run");
-    return;
-  }
-  watched_training t;
-  std::string why;
-  INFO(why);
-  REQUIRE(t.start(why));
   // Charts with points from before the page's load: the history.
-  auto out = t.script("console_history.mjs", {shot("history")});
-  CHECK(out.find("ok: steps/s per master seeded") != std::string::npos);
-  std::filesystem::remove(shot("history"));
+  check_page("console_history.mjs", {}, "ok: steps/s per master seeded");
 }
 
 TEST_CASE("console: the web UI in headless Chromium draws the topology, one "
           "edge per pair of tasks that talk, links named by task",
           "[console][web]") {
-  if (auto why = missing_tools(); !why.empty()) {
-    WARN(why << ": not run");
-    return;
-  }
-  watched_training t;
-  std::string why;
-  INFO(why);
-  REQUIRE(t.start(why));
-  auto out = t.script("console_topology.mjs",
-                      {ps_task + "=" + w0_task + "," + ps_task + "=" + w1_task,
-                       shot("topology")});
-  CHECK(out.find("ok: one edge per talking pair") != std::string::npos);
-  std::filesystem::remove(shot("topology"));
+  check_page("console_topology.mjs",
+             {ps_task + "=" + w0_task + "," + ps_task + "=" + w1_task},
+             "ok: one edge per talking pair");
 }
 
 TEST_CASE("console: the web UI in headless Chromium tails a task's logs with "
           "level filter and search",
           "[console][web]") {
-  if (auto why = missing_tools(); !why.empty()) {
-    WARN(why << ": not run");
-    return;
-  }
-  watched_training t;
-  std::string why;
-  INFO(why);
-  REQUIRE(t.start(why));
-  auto out = t.script("console_logs.mjs", {w0_task, shot("logs")});
-  CHECK(out.find("ok: the level filter narrows them") != std::string::npos);
-  std::filesystem::remove(shot("logs"));
+  check_page("console_logs.mjs", {w0_task},
+             "ok: the level filter narrows them");
 }
 
 TEST_CASE("console: the web UI in headless Chromium shows an alert when a "
@@ -278,8 +259,9 @@ TEST_CASE("console: the web UI in headless Chromium shows an alert when a "
   }
   watched_training t;
   std::string why;
+  auto started = t.start(why);
   INFO(why);
-  REQUIRE(t.start(why));
+  REQUIRE(started);
   child_process page{{"/usr/bin/env", "node",
                       (web_test_dir / "console_alerts.mjs").string(), t.url,
                       w1_task, shot("alerts")}};
