@@ -6,6 +6,7 @@
 #include "actorflow/actors/task.hpp"
 
 #include "actorflow/graph/device_name.hpp"
+#include "actorflow/transport/tensor_channel.hpp"
 #include "master.hpp"
 #include "worker.hpp"
 
@@ -16,6 +17,8 @@ std::string task_name(const task_options& opts) {
 }
 
 caf::actor spawn_task(caf::actor_system& sys, task_options opts) {
+  // The tensor-channel links of this system say which task they come from.
+  tensor_channel::name_self(sys, task_name(opts));
   auto counters = std::make_shared<task_counters>();
   auto worker = spawn_worker(sys, opts, counters);
   return caf::actor_cast<caf::actor>(

@@ -175,7 +175,20 @@ void run_scale(context& ctx) {
                 + (n == 1 ? "worker" : "workers");
     if (!ctx.wanted("scale", name) && n != 1)
       continue;
-    auto [rate, ps_cpu_us] = fanin_steps_per_s(ctx, node, n, duration_ms);
+    // A run whose workers do not all get ready (under a loaded CI host, a
+    // worker's first steps once waited out their 60 s deadline on the ps)
+    // is tried once more on fresh processes and ports; the figure says so.
+    fanin_result result;
+    std::string retried;
+    try {
+      result = fanin_steps_per_s(ctx, node, n, duration_ms);
+    } catch (const std::runtime_error& e) {
+      retried = e.what();
+      std::cerr << "actorflow-bench: " << name << ": " << retried
+                << "; trying once more" << std::endl;
+      result = fanin_steps_per_s(ctx, node, n, duration_ms);
+    }
+    auto [rate, ps_cpu_us] = result;
     if (n == 1)
       one_worker = rate;
     if (!ctx.wanted("scale", name))
@@ -193,6 +206,8 @@ void run_scale(context& ctx) {
              + std::to_string(std::thread::hardware_concurrency())
              + " cores); the ps used " + fixed(ps_cpu_us, 1)
              + " us of CPU per step";
+    if (!retried.empty())
+      f.note += "; a second run: the first failed (" + retried + ")";
     ctx.out->add(f);
   }
   // Graph size: one step updates every variable, spread over 4 ps tasks.

@@ -202,6 +202,7 @@ constexpr uint32_t magic = 0x46544641;
 constexpr uint32_t flag_message = 2;
 constexpr uint32_t flag_ring_offer = 4;
 constexpr uint32_t flag_in_ring = 8;
+constexpr uint32_t flag_sender = 16;
 
 // A float matrix of `rows` x 1024 whose elements depend on `seed`.
 tensor floats_of(int64_t rows, float seed) {
@@ -900,6 +901,90 @@ TEST_CASE("tensor_channel: a ring offer is answered, and a ring frame that "
     ::close(fd);
   }
   expect_nothing(self, "a ring frame that does not match was delivered");
+}
+
+TEST_CASE("tensor_channel: a link says which task it comes from, and the "
+          "incoming connection is named by it; a malformed name loses the "
+          "connection",
+          "[tensor_channel]") {
+  system_holder s;
+  caf::scoped_actor self{*s.sys};
+  const std::string me = "/job:worker/replica:0/task:3";
+  // Not a task's name: ignored, the later good one is taken.
+  tensor_channel::name_self(*s.sys, "two words");
+  tensor_channel::name_self(*s.sys, me);
+  tensor_channel::name_self(*s.sys, "/job:ps/replica:0/task:0"); // first stays
+  loopback lb{self};
+  tensor_channel::name_peer(*s.sys, lb.address, "/job:ps/replica:0/task:9");
+  REQUIRE(tensor_channel::send(lb.route, 1, "k", tensor::vec<float>({1.0f}),
+                               lb.me, true));
+  CHECK(receive_one(self).step == 1);
+  // The connection's two ends, in one process: named by what each end knows.
+  auto find = [&](bool outgoing) -> std::optional<tensor_channel::link_stat> {
+    for (auto& l : tensor_channel::link_stats(*s.sys))
+      if (l.outgoing == outgoing && l.up == true && l.frames > 0)
+        return l;
+    return std::nullopt;
+  };
+  auto out = find(true);
+  REQUIRE(out);
+  CHECK(out->peer_name == "/job:ps/replica:0/task:9");
+  // The incoming end: the sender frame came before the value.
+  auto in = find(false);
+  REQUIRE(in);
+  CHECK(in->peer_name == me);
+  CHECK(in->peer == out->local);
+
+  raw_inbox raw{self};
+  auto value = tensor::vec<float>({2.5f});
+  auto head = tensor_header_bytes(value);
+  auto data = std::string(static_cast<const char*>(value.raw()),
+                          value.byte_size());
+  SECTION("a raw peer's name is kept; a second one changes nothing") {
+    int fd = connect_raw(raw.port);
+    write_raw(fd, hello
+                    + frame(magic, 0, 0, "/job:raw/replica:0/task:1", "",
+                            flag_sender, 0, "")
+                    + frame(magic, 0, 0, "/job:other/replica:0/task:0", "",
+                            flag_sender, 0, "")
+                    + frame(magic, raw.id, 7, "k", head, 0, data.size(), data));
+    CHECK(receive_one(self).value == value);
+    int named = 0;
+    for (auto& l : tensor_channel::link_stats(*s.sys)) {
+      CHECK(l.peer_name != "/job:other/replica:0/task:0");
+      named += l.peer_name == "/job:raw/replica:0/task:1" ? 1 : 0;
+    }
+    CHECK(named == 1);
+    ::close(fd);
+  }
+  SECTION("malformed names") {
+    std::vector<std::pair<std::string, std::string>> bad = {
+      {"a space", frame(magic, 0, 0, "/job:a b", "", flag_sender, 0, "")},
+      {"a control character",
+       frame(magic, 0, 0, "/job:a\nb", "", flag_sender, 0, "")},
+      {"empty", frame(magic, 0, 0, "", "", flag_sender, 0, "")},
+      {"too long",
+       frame(magic, 0, 0, std::string(257, 'n'), "", flag_sender, 0, "")},
+      {"with a head", frame(magic, 0, 0, "/job:a", "x", flag_sender, 0, "")},
+      {"with data", frame(magic, 0, 0, "/job:a", "", flag_sender, 4, "abcd")},
+      {"for an inbox", frame(magic, raw.id, 0, "/job:a", "", flag_sender, 0,
+                             "")},
+    };
+    for (auto& [what, bytes] : bad) {
+      INFO(what);
+      int fd = connect_raw(raw.port);
+      write_raw(fd, hello + bytes);
+      CHECK(closed_by_peer(fd));
+      ::close(fd);
+    }
+    // The inbox still takes frames.
+    int fd = connect_raw(raw.port);
+    write_raw(fd, hello
+                    + frame(magic, raw.id, 8, "k", head, 0, data.size(),
+                            data));
+    CHECK(receive_one(self).step == 8);
+    ::close(fd);
+  }
 }
 
 TEST_CASE("tensor_channel: a value received in the ring holds its room "

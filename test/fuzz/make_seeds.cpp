@@ -136,6 +136,9 @@ int main(int argc, char** argv) {
   write(dir / "tensor_frame", "ring_offer",
         frame(tensor_channel::flag_ring_offer, 0, 12345,
               "/actorflow-ring-1234-1", "", std::string(0, '\0')));
+  write(dir / "tensor_frame", "sender",
+        frame(tensor_channel::flag_sender, 0, 0,
+              "/job:worker/replica:0/task:0", "", ""));
   // fuzz_caf_message: messages as a node's system writes them.
   caf::actor_system_config cfg;
   cfg.add_message_types<caf::id_block::actorflow>();

@@ -6,7 +6,9 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -273,6 +275,110 @@ TEST_CASE("console: a late console sees the run so far, the logs, the "
   CHECK(bad.err.find("/etc/hostname") != std::string::npos);
 }
 
+TEST_CASE("console: the loss_nan, mailbox_growing and rss_growing alerts "
+          "fire and clear when their series say so (a recording replayed)",
+          "[console]") {
+  // What a ps and a worker would send over 60 s, written as a recording:
+  // the ps's deepest mailbox grows for 15 samples and is drained, the
+  // worker's RSS grows 2 MB/s for 20 s and levels off, and its loss is NaN
+  // (null in JSON) for 5 s. The replaying console judges them with its
+  // rules, as a live one does.
+  support::temp_dir dir;
+  auto recording = dir / "synthetic.jsonl";
+  const int64_t t0 = 1'700'000'000'000'000;
+  const int64_t s = 1'000'000;
+  {
+    std::ofstream out{recording};
+    out << json{{"actorflow_console_recording", 1},
+                {"cluster",
+                 {{"ps", {"127.0.0.1:1"}}, {"worker", {"127.0.0.1:2"}}}},
+                {"interval_ms", 1000},
+                {"started_us", t0}}
+             .dump()
+        << '\n';
+    for (int task = 0; task < 2; ++task)
+      out << json{{"at_us", t0}, {"task", task}, {"subscribed", true}}.dump()
+          << '\n';
+    for (int k = 0; k < 60; ++k) {
+      auto at = t0 + k * s;
+      double depth = k >= 5 && k < 20 ? (k - 4) * 10.0 : 0.0;
+      double rss = 100e6 + 2e6 * std::clamp(k - 10, 0, 20);
+      json loss = k >= 35 && k < 40 ? json(nullptr) : json(2.0);
+      auto process = [&](int pid) {
+        return json{{"pid", pid}, {"started_us", t0 - 5 * s}};
+      };
+      json ps_update{
+        {"now_us", at},
+        {"process", process(100)},
+        {"actors",
+         {{{"id", 7}, {"kind", "queue"}, {"name", "q"}, {"mailbox", depth}}}},
+        {"training", json::array()},
+        {"history_tail",
+         {{"t_us", {at}}, {"series", {{"mailbox_max", {depth}}}}}}};
+      json worker_update{
+        {"now_us", at},
+        {"process", process(200)},
+        {"actors", json::array()},
+        {"training",
+         {{{"task", worker0}, {"global_step", k}, {"loss", loss}}}},
+        {"history_tail",
+         {{"t_us", {at}},
+          {"series",
+           {{"rss_bytes", {rss}},
+            {"loss", {loss}},
+            {"global_step", {double(k)}}}}}}};
+      out << json{{"at_us", at}, {"task", 0}, {"update", ps_update}}.dump()
+          << '\n'
+          << json{{"at_us", at}, {"task", 1}, {"update", worker_update}}.dump()
+          << '\n';
+    }
+  }
+  auto replay = run_process({console_path, "--replay", recording,
+                             "--replay_speed", "1000", "--once", "--json",
+                             "--alert", "rss_growing_s=10"},
+                            60s);
+  INFO("replay: " << replay.out.substr(0, 3000) << replay.err);
+  REQUIRE_FALSE(replay.timed_out);
+  REQUIRE(replay.status.exited);
+  auto end = json::parse(replay.out);
+  REQUIRE(end["replay"]["ended"] == true);
+  // Seconds into the recording when `rule` fired and cleared for `task`.
+  auto when = [&](const std::string& rule, const std::string& task) {
+    for (auto& a : end["alerts"]["recent"])
+      if (a["rule"] == rule && a["task"] == task)
+        return std::pair{double(a["fired_us"].get<int64_t>() - t0) / s,
+                         double(a.value("cleared_us", int64_t{0}) - t0) / s};
+    return std::pair{-1.0, -1.0};
+  };
+  // Ten samples each deeper than the one before: fired at the tenth (14 s),
+  // cleared when drained (20 s).
+  auto mailbox = when("mailbox_growing", ps);
+  CHECK(mailbox.first == 14);
+  CHECK(mailbox.second == 20);
+  auto loss_nan = when("loss_nan", worker0);
+  CHECK(loss_nan.first == 35);
+  CHECK(loss_nan.second == 40);
+  // +10 % over the 10 s window (from the sample at or before its start),
+  // in most of its samples: from 15 s (100 to 110 MB) until the window
+  // holds less than 10 % of growth (35 s: 128 to 140 MB).
+  auto rss = when("rss_growing", worker0);
+  CHECK(rss.first >= 15);
+  CHECK(rss.first <= 16);
+  CHECK(rss.second == 35);
+  CHECK(end["alerts"]["active"].empty());
+  CHECK(end["healthy"] == true);
+  CHECK(replay.status.code == 0);
+  // With the rules off, none of them fires.
+  auto off = run_process({console_path, "--replay", recording,
+                          "--replay_speed", "1000", "--once", "--json",
+                          "--alert", "rss_growing_s=off", "--alert",
+                          "mailbox_growing=off", "--alert", "loss_nan=off"},
+                         60s);
+  auto quiet = json::parse(off.out);
+  CHECK(quiet["alerts"]["recent"].empty());
+  CHECK(quiet["alerts"]["active"].empty());
+}
+
 TEST_CASE("console: --once exits non-zero while an alert is active, and "
           "--alert is checked",
           "[console]") {
@@ -318,6 +424,41 @@ TEST_CASE("console: --once exits non-zero while an alert is active, and "
   auto doc = json::parse(as_json.out);
   CHECK(doc["healthy"] == false);
   CHECK(has_alert(doc, "active", "loss_jump", worker0));
+  launcher.send_signal(SIGTERM);
+  launcher.wait(30s);
+}
+
+TEST_CASE("console: a trainer whose loss went NaN fires loss_nan, named by "
+          "its task, and --once says so",
+          "[console]") {
+  if (!have_fashion_mnist()) {
+    WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
+    return;
+  }
+  // A learning rate no float survives: the logits overflow at once.
+  auto args = training(1);
+  args.insert(args.end(), {"--optimizer", "sgd", "--learning_rate", "1e37"});
+  child_process launcher{args};
+  auto cluster = cluster_of(launcher, "worker 0: step ");
+  REQUIRE_FALSE(cluster.empty());
+  INFO(launcher.err().substr(0, 3000));
+  json doc;
+  support::process_result once;
+  auto until = std::chrono::steady_clock::now() + 40s;
+  do {
+    once = run_process({console_path, "--cluster", cluster, "--once",
+                        "--json"},
+                       30s);
+    doc = json::parse(once.out, nullptr, false);
+    if (!doc.is_discarded() && has_alert(doc, "active", "loss_nan", worker0))
+      break;
+    std::this_thread::sleep_for(1s);
+  } while (std::chrono::steady_clock::now() < until);
+  INFO(once.out.substr(0, 3000) << once.err);
+  REQUIRE_FALSE(doc.is_discarded());
+  CHECK(has_alert(doc, "active", "loss_nan", worker0));
+  CHECK(doc["healthy"] == false);
+  CHECK(once.status.code == 3);
   launcher.send_signal(SIGTERM);
   launcher.wait(30s);
 }

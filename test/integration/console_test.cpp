@@ -106,6 +106,17 @@ TEST_CASE("console: a JSON snapshot of a training cluster lists every task "
     CHECK(res->body.find("actorflow_variable_bytes{task=\"/job:ps/replica:0/"
                          "task:0\",variable=\"softmax/weights\"")
           != std::string::npos);
+    // The ps's tensor-channel connections are labelled with the task at
+    // their other end both ways: the links it opened by what its executors
+    // were told, those the workers opened by what each link said.
+    for (auto direction : {"in", "out"})
+      for (auto worker : {"0", "1"}) {
+        std::regex sample{std::string{"actorflow_peer_bytes_total\\{[^}]*"}
+                          + "direction=\"" + direction + "\",peer_task=\""
+                          + "/job:worker/replica:0/task:" + worker + "\""};
+        INFO(direction << " " << worker << "\n" << res->body.substr(0, 4000));
+        CHECK(std::regex_search(res->body, sample));
+      }
   }
 
   auto once = run_process({console_path, "--cluster", cluster, "--once",

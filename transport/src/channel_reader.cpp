@@ -41,6 +41,8 @@ struct channel_in {
   channel_registry* reg = nullptr;
   // Its admission: read_all moves its deadline while a frame comes.
   connection_guard::entry* entry = nullptr;
+  // Its counters and the name its peer gave (link_stats).
+  incoming_stat* stat = nullptr;
 };
 
 std::chrono::nanoseconds channel_spin();
@@ -174,10 +176,20 @@ bool read_frame(const channel_in& in, const frame_prefix& p,
     return false;
   bool message = kind == frame_kind::message;
   bool offer = kind == frame_kind::ring_offer;
+  bool sender = kind == frame_kind::sender;
   bool in_ring = kind == frame_kind::in_ring;
   std::string key(key_len, '\0');
   if (!read_all(in, key.data(), key.size()))
     return false;
+  if (sender) {
+    // A label for monitoring, not an identity: the first one stays.
+    if (!valid_sender_name(key))
+      return false;
+    std::lock_guard<std::mutex> guard{in.reg->mtx};
+    if (in.stat->peer_name.empty())
+      in.stat->peer_name = std::move(key);
+    return true;
+  }
   if (offer) {
     // Only the first offer of a connection can be taken.
     char answer = !ring && ring.open(key, data_len, static_cast<uint64_t>(step))
@@ -281,8 +293,8 @@ void serve(int fd, tls_socket::security_ptr sec,
   std::unique_ptr<tls_socket> tls;
   if (sec)
     tls = tls_socket::accept(sec, fd);
-  channel_in in{fd, tls.get(), reg.get(), entry.get()};
   auto stat = std::make_shared<incoming_stat>();
+  channel_in in{fd, tls.get(), reg.get(), entry.get(), stat.get()};
   stat->peer = peer_address(fd, true);
   {
     auto& r = *reg;

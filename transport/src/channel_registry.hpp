@@ -65,6 +65,9 @@ struct incoming_stat {
   std::atomic<uint64_t> bytes{0};
   std::atomic<uint64_t> frames{0};
   std::atomic<int64_t> last_us{0};
+  // The task the peer says it is (its link's sender frame), under the
+  // registry's lock.
+  std::string peer_name;
 };
 
 // The channel of one actor system (system_data.hpp): its listeners, the
@@ -80,9 +83,18 @@ struct channel_registry {
   std::unordered_map<uint64_t, caf::weak_actor_ptr> inboxes;
   uint64_t next_inbox = 1;
   std::map<std::string, std::shared_ptr<link>> links;
-  // The task behind an inbox address (name_peer), for link_stats; as many
-  // as links at most.
-  std::map<std::string, std::string> names;
+  // The task behind an inbox's "host:port" (name_peer), for link_stats,
+  // and when it was given: a name with no link to its address is
+  // forgotten after a while (link_stats), and there are at most 64 more
+  // names than links.
+  struct peer_name {
+    std::string task;
+    int64_t given_us = 0;
+  };
+  std::map<std::string, peer_name> names;
+  // The task this system serves (name_self): its links say it to their
+  // peers.
+  std::string self_name;
   // Admits incoming connections (at most max_incoming: each is a thread),
   // bounds their handshake and stalled frames and the bytes announced;
   // made with the first listener.

@@ -14,8 +14,11 @@
 // with its position there (u64) instead. A link offers a ring right after
 // its hello with a frame of flag `ring_offer` (key: the ring's path,
 // step: its token, data length: its capacity, nothing else) and the
-// reader answers one byte, 'Y' if it mapped the ring, 'N' if not. A peer
-// that breaks this gets its connection closed; nothing else changes.
+// reader answers one byte, 'Y' if it mapped the ring, 'N' if not. Then a
+// link of a named system (name_self) says which task it comes from, in a
+// frame of flag `sender` (key: the task's name, nothing else), which the
+// reader keeps for its link_stats. A peer that breaks this gets its
+// connection closed; nothing else changes.
 
 #include "actorflow/transport/tensor_channel.hpp"
 #include "actorflow/graph/log_ring.hpp"
@@ -56,8 +59,12 @@ namespace actorflow::tensor_channel {
 
 class link {
 public:
-  link(std::string host, std::string port, tls_socket::security_ptr sec)
-    : host_(std::move(host)), port_(std::move(port)), sec_(std::move(sec)) {
+  link(std::string host, std::string port, tls_socket::security_ptr sec,
+       std::string sender)
+    : host_(std::move(host)),
+      port_(std::move(port)),
+      sec_(std::move(sec)),
+      sender_(std::move(sender)) {
     // nop
   }
 
@@ -370,7 +377,19 @@ private:
     }
     frame greeting;
     greeting.head.assign(hello, sizeof(hello));
-    return write_all(greeting) && offer_ring();
+    return write_all(greeting) && offer_ring() && name_sender();
+  }
+
+  // Tells the peer which task this link comes from (name_self), for its
+  // link_stats; nothing when this system was not named.
+  bool name_sender() {
+    if (sender_.empty())
+      return true;
+    frame named;
+    byte_writer w{named.head};
+    write_prefix(w, 0, 0, sender_.size(), 0, flag_sender, 0);
+    w.raw(sender_.data(), sender_.size());
+    return write_all(named);
   }
 
   // Offers the peer a ring of shared memory for frames' data and waits
@@ -485,6 +504,7 @@ private:
   std::string host_;
   std::string port_;
   tls_socket::security_ptr sec_;
+  std::string sender_;
   int fd_ = -1;
   // With TLS: the connection's session, and the writer's copy of a small
   // frame (both used by the writer holding busy_).
@@ -561,7 +581,7 @@ route route_to(const std::string& address, caf::actor_system& sys) {
   // A link that went down stays down for its senders; new routes (a
   // restarted peer registers again) get a fresh connection.
   if (to == nullptr || to->down()) {
-    to = std::make_shared<link>(host, port, sec);
+    to = std::make_shared<link>(host, port, sec, r.self_name);
     to->start(to);
   }
   result.to = to;
@@ -670,7 +690,17 @@ void name_peer(caf::actor_system& sys, const std::string& address,
   auto slash = address.rfind('/');
   auto key = slash == std::string::npos ? address : address.substr(0, slash);
   if (reg->names.size() < reg->links.size() + 64)
-    reg->names.emplace(std::move(key), name);
+    reg->names.emplace(std::move(key),
+                       channel_registry::peer_name{name, wall_us()});
+}
+
+void name_self(caf::actor_system& sys, const std::string& name) {
+  if (!valid_sender_name(name))
+    return;
+  auto reg = system_data<channel_registry>(sys);
+  std::lock_guard<std::mutex> guard{reg->mtx};
+  if (reg->self_name.empty())
+    reg->self_name = name;
 }
 
 std::vector<link_stat> link_stats(caf::actor_system& sys) {
@@ -689,7 +719,18 @@ std::vector<link_stat> link_stats(caf::actor_system& sys) {
     });
     for (auto& [address, l] : r.links)
       links.push_back(l);
-    names = r.names;
+    // A name whose links are gone (keyed "host:port" and a TLS suffix) is
+    // forgotten too: a later process at the address is another task.
+    std::erase_if(r.names, [&](auto& entry) {
+      auto& [address, name] = entry;
+      auto l = r.links.lower_bound(address);
+      bool linked = l != r.links.end() && l->first.starts_with(address)
+                    && (l->first.size() == address.size()
+                        || l->first[address.size()] == '#');
+      return !linked && now - name.given_us > stale_link_us;
+    });
+    for (auto& [address, name] : r.names)
+      names[address] = name.task;
     for (auto& in : r.incoming_stats)
       out.push_back({in->peer, false, true,
                      in->bytes.load(std::memory_order_relaxed),
@@ -697,7 +738,7 @@ std::vector<link_stat> link_stats(caf::actor_system& sys) {
                      in->since_us,
                      in->last_us.load(std::memory_order_relaxed),
                      {},
-                     {}});
+                     in->peer_name});
   }
   for (auto& l : links) {
     out.push_back(l->stat());

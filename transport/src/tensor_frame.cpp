@@ -1,5 +1,6 @@
 #include "tensor_frame.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include <caf/binary_deserializer.hpp>
@@ -34,6 +35,12 @@ void write_prefix(byte_writer& w, uint64_t inbox, int64_t step,
   w.u64(data_len);
 }
 
+bool valid_sender_name(std::string_view name) {
+  return !name.empty() && name.size() <= max_sender_name
+         && std::all_of(name.begin(), name.end(),
+                        [](char c) { return c > ' ' && c < 0x7f; });
+}
+
 frame_kind check_prefix(const frame_prefix& p) {
   if (p.magic != frame_magic || p.key_len > max_key)
     return frame_kind::invalid;
@@ -53,6 +60,11 @@ frame_kind check_prefix(const frame_prefix& p) {
       if (p.key_len > max_ring_path || p.head_len != 0)
         return frame_kind::invalid;
       return frame_kind::ring_offer;
+    case flag_sender:
+      if (p.key_len == 0 || p.key_len > max_sender_name || p.head_len != 0
+          || p.data_len != 0 || p.inbox != 0)
+        return frame_kind::invalid;
+      return frame_kind::sender;
     default:
       return frame_kind::invalid;
   }
@@ -109,6 +121,8 @@ bool decode_frame(std::string_view bytes) {
   rest = rest.substr(p.key_len);
   if (kind == frame_kind::ring_offer)
     return rest.empty();
+  if (kind == frame_kind::sender)
+    return rest.empty() && valid_sender_name(key);
   if (rest.size() < p.head_len)
     return false;
   auto head = rest.substr(0, p.head_len);

@@ -26,9 +26,12 @@ inline constexpr uint32_t flag_encoded = 1;
 inline constexpr uint32_t flag_message = 2;
 inline constexpr uint32_t flag_ring_offer = 4;
 inline constexpr uint32_t flag_in_ring = 8;
+inline constexpr uint32_t flag_sender = 16;
 // Where the prefix keeps the flags.
 inline constexpr size_t flags_offset = 28;
 inline constexpr uint32_t max_ring_path = 64;
+// A sender's task name ("/job:worker/replica:0/task:12"), and more.
+inline constexpr uint32_t max_sender_name = 256;
 inline constexpr std::string_view run_graph_kind = "run_graph";
 inline constexpr std::string_view step_reply_kind = "step_reply";
 /// The key of a run_graph request's feed that travels as a tensor frame
@@ -65,7 +68,13 @@ enum class frame_kind {
   encoded,    // a string tensor's whole encoding in the head
   message,    // a message body in the head, its kind in the key
   ring_offer, // the key is a ring's path
+  sender,     // the key is the sending task's name (name_self)
 };
+
+/// Whether `name` may name a sender: printable ASCII without spaces, at
+/// most max_sender_name bytes, as a task name is (it ends up in the
+/// monitor's JSON and in Prometheus labels).
+bool valid_sender_name(std::string_view name);
 
 /// Reads the prefix from `bytes` (prefix_size of them); false if short.
 bool parse_prefix(std::string_view bytes, frame_prefix& p);

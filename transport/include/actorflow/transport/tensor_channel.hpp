@@ -111,7 +111,8 @@ uint64_t ring_frames_received();
 /// state, and when its last frame went or came (0: none yet). An outgoing
 /// link also says its own end's address (what the peer sees as this
 /// connection's peer: the console matches the two ends with it) and the
-/// task it leads to when this process was told (name_peer).
+/// task it leads to when this process was told (name_peer); an incoming
+/// one the task its peer said it is (name_self), a label, not an identity.
 struct link_stat {
   std::string peer;
   bool outgoing = false;
@@ -131,6 +132,13 @@ struct link_stat {
 /// beyond the registry's lock.
 void name_peer(caf::actor_system& sys, const std::string& address,
                const std::string& name);
+
+/// Names the task `sys` serves (a task name, printable ASCII without
+/// spaces; anything else is ignored): its links tell their peers, whose
+/// link_stats then name the incoming connection by it. The first name
+/// stays; links made before it say nothing. Never blocks beyond the
+/// registry's lock.
+void name_self(caf::actor_system& sys, const std::string& name);
 
 /// Every outgoing link and every open incoming connection of `sys`'s
 /// channel. Never blocks beyond the channel's registry lock.
