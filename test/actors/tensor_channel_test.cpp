@@ -904,7 +904,7 @@ TEST_CASE("tensor_channel: a ring offer is answered, and a ring frame that "
 }
 
 TEST_CASE("tensor_channel: a link says which task it comes from, and the "
-          "incoming connection is named by it; a malformed name loses the "
+          "incoming connection is named by it, and a malformed name loses the "
           "connection",
           "[tensor_channel]") {
   system_holder s;

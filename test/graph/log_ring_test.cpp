@@ -11,7 +11,7 @@
 using namespace actorflow;
 
 TEST_CASE("log_ring: keeps the last lines in order with their seq, level and "
-          "time; since() gives what came after a seq") {
+          "time, and since() gives what came after a seq") {
   log_ring ring{3, 100};
   CHECK(ring.since(0).empty());
   ring.add(log_level::info, "one\n", 10);

@@ -92,7 +92,7 @@ bool has_alert(const json& doc, const char* list, const std::string& rule,
 } // namespace
 
 TEST_CASE("console: a late console sees the run so far, the logs, the "
-          "topology by task and alerts firing and clearing; its recording "
+          "topology by task and alerts firing and clearing, and its recording "
           "replays after the cluster is gone",
           "[console]") {
   if (!have_fashion_mnist()) {
