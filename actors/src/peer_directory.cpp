@@ -80,10 +80,21 @@ bool expire_waiters(master_self self, const std::string& task,
   return more;
 }
 
-// The task's master answered: ask it for its worker.
+// The task's master answered: ask it for its worker. A master slow to
+// answer (a busy task: many peers starting at once on few cores) is asked
+// again until its waiters' deadlines, each wait bounded by the first of
+// them; a master that is gone ends them at once.
 void ask_worker(master_self self, const std::string& task,
                 master_actor master) {
-  self->request(master, std::chrono::seconds(5), get_worker_atom_v)
+  using namespace std::chrono;
+  auto now = self->clock().now();
+  caf::actor_clock::duration_type wait = seconds(5);
+  if (auto i = self->state.connecting.find(task);
+      i != self->state.connecting.end())
+    for (auto& w : i->second)
+      wait = std::min(wait, std::max<caf::actor_clock::duration_type>(
+                              w.deadline - now, milliseconds(100)));
+  self->request(master, wait, get_worker_atom_v)
     .then(
       [self, task, master](worker_actor& worker) {
         if (!worker) {
@@ -110,8 +121,14 @@ void ask_worker(master_self self, const std::string& task,
         self->monitor(worker);
         finish_connect(self, task, {}, worker);
       },
-      [self, task](caf::error& err) {
-        finish_connect(self, task, to_status(err, task), {});
+      [self, task, master](caf::error& err) {
+        auto why = to_status(err, task);
+        if (why.code() != error_code::deadline_exceeded)
+          return finish_connect(self, task, why, {});
+        auto now = self->clock().now();
+        note_still_waiting(self, task, now);
+        if (expire_waiters(self, task, now, [&] { return why; }))
+          ask_worker(self, task, master);
       });
 }
 

@@ -3,9 +3,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <future>
+#include <memory>
 #include <thread>
+
+#include <caf/event_based_actor.hpp>
+#include <caf/io/middleman.hpp>
 
 #include "actorflow/actors/task.hpp"
 #include "actorflow/transport/type_ids.hpp"
@@ -277,4 +282,83 @@ TEST_CASE("server: a queue's size and blocked enqueues and dequeues show in "
   blocked.get();
   CHECK(gauge("actorflow_queue_blocked_enqueues") == 0);
   CHECK(gauge("actorflow_queue_size") == 1);
+}
+
+namespace {
+
+/// Serves `port` for `master`'s task: the first `swallow` requests for the
+/// worker go unanswered (a master too busy to answer in time), the rest
+/// are handed on; anything else is dropped.
+caf::actor publish_slow_master(caf::actor master, uint16_t port, int swallow,
+                               std::shared_ptr<std::atomic<int>> asked) {
+  auto& sys = master.home_system();
+  auto held = std::make_shared<std::vector<caf::response_promise>>();
+  auto proxy = sys.spawn([master, swallow, asked,
+                          held](caf::event_based_actor* self) -> caf::behavior {
+    self->set_default_handler(caf::drop);
+    return {
+      [=](get_worker_atom) {
+        auto rp = self->make_response_promise();
+        if (asked->fetch_add(1) < swallow) {
+          held->push_back(rp); // answered never
+          return;
+        }
+        self->request(master, caf::infinite, get_worker_atom_v)
+          .then([rp](worker_actor& w) mutable { rp.deliver(w); });
+      },
+    };
+  });
+  auto published = sys.middleman().publish(proxy, port, "127.0.0.1");
+  REQUIRE(published);
+  return proxy;
+}
+
+} // namespace
+
+TEST_CASE("server: a task whose master is slow to hand out its worker is "
+          "asked again within the step's deadline, not given up on",
+          "[server][busy]") {
+  using namespace actorflow::testing;
+  auto first = loopback(free_port());
+  auto front = free_port();
+  using jobs = std::map<std::string, std::vector<std::string>>;
+  cluster_spec cluster{jobs{{"local", {first, loopback(front)}}}};
+  // Task 1 really listens elsewhere; its ClusterSpec address is the slow
+  // front.
+  server s0{cluster, "local", 0};
+  server s1{cluster_spec{jobs{{"local", {first, loopback(free_port())}}}},
+            "local", 1};
+  graph g;
+  auto as_default = g.as_default();
+  variable v;
+  {
+    device_scope pin{"/job:local/task:1"};
+    v = variable{1.0f, actorflow::testing::named("v")};
+  }
+  SECTION("the first ask unanswered: the step is served by the second") {
+    auto asked = std::make_shared<std::atomic<int>>(0);
+    auto proxy = publish_slow_master(s1.task_actor(), front, 1, asked);
+    session_config config;
+    config.operation_timeout_in_ms = 30000;
+    session sess{s0.target(), config, &g};
+    sess.run(v.initializer());
+    CHECK(sess.run(v).scalar_value<float>() == 1.0f);
+    CHECK(asked->load() == 2);
+    caf::anon_send_exit(proxy, caf::exit_reason::user_shutdown);
+  }
+  SECTION("never answered: the step fails at its own deadline") {
+    auto asked = std::make_shared<std::atomic<int>>(0);
+    auto proxy = publish_slow_master(s1.task_actor(), front, 1000, asked);
+    session_config config;
+    config.operation_timeout_in_ms = 2000;
+    session sess{s0.target(), config, &g};
+    try {
+      sess.run(v.initializer());
+      FAIL("the step ran");
+    } catch (const op_error& e) {
+      CHECK(e.get_status().code() == error_code::deadline_exceeded);
+    }
+    CHECK(asked->load() >= 1);
+    caf::anon_send_exit(proxy, caf::exit_reason::user_shutdown);
+  }
 }
