@@ -175,9 +175,11 @@ void run_scale(context& ctx) {
                 + (n == 1 ? "worker" : "workers");
     if (!ctx.wanted("scale", name) && n != 1)
       continue;
-    // A run whose workers do not all get ready (under a loaded CI host, a
-    // worker's first steps once waited out their 60 s deadline on the ps)
-    // is tried once more on fresh processes and ports; the figure says so.
+    // A run whose workers do not all get ready is tried once more on fresh
+    // processes and ports, and the figure says why. (On a loaded CI host a
+    // worker's first step once failed because the ps's master took over
+    // 5 s to hand out its worker; the master now asks again, but a figure
+    // should not be lost to one such start.)
     fanin_result result;
     std::string retried;
     try {
