@@ -335,10 +335,10 @@ TEST_CASE("server: a task whose master is slow to hand out its worker is "
     device_scope pin{"/job:local/task:1"};
     v = variable{1.0f, actorflow::testing::named("v")};
   }
+  auto asked = std::make_shared<std::atomic<int>>(0);
+  session_config config;
   SECTION("the first ask unanswered: the step is served by the second") {
-    auto asked = std::make_shared<std::atomic<int>>(0);
     auto proxy = publish_slow_master(s1.task_actor(), front, 1, asked);
-    session_config config;
     config.operation_timeout_in_ms = 30000;
     session sess{s0.target(), config, &g};
     sess.run(v.initializer());
@@ -347,9 +347,7 @@ TEST_CASE("server: a task whose master is slow to hand out its worker is "
     caf::anon_send_exit(proxy, caf::exit_reason::user_shutdown);
   }
   SECTION("never answered: the step fails at its own deadline") {
-    auto asked = std::make_shared<std::atomic<int>>(0);
     auto proxy = publish_slow_master(s1.task_actor(), front, 1000, asked);
-    session_config config;
     config.operation_timeout_in_ms = 2000;
     session sess{s0.target(), config, &g};
     try {

@@ -81,6 +81,16 @@ std::string cluster_of(child_process& launcher, const std::string& progress) {
   return std::regex_search(log, m, cluster_line) ? m[1].str() : std::string{};
 }
 
+/// `actorflow-console --replay FILE` at 1000x speed, --once --json, and
+/// `args`.
+support::process_result replay_once(const std::string& recording,
+                                    std::vector<std::string> args) {
+  std::vector<std::string> cmd{console_path, "--replay", recording,
+                               "--replay_speed", "1000", "--once", "--json"};
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  return run_process(cmd, 60s);
+}
+
 bool has_alert(const json& doc, const char* list, const std::string& rule,
                const std::string& task) {
   for (auto& a : doc["alerts"][list])
@@ -246,10 +256,7 @@ TEST_CASE("console: a late console sees the run so far, the logs, the "
 
   // The cluster is gone; its recording shows the run again, alerts and all.
   // Alerts are judged again, by the replaying console's rules.
-  auto replay = run_process({console_path, "--replay", recording,
-                             "--replay_speed", "1000", "--once", "--json",
-                             "--alert", "step_stalled_s=3"},
-                            60s);
+  auto replay = replay_once(recording, {"--alert", "step_stalled_s=3"});
   INFO("replay: " << replay.out.substr(0, 2000) << replay.err);
   REQUIRE_FALSE(replay.timed_out);
   REQUIRE(replay.status.exited);
@@ -333,10 +340,7 @@ TEST_CASE("console: the loss_nan, mailbox_growing and rss_growing alerts "
           << '\n';
     }
   }
-  auto replay = run_process({console_path, "--replay", recording,
-                             "--replay_speed", "1000", "--once", "--json",
-                             "--alert", "rss_growing_s=10"},
-                            60s);
+  auto replay = replay_once(recording, {"--alert", "rss_growing_s=10"});
   INFO("replay: " << replay.out.substr(0, 3000) << replay.err);
   REQUIRE_FALSE(replay.timed_out);
   REQUIRE(replay.status.exited);
@@ -369,11 +373,9 @@ TEST_CASE("console: the loss_nan, mailbox_growing and rss_growing alerts "
   CHECK(end["healthy"] == true);
   CHECK(replay.status.code == 0);
   // With the rules off, none of them fires.
-  auto off = run_process({console_path, "--replay", recording,
-                          "--replay_speed", "1000", "--once", "--json",
-                          "--alert", "rss_growing_s=off", "--alert",
-                          "mailbox_growing=off", "--alert", "loss_nan=off"},
-                         60s);
+  auto off = replay_once(recording,
+                         {"--alert", "rss_growing_s=off", "--alert",
+                          "mailbox_growing=off", "--alert", "loss_nan=off"});
   auto quiet = json::parse(off.out);
   CHECK(quiet["alerts"]["recent"].empty());
   CHECK(quiet["alerts"]["active"].empty());
