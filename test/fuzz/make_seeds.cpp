@@ -94,7 +94,9 @@ int main(int argc, char** argv) {
     auto as_default = g.as_default();
     auto step = create_global_step();
     auto x = placeholder(dtype::float32, tensor_shape{-1, 4}, "x");
-    variable w{tensor{dtype::float32, tensor_shape{4, 2}}, {.name = "w"}};
+    variable_options named_w;
+    named_w.name = "w";
+    variable w{tensor{dtype::float32, tensor_shape{4, 2}}, named_w};
     auto loss = reduce_mean(square(matmul(x, w.value())));
     gradient_descent_optimizer opt{0.1};
     opt.minimize(loss, &step);
