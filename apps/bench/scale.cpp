@@ -175,22 +175,7 @@ void run_scale(context& ctx) {
                 + (n == 1 ? "worker" : "workers");
     if (!ctx.wanted("scale", name) && n != 1)
       continue;
-    // A run whose workers do not all get ready is tried once more on fresh
-    // processes and ports, and the figure says why. (On a loaded CI host a
-    // worker's first step once failed because the ps's master took over
-    // 5 s to hand out its worker; the master now asks again, but a figure
-    // should not be lost to one such start.)
-    fanin_result result;
-    std::string retried;
-    try {
-      result = fanin_steps_per_s(ctx, node, n, duration_ms);
-    } catch (const std::runtime_error& e) {
-      retried = e.what();
-      std::cerr << "actorflow-bench: " << name << ": " << retried
-                << "; trying once more" << std::endl;
-      result = fanin_steps_per_s(ctx, node, n, duration_ms);
-    }
-    auto [rate, ps_cpu_us] = result;
+    auto [rate, ps_cpu_us] = fanin_steps_per_s(ctx, node, n, duration_ms);
     if (n == 1)
       one_worker = rate;
     if (!ctx.wanted("scale", name))
@@ -208,8 +193,6 @@ void run_scale(context& ctx) {
              + std::to_string(std::thread::hardware_concurrency())
              + " cores); the ps used " + fixed(ps_cpu_us, 1)
              + " us of CPU per step";
-    if (!retried.empty())
-      f.note += "; a second run: the first failed (" + retried + ")";
     ctx.out->add(f);
   }
   // Graph size: one step updates every variable, spread over 4 ps tasks.

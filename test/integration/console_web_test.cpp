@@ -7,6 +7,7 @@
 // the console is refused.
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <regex>
 #include <thread>
@@ -199,20 +200,29 @@ const std::string w1_task = "/job:worker/replica:0/task:1";
 
 /// Runs page script `name` (with `args`, its screenshot last) against a
 /// console of a training cluster of its own and checks it said `said`.
-void check_page(const char* name, std::vector<std::string> args,
-                const std::string& said) {
+/// A watched training cluster, started; null (the test is not run) when
+/// Chromium or node is missing.
+std::unique_ptr<watched_training> watch_training() {
   if (auto why = missing_tools(); !why.empty()) {
     WARN(why << ": not run");
-    return;
+    return nullptr;
   }
-  watched_training t;
+  auto t = std::make_unique<watched_training>();
   std::string why;
-  auto started = t.start(why);
+  auto started = t->start(why);
   INFO(why);
   REQUIRE(started);
+  return t;
+}
+
+void check_page(const char* name, std::vector<std::string> args,
+                const std::string& said) {
+  auto t = watch_training();
+  if (!t)
+    return;
   auto picture = shot(name);
   args.push_back(picture);
-  auto out = t.script(name, args);
+  auto out = t->script(name, args);
   CHECK(out.find(said) != std::string::npos);
   std::filesystem::remove(picture);
 }
@@ -253,20 +263,14 @@ TEST_CASE("console: the web UI in headless Chromium tails a task's logs with "
 TEST_CASE("console: the web UI in headless Chromium shows an alert when a "
           "worker dies",
           "[console][web]") {
-  if (auto why = missing_tools(); !why.empty()) {
-    WARN(why << ": not run");
+  auto t = watch_training();
+  if (!t)
     return;
-  }
-  watched_training t;
-  std::string why;
-  auto started = t.start(why);
-  INFO(why);
-  REQUIRE(started);
   child_process page{{"/usr/bin/env", "node",
-                      (web_test_dir / "console_alerts.mjs").string(), t.url,
+                      (web_test_dir / "console_alerts.mjs").string(), t->url,
                       w1_task, shot("alerts")}};
   REQUIRE(page.wait_for_line("ready", 90s));
-  auto victim = pid_of(t.launcher.err(), "/job:worker/task:1");
+  auto victim = pid_of(t->launcher.err(), "/job:worker/task:1");
   REQUIRE(victim > 0);
   REQUIRE(::kill(victim, SIGKILL) == 0);
   auto st = page.wait(90s);

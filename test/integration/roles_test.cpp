@@ -4,9 +4,9 @@
 // actorflow-node processes; the monitor and the client are actor systems
 // of this process with their own certificates.
 
-#include <thread>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <caf/scoped_actor.hpp>
