@@ -632,7 +632,12 @@ int run_worker(const train_options& opts, task_config cfg,
     }
     if (chief && opts.eval_every > 0 && local_step % opts.eval_every == 0
         && !sess->should_stop()) {
-      auto accuracy = evaluate(*sess, m, *test_set, opts.eval_batch_size);
+      // On the session underneath, without the hooks: scoring is not a
+      // training step, and another worker may reach --train_steps (the
+      // stop hook's request) while the chief scores.
+      auto accuracy = sess->run_step_fn([&](step_context& c) {
+        return evaluate(c.get_session(), m, *test_set, opts.eval_batch_size);
+      });
       say(who + ": step " + std::to_string(local_step) + " (global "
           + std::to_string(global) + ") test accuracy "
           + fixed(accuracy, 4));

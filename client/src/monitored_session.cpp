@@ -413,6 +413,24 @@ struct monitored_session::impl {
     out.resize(fetches.size());
     return out;
   }
+
+  /// TF's _CoordinatedSession.run: a thread's error explains a failed run
+  /// better than the run's own (often Cancelled or Aborted) error, and is
+  /// thrown instead.
+  std::vector<tensor> coordinated_run(const std::vector<fetch>& fetches,
+                                      const feed_dict& feeds,
+                                      const run_options& options,
+                                      run_metadata* caller_metadata,
+                                      step_cancellation* cancel) {
+    try {
+      return hooked_run(fetches, feeds, options, caller_metadata, cancel);
+    } catch (const op_error& e) {
+      auto thread_error = coord ? coord->requested_exception() : nullptr;
+      if (!thread_error || is_preemption(e.code()))
+        throw;
+      std::rethrow_exception(thread_error);
+    }
+  }
 };
 
 monitored_session::monitored_session(std::shared_ptr<session_creator> creator,
@@ -460,22 +478,11 @@ std::vector<tensor> monitored_session::run(const std::vector<fetch>& fetches,
     if (!d.sess)
       d.create();
     try {
-      return d.hooked_run(fetches, feeds, options, metadata, cancel);
+      return d.coordinated_run(fetches, feeds, options, metadata, cancel);
     } catch (const op_error& e) {
-      // TF's _CoordinatedSession: a thread's error explains a failed run
-      // better than the run's own (often Cancelled or Aborted) error.
-      auto thread_error = d.coord ? d.coord->requested_exception() : nullptr;
-      if (is_preemption(e.code())) {
-        d.recover(e.what());
-        continue;
-      }
-      if (thread_error && is_preemption(thread_error)) {
-        d.recover(what_of(thread_error));
-        continue;
-      }
-      if (thread_error)
-        std::rethrow_exception(thread_error);
-      throw;
+      if (!is_preemption(e.code()))
+        throw;
+      d.recover(e.what());
     }
   }
 }
@@ -483,6 +490,42 @@ std::vector<tensor> monitored_session::run(const std::vector<fetch>& fetches,
 tensor monitored_session::run(const fetch& f, const feed_dict& feeds,
                               const run_options& options) {
   return run(std::vector<fetch>{f}, feeds, options).front();
+}
+
+void monitored_session::run_step_fn_impl(
+  const std::function<void(step_context&)>& step_fn) {
+  auto& d = *impl_;
+  if (d.closed)
+    throw op_error(error_code::failed_precondition, "Session is closed.");
+  for (;;) {
+    if (!d.sess)
+      d.create();
+    step_context context{*this, *d.sess};
+    try {
+      step_fn(context);
+    } catch (const op_error& e) {
+      // As run: a lost task re-creates the session, and the function runs
+      // again on the new one (TF's _RecoverableSession.run_step_fn).
+      if (!is_preemption(e.code()))
+        throw;
+      d.recover(e.what());
+      continue;
+    }
+    d.stop_requested = d.stop_requested || context.stop_requested_;
+    return;
+  }
+}
+
+std::vector<tensor> step_context::run_with_hooks(
+  const std::vector<fetch>& fetches, const feed_dict& feeds,
+  const run_options& options) {
+  // Without run's recovery: a lost task ends the step function, which
+  // run_step_fn calls again on a new session (this context's is gone).
+  auto& d = *owner_->impl_;
+  if (d.stop_requested)
+    throw op_error(error_code::failed_precondition,
+                   "Run called even after should_stop requested.");
+  return d.coordinated_run(fetches, feeds, options, nullptr, nullptr);
 }
 
 bool monitored_session::should_stop() {

@@ -182,6 +182,104 @@ TEST_CASE("monitored_session: init, hooks in order, stop at step",
   CHECK_THAT(err->what(), Contains("Session is closed."));
 }
 
+TEST_CASE("monitored_session: run_step_fn runs on the session underneath, "
+          "after a stop too, and again after a lost task",
+          "[monitored_session]") {
+  graph g;
+  auto as_default = g.as_default();
+  auto m = build_model();
+  auto recorder = std::make_shared<recording_hook>();
+  log_lines log;
+  monitored_training_session_options o;
+  o.g = &g;
+  o.config = bounded();
+  o.log_step_count_steps = 0;
+  o.log = log.sink();
+  o.hooks = {std::make_shared<stop_at_step_hook>(std::nullopt, 2), recorder};
+  auto sess = monitored_training_session(o);
+  // run_with_hooks is run: the hooks see it, and it trains.
+  auto fetched = sess->run_step_fn([&](step_context& c) {
+    return c.run_with_hooks({m.train}).size();
+  });
+  CHECK(fetched == 1);
+  CHECK(recorder->seen.size() == 1);
+  sess->run(m.train);
+  REQUIRE(sess->should_stop());
+  // After the stop: run is refused, the session underneath is not, and
+  // its runs call no hook.
+  CHECK(error_of([&] { sess->run(m.loss); }));
+  auto w = sess->run_step_fn([&](step_context& c) {
+    return value_of(c.get_session().run(m.w));
+  });
+  CHECK(w == 8.0f);
+  CHECK(recorder->seen.size() == 2);
+  auto refused = error_of([&] {
+    sess->run_step_fn([&](step_context& c) { c.run_with_hooks({m.loss}); });
+  });
+  REQUIRE(refused);
+  CHECK(refused->code() == error_code::failed_precondition);
+  CHECK_THAT(refused->what(),
+             Contains("Run called even after should_stop requested."));
+  // A lost task (Unavailable) re-creates the session and calls the
+  // function again; another error is the caller's, without a retry.
+  int calls = 0;
+  auto value = sess->run_step_fn([&](step_context& c) {
+    if (++calls == 1)
+      throw op_error(error_code::unavailable, "/job:ps/task:0 is gone");
+    return value_of(c.get_session().run(m.w));
+  });
+  CHECK(calls == 2);
+  // On the new in-process session: initialized again (no checkpoint).
+  CHECK(value == 10.0f);
+  CHECK(sess->recoveries() == 1);
+  CHECK(log.count("/job:ps/task:0 is gone") == 1);
+  calls = 0;
+  auto failed = error_of([&] {
+    sess->run_step_fn([&](step_context&) {
+      ++calls;
+      throw op_error(error_code::invalid_argument, "bad feed");
+    });
+  });
+  REQUIRE(failed);
+  CHECK(failed->code() == error_code::invalid_argument);
+  CHECK(calls == 1);
+  CHECK(sess->recoveries() == 1);
+  sess->close();
+  auto closed = error_of([&] {
+    sess->run_step_fn([&](step_context&) { ++calls; });
+  });
+  REQUIRE(closed);
+  CHECK_THAT(closed->what(), Contains("Session is closed."));
+  CHECK(calls == 1);
+}
+
+TEST_CASE("monitored_session: a step function's request_stop ends training",
+          "[monitored_session]") {
+  graph g;
+  auto as_default = g.as_default();
+  auto m = build_model();
+  monitored_training_session_options o;
+  o.g = &g;
+  o.config = bounded();
+  o.log_step_count_steps = 0;
+  auto sess = monitored_training_session(o);
+  int steps = 0;
+  while (!sess->should_stop()) {
+    sess->run_step_fn([&](step_context& c) {
+      c.run_with_hooks({m.train});
+      if (++steps == 3)
+        c.request_stop();
+    });
+    REQUIRE(steps < 10);
+  }
+  CHECK(steps == 3);
+  CHECK(value_of(sess->run_step_fn([&](step_context& c) {
+          return c.get_session().run(m.w);
+        }))
+        == 7.0f);
+  sess->close();
+}
+
 TEST_CASE("monitored_session: feeds of hooks and callers, and hook errors",
           "[monitored_session]") {
   graph g;

@@ -146,6 +146,37 @@ TEST_CASE("train: --local 2 trains softmax regression on Fashion-MNIST",
   }
 }
 
+TEST_CASE("train: --eval_every scores on the chief while the other worker "
+          "ends the training",
+          "[train]") {
+  if (!have_fashion_mnist()) {
+    WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
+    return;
+  }
+  // The chief scores the 10000 test images after each of its steps, so
+  // worker 1 reaches --train_steps (the stop hook's request) while the
+  // chief is scoring: the scoring runs must not be refused ("Run called
+  // even after should_stop requested", which ended the chief before).
+  auto result = run_train({"--local", "2", "--model", "softmax",
+                           "--train_steps", "400", "--eval_every", "1",
+                           "--eval_batch_size", "2000"},
+                          120s);
+  INFO("stdout:\n" << result.out << "\nstderr:\n" << result.err);
+  REQUIRE_FALSE(result.timed_out);
+  CHECK(result.status.success());
+  using Catch::Contains;
+  CHECK_THAT(result.out + result.err,
+             !Contains("should_stop requested"));
+  static const std::regex scored{
+    R"(worker/0: worker 0: step (\d+) \(global \d+\) test accuracy )"};
+  auto scores = std::distance(
+    std::sregex_iterator{result.out.begin(), result.out.end(), scored},
+    std::sregex_iterator{});
+  CHECK(scores >= 1);
+  CHECK_THAT(result.out, Contains("worker/1: worker 1: done: "));
+  CHECK(test_accuracy(result.out) > 0.5);
+}
+
 TEST_CASE("train: --sync averages both workers' gradients per update",
           "[train]") {
   if (!have_fashion_mnist()) {

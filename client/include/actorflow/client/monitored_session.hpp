@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "actorflow/client/saver.hpp"
@@ -171,6 +172,40 @@ public:
 
 using session_run_hooks = std::vector<std::shared_ptr<session_run_hook>>;
 
+class monitored_session;
+
+/// TF's `MonitoredSession.StepContext`: what a function given to
+/// monitored_session::run_step_fn works with, valid during that call only.
+class step_context {
+public:
+  /// The session underneath (TF's `step_context.session`): its runs call
+  /// no hook and are allowed after a stop was requested, e.g. to score
+  /// the test set between training steps.
+  session& get_session() const noexcept {
+    return *sess_;
+  }
+
+  /// monitored_session::run, with the hooks (TF's `run_with_hooks`).
+  std::vector<tensor> run_with_hooks(const std::vector<fetch>& fetches,
+                                     const feed_dict& feeds = {},
+                                     const run_options& options = {});
+
+  /// Asks the training to end: should_stop() is true once the function
+  /// returns. (TF raises StopIteration here, ending the function at once.)
+  void request_stop() noexcept {
+    stop_requested_ = true;
+  }
+
+private:
+  friend class monitored_session;
+  step_context(monitored_session& owner, session& sess)
+    : owner_(&owner), sess_(&sess) {
+  }
+  monitored_session* owner_;
+  session* sess_;
+  bool stop_requested_ = false;
+};
+
 /// TF's `MonitoredSession`: a session with hooks, queue runners and
 /// recovery. Use it from one thread.
 class monitored_session {
@@ -213,6 +248,24 @@ public:
   tensor run(const fetch& f, const feed_dict& feeds = {},
              const run_options& options = {});
 
+  /// TF's `MonitoredSession.run_step_fn`: calls `step_fn` with the session
+  /// underneath and returns what it returns. When it throws Unavailable
+  /// or Aborted (a lost task), the session is re-created and `step_fn`
+  /// called again, as run does; its other errors are thrown. Unlike run,
+  /// it may be called after a stop was requested (not after close():
+  /// FailedPrecondition "Session is closed."). Blocks as `step_fn` does.
+  template <class F>
+  auto run_step_fn(F&& step_fn) -> std::invoke_result_t<F&, step_context&> {
+    using result = std::invoke_result_t<F&, step_context&>;
+    if constexpr (std::is_void_v<result>) {
+      run_step_fn_impl([&](step_context& c) { step_fn(c); });
+    } else {
+      std::optional<result> out;
+      run_step_fn_impl([&](step_context& c) { out.emplace(step_fn(c)); });
+      return std::move(*out);
+    }
+  }
+
   /// True once a hook requested a stop, or a thread of the coordinator
   /// asked for one or failed; after `close()` too. A thread that failed
   /// with Unavailable or Aborted does not stop training: the session is
@@ -231,6 +284,10 @@ public:
   graph& get_graph() const;
 
 private:
+  friend class step_context;
+
+  void run_step_fn_impl(const std::function<void(step_context&)>& step_fn);
+
   struct impl;
   std::unique_ptr<impl> impl_;
 };
