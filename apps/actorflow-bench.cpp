@@ -79,6 +79,7 @@ const std::vector<figure_group>& registry() {
   static const std::vector<figure_group> all = {
     step_local_group(),   // local.cpp
     matmul_group(),
+    conv2d_group(),
     fetch_remote_group(), // fetch.cpp
     step_remote_group(),  // steps.cpp
     queue_group(),
@@ -181,6 +182,11 @@ constexpr const char* footer = R"(Figures (group: names):
                 unused nodes; baseline: step_local_trivial)
   matmul:       matmul_1024 (GFLOP/s of a 1024x1024 float MatMul through a
                 session; baseline: the same Eigen product called directly)
+  conv2d:       conv2d_cnn_forward, conv2d_cnn_train (GFLOP/s of the
+                CNN trainer's two 5x5 convolutions, batch 100, forward and
+                a training step's forward and gradients, through a
+                session; baseline: Eigen's image patches and contraction,
+                TensorFlow's CPU formulation, one thread)
   fetch_remote: fetch_remote_{1KiB,4KiB,...,64MiB} (MB/s of a session on
                 the worker fetching a variable on the ps process; baseline:
                 the best of this host on the path the fetch took: raw TCP

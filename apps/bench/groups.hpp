@@ -8,7 +8,7 @@
 // (actorflow-bench.cpp) is the one table naming them, in the order they
 // run. The files (a group's own helpers stay in its file):
 //
-//   local.cpp     step_local, matmul (in-process sessions)
+//   local.cpp     step_local, matmul, conv2d (in-process sessions)
 //   fetch.cpp     fetch_remote, peers (the fetch sweeps against raw TCP,
 //                 shared memory and gRPC)
 //   steps.cpp     step_remote, queue (small steps and batches on the ps)
@@ -182,6 +182,7 @@ const std::map<std::string, std::string>& figure_groups();
 
 figure_group step_local_group();  // local.cpp
 figure_group matmul_group();
+figure_group conv2d_group();
 figure_group fetch_remote_group(); // fetch.cpp
 figure_group peers_group();
 figure_group step_remote_group(); // steps.cpp
