@@ -48,7 +48,9 @@ const std::vector<std::string> required = {
   "peer_grpc_rtt",
   // Issue 32: the Python front end against C++ in the same run.
   "python_step_local_trivial", "python_fetch_64mib", "python_feed_64mib",
-  "python_train_examples_per_s_1worker"};
+  "python_train_examples_per_s_1worker",
+  // Issue 35: the convolutions against Eigen's.
+  "conv2d_cnn_forward", "conv2d_cnn_train"};
 
 /// The paths a figure that crosses processes may name.
 const std::set<std::string> paths = {"tcp", "ring", "tcp (CAF)", "ring+tcp",
