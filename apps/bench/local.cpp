@@ -128,7 +128,9 @@ using matrix_map = Eigen::Map<matrix>;
 // [KH*KW*C, OC] (without TF's own packers for patches, which Eigen does
 // not ship). im2col: the same patches written out first, then Eigen's
 // matrix product; gemm_only: the patches written out once, beforehand
-// (a ceiling: a convolution has to build them). RowMajor NHWC: Eigen's "rows" are the width, as TF
+// (no patches to build, but the whole batch's, read from memory: the
+// engine's kernel, which builds them a few images at a time in cache,
+// beat it). RowMajor NHWC: Eigen's "rows" are the width, as TF
 // passes them; with square kernels and strides it is the same.
 struct eigen_spatial {
   const conv_layer& l;
@@ -309,7 +311,7 @@ void run_conv2d(context& ctx) {
     if (!ctx.wanted("conv2d", name))
       return;
     // The baseline is the better of Eigen's two ways; the lazy one and the
-    // GEMMs' ceiling first, alone.
+    // GEMMs alone first, alone.
     auto alone = [&](auto way) {
       for (auto& e : eigen)
         e.way = way;
@@ -338,8 +340,9 @@ void run_conv2d(context& ctx) {
                "contracted lazily as TF's CPU formulation without TF's "
                "packers ("
              + fixed(lazy.per_second * flop / 1e9, 2)
-             + " GFLOP/s, alone), one thread; Eigen's GEMMs alone on "
-               "patches built beforehand, a ceiling no convolution reaches: "
+             + " GFLOP/s, alone), one thread; Eigen's GEMMs alone on the "
+               "whole batch's patches built beforehand (no patches to build, "
+               "but read from memory): "
              + fixed(ceiling.per_second * flop / 1e9, 2)
              + " GFLOP/s; largest relative difference of the results "
              + std::to_string(diff);
