@@ -108,8 +108,10 @@ double default_learning_rate(const train_options& opts) {
 // Measured with 1 ps and 2 workers (--local 2) on a 2-core machine:
 // softmax plateaus at ~0.845 test accuracy after ~12000 global steps (15 s
 // for 15000); the mlp (~130 steps/s) passes 0.88 after ~6000 and is at
-// 0.89-0.90 from 15000 on (2.5 min for 20000); the cnn (~7 steps/s)
-// reaches ~0.84 at 600 steps.
+// 0.89-0.90 from 15000 on (2.5 min for 20000); the cnn (~24 global
+// steps/s since its convolutions build patches in cache) is at ~0.89 at
+// 2000 steps (85 s) and ~0.915 at 9000 (6.5 min; scripts/
+// time_to_accuracy.sh).
 int64_t default_train_steps(const std::string& model) {
   if (model == "cnn")
     return 2000;
@@ -638,9 +640,15 @@ int run_worker(const train_options& opts, task_config cfg,
       auto accuracy = sess->run_step_fn([&](step_context& c) {
         return evaluate(c.get_session(), m, *test_set, opts.eval_batch_size);
       });
+      // The seconds since this worker's first step, scoring included:
+      // scripts/time_to_accuracy.sh reads them.
       say(who + ": step " + std::to_string(local_step) + " (global "
           + std::to_string(global) + ") test accuracy "
-          + fixed(accuracy, 4));
+          + fixed(accuracy, 4) + " after "
+          + fixed(std::chrono::duration<double>(steady::now() - start)
+                    .count(),
+                  1)
+          + " s");
       progress.accuracy = accuracy;
       monitoring::report_training(progress);
       // Evaluating is not training: leave it out of examples/s.
