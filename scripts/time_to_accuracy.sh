@@ -31,8 +31,6 @@ declare -A every=([softmax]=500 [mlp]=1000 [cnn]=500)
 declare -A thresholds=([softmax]="0.80 0.84" [mlp]="0.85 0.88 0.89 0.90"
                        [cnn]="0.88 0.90 0.91 0.92")
 
-printf '%-8s %-6s %8s %8s %8s  %s\n' model mode best last seconds \
-  "seconds to each test accuracy"
 for run in "${runs[@]}"; do
   model=${run%%:*}
   mode=${run##*:}
@@ -40,6 +38,13 @@ for run in "${runs[@]}"; do
     echo "time_to_accuracy.sh: unknown run '$run' (MODEL:MODE, MODEL one of softmax, mlp, cnn; MODE async or sync)" >&2
     exit 2
   fi
+done
+
+printf '%-8s %-6s %8s %8s %8s  %s\n' model mode best last seconds \
+  "seconds to each test accuracy"
+for run in "${runs[@]}"; do
+  model=${run%%:*}
+  mode=${run##*:}
   flags=(--local 2 --model "$model" --train_steps "${steps[$model]}"
          --eval_every "${every[$model]}" --log_every 1000)
   [ "$mode" = sync ] && flags+=(--sync)
@@ -67,7 +72,7 @@ for th in thresholds:
     t = next((t for a, t in scores if a >= float(th)), None)
     if t is None and last >= float(th) and done:
         t = float(done[-1])
-    reached.append("%s: %s" % (th, "%.0f" % t if t is not None else "-"))
+    reached.append("%s: %s" % (th, "%.1f" % t if t is not None else "-"))
 print("%-8s %-6s %8.4f %8.4f %8s  %s" % (model, mode, best, last,
       done[-1] if done else "-", ", ".join(reached)))
 EOF
