@@ -177,6 +177,45 @@ TEST_CASE("train: --eval_every scores on the chief while the other worker "
   CHECK(test_accuracy(result.out) > 0.5);
 }
 
+TEST_CASE("train: scripts/time_to_accuracy.sh reports the seconds to each "
+          "test accuracy",
+          "[train]") {
+  if (!have_fashion_mnist()) {
+    WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
+    return;
+  }
+  temp_dir dir;
+  auto build_dir = std::filesystem::path{train_path}.parent_path()
+                     .parent_path();
+  support::spawn_options opts;
+  opts.env = {"ACTORFLOW_BUILD_DIR=" + build_dir.string(),
+              "OUT=" + dir.path.string()};
+  auto script = std::string{ACTORFLOW_SOURCE_DIR}
+                + "/scripts/time_to_accuracy.sh";
+  auto result = run_process({script, "softmax:async"}, 120s, opts);
+  INFO("stdout:\n" << result.out << "\nstderr:\n" << result.err);
+  REQUIRE_FALSE(result.timed_out);
+  CHECK(result.status.success());
+  // "softmax  async    0.8478   0.8452      7.6  0.80: 0.4, 0.84: 3.4":
+  // softmax passes 0.80 early; 0.84 near its plateau (a "-" if not).
+  static const std::regex row{
+    R"(softmax +async +(0\.\d{4}) +(0\.\d{4}) +([0-9.]+) +0\.80: ([0-9.]+), )"
+    R"(0\.84: ([0-9.]+|-))"};
+  std::smatch m;
+  REQUIRE(std::regex_search(result.out, m, row));
+  CHECK(std::stod(m[1].str()) >= std::stod(m[2].str()));
+  CHECK(std::stod(m[1].str()) > 0.8);
+  CHECK(std::stod(m[4].str()) <= std::stod(m[3].str()));
+  CHECK(std::filesystem::exists(dir / "softmax-async.log"));
+  // A run it does not know: nothing is started.
+  auto bad = run_process({script, "softmax:async", "resnet:async"}, 10s,
+                         opts);
+  CHECK(bad.status.exited);
+  CHECK(bad.status.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("unknown run 'resnet:async'"));
+  CHECK(bad.out.empty());
+}
+
 TEST_CASE("train: --sync averages both workers' gradients per update",
           "[train]") {
   if (!have_fashion_mnist()) {
