@@ -248,6 +248,19 @@ int64_t images_per_block(const conv_geom& g) {
   return std::max<int64_t>(1, budget / per_image);
 }
 
+// The part of a window's row (output column `ox`) inside the input row:
+// kernel columns [first, last) read input columns [ix0 + first, ix0 +
+// last), one run of the row; empty when last <= first.
+struct window_row {
+  int64_t ix0, first, last;
+};
+
+window_row window_row_at(const conv_geom& g, int64_t ox) {
+  auto ix0 = ox * g.stride_w - g.pad_w;
+  return {ix0, std::max<int64_t>(0, -ix0),
+          std::min<int64_t>(g.k_w, g.in_w - ix0)};
+}
+
 // Fills `cols` [(b1-b0)*OH*OW, KH*KW*C] with the patches of images [b0, b1).
 template <class T>
 void im2col(const conv_geom& g, const T* in, int64_t b0, int64_t b1,
@@ -266,11 +279,8 @@ void im2col(const conv_geom& g, const T* in, int64_t b0, int64_t b1,
             std::fill(dst, dst + row_len, T(0));
             continue;
           }
-          // The window's row is one run of the input row: copied at once,
-          // the parts hanging over the padding zero-filled.
-          auto ix0 = ox * g.stride_w - g.pad_w;
-          auto first = std::max<int64_t>(0, -ix0);
-          auto last = std::min<int64_t>(g.k_w, g.in_w - ix0);
+          // Copied at once, the parts over the padding zero-filled.
+          auto [ix0, first, last] = window_row_at(g, ox);
           if (last <= first) {
             std::fill(dst, dst + row_len, T(0));
             continue;
@@ -303,10 +313,7 @@ void col2im(const conv_geom& g, const T* cols, int64_t b0, int64_t b1,
           if (iy < 0 || iy >= g.in_h)
             continue;
           const T* src = row + ky * row_len;
-          // As im2col: the window's row is one run of the input row.
-          auto ix0 = ox * g.stride_w - g.pad_w;
-          auto first = std::max<int64_t>(0, -ix0);
-          auto last = std::min<int64_t>(g.k_w, g.in_w - ix0);
+          auto [ix0, first, last] = window_row_at(g, ox);
           if (last <= first)
             continue;
           T* d = image + (iy * g.in_w + ix0 + first) * c;

@@ -120,6 +120,16 @@ float value_of(const tensor& t) {
   return t.scalar_value<float>();
 }
 
+/// Options of a monitored training session in this process on `g`,
+/// without the step counter's log lines.
+monitored_training_session_options in_process_options(graph& g) {
+  monitored_training_session_options o;
+  o.g = &g;
+  o.config = bounded();
+  o.log_step_count_steps = 0;
+  return o;
+}
+
 } // namespace
 
 TEST_CASE("monitored_session: init, hooks in order, stop at step",
@@ -129,10 +139,7 @@ TEST_CASE("monitored_session: init, hooks in order, stop at step",
   auto m = build_model();
   auto recorder = std::make_shared<recording_hook>();
   recorder->wants = {m.w};
-  monitored_training_session_options o;
-  o.g = &g;
-  o.config = bounded();
-  o.log_step_count_steps = 0;
+  auto o = in_process_options(g);
   o.hooks = {std::make_shared<stop_at_step_hook>(std::nullopt, 4), recorder};
   auto sess = monitored_training_session(o);
   CHECK_FALSE(sess->should_stop());
@@ -190,10 +197,7 @@ TEST_CASE("monitored_session: run_step_fn runs on the session underneath, "
   auto m = build_model();
   auto recorder = std::make_shared<recording_hook>();
   log_lines log;
-  monitored_training_session_options o;
-  o.g = &g;
-  o.config = bounded();
-  o.log_step_count_steps = 0;
+  auto o = in_process_options(g);
   o.log = log.sink();
   o.hooks = {std::make_shared<stop_at_step_hook>(std::nullopt, 2), recorder};
   auto sess = monitored_training_session(o);
@@ -258,10 +262,7 @@ TEST_CASE("monitored_session: a step function's request_stop ends training",
   graph g;
   auto as_default = g.as_default();
   auto m = build_model();
-  monitored_training_session_options o;
-  o.g = &g;
-  o.config = bounded();
-  o.log_step_count_steps = 0;
+  auto o = in_process_options(g);
   auto sess = monitored_training_session(o);
   int steps = 0;
   while (!sess->should_stop()) {
@@ -372,10 +373,7 @@ TEST_CASE("basic hooks: logging tensors, NaN losses, steps per second",
   auto nan_stop = std::make_shared<nan_tensor_hook>(nan, false, log.sink());
   auto counter = std::make_shared<step_counter_hook>(1, std::nullopt,
                                                      log.sink());
-  monitored_training_session_options o;
-  o.g = &g;
-  o.config = bounded();
-  o.log_step_count_steps = 0;
+  auto o = in_process_options(g);
   o.hooks = {tensors, nan_stop, counter};
   auto sess = monitored_training_session(o);
   auto fine = tensor::scalar(1.0f);
@@ -447,10 +445,7 @@ TEST_CASE("profiler_hook: traces every save_steps global steps, and hooks' "
   };
   auto seer = std::make_shared<metadata_hook>();
   seer->traced = &traced;
-  monitored_training_session_options o;
-  o.g = &g;
-  o.config = bounded();
-  o.log_step_count_steps = 0;
+  auto o = in_process_options(g);
   o.hooks = {other, profiler, seer};
   auto sess = monitored_training_session(o);
   for (int i = 0; i < 5; ++i)
@@ -696,10 +691,7 @@ TEST_CASE("monitored_session: starts the graph's queue runners and stops "
   auto enq = q.enqueue({constant(7.0f)});
   add_queue_runner(queue_runner{q, {enq}});
   auto x = q.dequeue().front();
-  monitored_training_session_options o;
-  o.g = &g;
-  o.config = bounded();
-  o.log_step_count_steps = 0;
+  auto o = in_process_options(g);
   o.stop_grace_period = 5s;
   auto sess = monitored_training_session(o);
   for (int i = 0; i < 10; ++i)
