@@ -105,13 +105,26 @@ double default_learning_rate(const train_options& opts) {
   return opts.model == "softmax" ? 0.0005 : 0.001;
 }
 
+// The cnn without dropout overfits: its test accuracy flattens at
+// ~0.915 from ~7000 global steps with a training loss of ~0.11. With
+// dropout 0.5 on a 256-wide fully connected layer and the rate halved
+// every 5000 steps it passed 0.92 at ~10000 (434 s, 1 ps and 2 workers)
+// and ended at 0.924 after 16000 (docs/PERFORMANCE.md, "Learning
+// quality").
+double default_keep_prob(const std::string& model) {
+  return model == "cnn" ? 0.5 : 1.0;
+}
+
+int64_t default_decay_steps(const std::string& model) {
+  return model == "cnn" ? 5000 : 0;
+}
+
 // Measured with 1 ps and 2 workers (--local 2) on a 2-core machine:
 // softmax plateaus at ~0.845 test accuracy after ~12000 global steps (15 s
 // for 15000); the mlp (~130 steps/s) passes 0.88 after ~6000 and is at
 // 0.89-0.90 from 15000 on (2.5 min for 20000); the cnn (~24 global
-// steps/s since its convolutions build patches in cache) is at ~0.89 at
-// 2000 steps (85 s) and ~0.915 at 9000 (6.5 min; scripts/
-// time_to_accuracy.sh).
+// steps/s) is at ~0.89 at 2000 steps (85 s; scripts/time_to_accuracy.sh
+// trains it for 14000).
 int64_t default_train_steps(const std::string& model) {
   if (model == "cnn")
     return 2000;
@@ -122,7 +135,7 @@ int64_t default_train_steps(const std::string& model) {
 
 std::vector<int64_t> default_hidden(const std::string& model) {
   if (model == "cnn")
-    return {128};
+    return {256};
   if (model == "mlp")
     return {256, 128};
   return {};
@@ -189,7 +202,7 @@ int run_ps(const train_options& opts, task_config cfg,
 // -- worker -------------------------------------------------------------------
 
 std::unique_ptr<optimizer> make_optimizer(const train_options& opts,
-                                          double lr) {
+                                          const hyperparameter& lr) {
   if (opts.optimizer == "sgd")
     return std::make_unique<gradient_descent_optimizer>(lr);
   if (opts.optimizer == "momentum")
@@ -416,6 +429,13 @@ int run_worker(const train_options& opts, task_config cfg,
                              : default_hidden(opts.model);
   mopts.filters = widths(opts.filters);
   mopts.seed = opts.seed;
+  const auto keep_prob = opts.keep_prob.value_or(
+    default_keep_prob(opts.model));
+  const auto decay_steps = opts.decay_steps.value_or(
+    default_decay_steps(opts.model));
+  mopts.keep_prob = keep_prob;
+  // Each worker its own dropout masks.
+  mopts.dropout_seed = opts.seed * 1000 + 100 + cfg.task;
   model m;
   variable global_step;
   operation train_op;
@@ -428,7 +448,11 @@ int run_worker(const train_options& opts, task_config cfg,
     device_scope on_replica{replica_device_setter(cfg.cluster, dopts)};
     global_step = create_global_step();
     m = build_model(mopts);
-    opt = make_optimizer(opts, lr);
+    opt = make_optimizer(
+      opts, decay_steps > 0
+              ? hyperparameter{exponential_decay(lr, global_step, decay_steps,
+                                                 opts.decay_rate)}
+              : hyperparameter{lr});
     if (opts.sync) {
       auto replicas = static_cast<int>(
         opts.replicas_to_aggregate.value_or(num_workers));
@@ -450,6 +474,11 @@ int run_worker(const train_options& opts, task_config cfg,
   say(who + ": model " + opts.model + " (" + shape + ", "
       + std::to_string(m.parameters) + " parameters on " + std::to_string(num_ps)
       + " ps), optimizer " + opts.optimizer + " lr " + fixed(lr, 4)
+      + (decay_steps > 0 ? " x " + fixed(opts.decay_rate, 2) + " every "
+                             + std::to_string(decay_steps) + " steps"
+                         : std::string{})
+      + (m.keep_prob.valid() ? ", dropout keep " + fixed(keep_prob, 2)
+                             : std::string{})
       + ", batch " + std::to_string(opts.batch_size) + ", train_steps "
       + std::to_string(train_steps) + ", " + std::to_string(num_workers)
       + " workers ("
@@ -563,6 +592,14 @@ int run_worker(const train_options& opts, task_config cfg,
                                  static_cast<uint64_t>(opts.seed) * 1'000'003u
                                    + static_cast<uint64_t>(cfg.task),
                                  m.image_shape};
+  // A step's feeds: the batch, and dropout's keep_prob when it has one.
+  const auto keep = tensor::scalar(static_cast<float>(keep_prob));
+  auto feeds = [&](const tensor& x, const tensor& y) {
+    feed_dict f{{m.x, x}, {m.y, y}};
+    if (m.keep_prob.valid())
+      f.emplace_back(m.keep_prob, keep);
+    return f;
+  };
   auto global = report->global_step();
   int64_t local_step = 0;
   auto start = steady::now();
@@ -602,7 +639,7 @@ int run_worker(const train_options& opts, task_config cfg,
       tracer->arm(local_step + 1);
     std::vector<tensor> out;
     try {
-      out = sess->run({train_op, m.loss, global_step}, {{m.x, x}, {m.y, y}});
+      out = sess->run({train_op, m.loss, global_step}, feeds(x, y));
     } catch (const op_error& e) {
       if (!sync || e.code() != error_code::deadline_exceeded)
         throw;

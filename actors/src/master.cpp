@@ -39,7 +39,7 @@ status check_feeds(const master_session& sess, const run_step_request& req) {
       continue;
     }
     auto& node = sess.graph.nodes[n->second];
-    if (node.op != "Placeholder")
+    if (node.op != "Placeholder" && node.op != "PlaceholderWithDefault")
       continue;
     auto type = node.attr_or<dtype>("dtype", dtype::invalid);
     auto shape = node.attr_or<tensor_shape>("shape", tensor_shape::unknown());

@@ -57,6 +57,9 @@ struct train_options {
   std::string filters = "16,32";
   std::string optimizer = "adam";
   std::optional<double> learning_rate;
+  std::optional<int64_t> decay_steps;
+  double decay_rate = 0.5;
+  std::optional<double> keep_prob;
   double momentum = 0.9;
   int64_t batch_size = 100;
   std::optional<int64_t> train_steps;
@@ -128,7 +131,7 @@ inline std::optional<train_options> parse_args(int argc, char** argv) {
     ->capture_default_str()
     ->check(support::one_of({"softmax", "mlp", "cnn"}));
   train(app.add_option("--hidden", opts.hidden,
-                       "hidden layer widths (default 256,128 for mlp, 128 "
+                       "hidden layer widths (default 256,128 for mlp, 256 "
                        "for cnn's fully connected layer)"))
     ->type_name("LIST")
     ->check(support::list_of(integer_in(1, 65536)));
@@ -147,6 +150,27 @@ inline std::optional<train_options> parse_args(int argc, char** argv) {
                        "0.01, sgd 0.1"))
     ->type_name("X")
     ->check(support::positive_number());
+  train(app.add_option("--decay_steps", opts.decay_steps,
+                       "decay the learning rate exponentially: times "
+                       "--decay_rate every N global steps "
+                       "(tf.train.exponential_decay; 0: constant; default: "
+                       "cnn 5000, others 0)"))
+    ->type_name("N")
+    ->check(integer_in(0, many));
+  train(app.add_option("--decay_rate", opts.decay_rate,
+                       "the learning rate's factor per --decay_steps"))
+    ->type_name("X")
+    ->capture_default_str()
+    ->check(support::positive_number())
+    ->check(support::number_below(1));
+  train(app.add_option("--keep_prob", opts.keep_prob,
+                       "dropout after the hidden fully connected layers "
+                       "(mlp, cnn): the probability of keeping a unit while "
+                       "training (1: no dropout; default: cnn 0.5, "
+                       "others 1)"))
+    ->type_name("X")
+    ->check(support::positive_number())
+    ->check(support::number_at_most(1));
   train(app.add_option("--momentum", opts.momentum,
                        "for --optimizer momentum"))
     ->type_name("X")

@@ -163,6 +163,21 @@ grads_t div_grad(const operation& op, const grads_t& g) {
   return {sum_to(gx, x, y), sum_to(gy, x, y, true)};
 }
 
+// d(x^y)/dx = y x^(y-1); d(x^y)/dy = x^y log x, taken as 0 where x <= 0
+// (TF's _PowGrad: log of a safe x, so no NaN leaks through the select).
+grads_t pow_grad(const operation& op, const grads_t& g) {
+  auto in = op.inputs();
+  auto& x = in[0];
+  auto& y = in[1];
+  auto z = op.out(0);
+  auto gx = mul(mul(g[0], y), pow(x, sub(y, scalar_of(y, 1.0, "one"))));
+  auto positive = greater(x, zeros_like(x));
+  auto safe_x = select(positive, x, ones_like(x));
+  auto log_x = select(positive, log(safe_x), zeros_like(x));
+  auto gy = mul(mul(g[0], z), log_x);
+  return {sum_to(gx, x, y), sum_to(gy, x, y, true)};
+}
+
 grads_t add_n_grad(const operation& op, const grads_t& g) {
   return grads_t(op.inputs().size(), g[0]);
 }
@@ -486,7 +501,8 @@ registry& gradient_registry() {
   static registry* r = [] {
     auto* r = new registry;
     auto& f = r->fns;
-    for (auto op : {"Identity", "Print", "StopGradient_"})
+    for (auto op : {"Identity", "Print", "StopGradient_",
+                    "PlaceholderWithDefault"})
       f[op] = identity_grad;
     f["Add"] = add_grad;
     f["Sub"] = sub_grad;
@@ -500,6 +516,7 @@ registry& gradient_registry() {
     f["Log"] = log_grad;
     f["Log1p"] = log1p_grad;
     f["Sqrt"] = sqrt_grad;
+    f["Pow"] = pow_grad;
     f["Reciprocal"] = reciprocal_grad;
     f["Abs"] = abs_grad;
     f["Relu"] = relu_grad;
@@ -533,7 +550,7 @@ registry& gradient_registry() {
     f["MaxPool"] = max_pool_grad;
     for (auto op : {"Const", "Placeholder", "VariableV2", "Variable", "Shape",
                     "Size", "Rank", "ZerosLike", "OnesLike", "Fill", "Equal",
-                    "Greater", "GreaterEqual", "Less", "ArgMax", "Sign",
+                    "Greater", "GreaterEqual", "Less", "ArgMax", "Sign", "Floor",
                     "BroadcastGradientArgs", "RandomUniform",
                     "RandomStandardNormal", "TruncatedNormal",
                     "RandomShuffle", "DecodeCSV", "DecodeRaw",

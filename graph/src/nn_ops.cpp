@@ -407,6 +407,15 @@ output sqrt(const output& x, const std::string& name) {
   return unary("Sqrt", x, name, true);
 }
 
+output floor(const output& x, const std::string& name) {
+  return unary("Floor", x, name, true);
+}
+
+output pow(const output& x, const output& y, const std::string& name) {
+  check_float("Pow", x);
+  return binary("Pow", x, y, name);
+}
+
 output maximum(const output& x, const output& y, const std::string& name) {
   return binary("Maximum", x, y, name);
 }
@@ -592,6 +601,38 @@ output conv2d(const output& input, const output& filter,
                         known_f ? f.dim(3) : -1}};
   return g.add_node(std::move(n), {input, filter}, {input.type()}, {out})
     .out(0);
+}
+
+output dropout(const output& x, const output& keep_prob, int64_t seed,
+               const std::string& name) {
+  check_float("dropout", x);
+  if (keep_prob.type() != x.type())
+    fail("dropout '" + name + "': keep_prob " + keep_prob.name()
+         + " has type " + std::string{to_string(keep_prob.type())}
+         + ", not x's " + std::string{to_string(x.type())});
+  if (!keep_prob.shape().unknown_rank() && keep_prob.shape().rank() != 0)
+    fail("dropout '" + name + "': keep_prob " + keep_prob.name()
+         + " must be a scalar, got shape " + keep_prob.shape().to_string());
+  auto& g = graph_of(x);
+  exact_name_scope scope{g, g.unique_name(name) + "/"};
+  // TF's formulation: floor(keep_prob + U[0, 1)) is 1 with probability
+  // keep_prob, 0 otherwise.
+  auto noise = random_uniform(shape(x), 0.0, 1.0, x.type(), seed);
+  auto mask = floor(add(keep_prob, noise, "add"));
+  return mul(div(x, keep_prob, "div"), mask, "mul");
+}
+
+output dropout(const output& x, double keep_prob, int64_t seed,
+               const std::string& name) {
+  if (!(keep_prob > 0 && keep_prob <= 1))
+    fail("dropout '" + name + "': keep_prob must be a scalar tensor or a "
+         "float in the range (0, 1], got " + std::to_string(keep_prob));
+  check_float("dropout", x);
+  if (keep_prob == 1)
+    return x;
+  auto& g = graph_of(x);
+  return dropout(x, scalar_const(g, x.type(), keep_prob, "keep_prob"), seed,
+                 name);
 }
 
 output max_pool(const output& value, std::vector<int64_t> ksize,

@@ -32,7 +32,8 @@ int64_t num_outputs(const node_def& n) {
     "ConcatV2", "Pack", "Reshape",
     "Cast", "Fill", "RandomStandardNormal", "TruncatedNormal",
     "RandomUniform", "VariableV2", "Assign", "AssignAdd", "AssignSub",
-    "IsVariableInitialized", "_Arg", "_Recv"};
+    "IsVariableInitialized", "_Arg", "_Recv", "Floor", "Pow",
+    "PlaceholderWithDefault"};
   if (n.op == "NoOp" || n.op == "Assert" || n.op == "_Retval"
       || n.op == "_Send")
     return 0;

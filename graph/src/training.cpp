@@ -165,6 +165,35 @@ output optimizer::hyper(const variable& var, double value,
   return scalar_like(var.ref(), value, name);
 }
 
+output optimizer::hyper(const variable& var, const hyperparameter& value,
+                        const std::string& name) {
+  auto& t = value.tensor();
+  if (!t.valid())
+    return hyper(var, value.value(), name);
+  if (!t.shape().unknown_rank() && t.shape().rank() != 0)
+    fail("optimizer " + name_ + ": " + name + " " + t.name()
+         + " must be a scalar, got shape " + t.shape().to_string());
+  return t.type() == var.type() ? t : cast(t, var.type(), name);
+}
+
+output exponential_decay(double learning_rate, const variable& global_step,
+                         int64_t decay_steps, double decay_rate,
+                         bool staircase, const std::string& name) {
+  if (!global_step.valid())
+    fail("global_step is required for exponential_decay.");
+  if (decay_steps <= 0)
+    fail("exponential_decay '" + name + "': decay_steps must be positive, "
+         "got " + std::to_string(decay_steps));
+  name_scope scope{name};
+  auto rate = constant(static_cast<float>(learning_rate), "learning_rate");
+  auto step = cast(global_step.value(), dtype::float32);
+  auto p = div(step, constant(static_cast<float>(decay_steps)));
+  if (staircase)
+    p = floor(p);
+  return mul(rate, pow(constant(static_cast<float>(decay_rate)), p),
+             "decayed");
+}
+
 namespace {
 
 // An Apply* node updating `refs` (the variable first) in place.
@@ -182,9 +211,9 @@ operation apply_node(const std::string& op, const std::vector<output>& inputs,
 
 } // namespace
 
-gradient_descent_optimizer::gradient_descent_optimizer(double learning_rate,
+gradient_descent_optimizer::gradient_descent_optimizer(hyperparameter learning_rate,
                                                        const std::string& name)
-  : optimizer(name), lr_(learning_rate) {
+  : optimizer(name), lr_(std::move(learning_rate)) {
 }
 
 operation gradient_descent_optimizer::apply_dense(const output& grad,
@@ -193,11 +222,11 @@ operation gradient_descent_optimizer::apply_dense(const output& grad,
                     {var.ref(), hyper(var, lr_, "learning_rate"), grad}, var);
 }
 
-momentum_optimizer::momentum_optimizer(double learning_rate, double momentum,
+momentum_optimizer::momentum_optimizer(hyperparameter learning_rate, double momentum,
                                        bool use_nesterov,
                                        const std::string& name)
   : optimizer(name),
-    lr_(learning_rate),
+    lr_(std::move(learning_rate)),
     momentum_(momentum),
     nesterov_(use_nesterov) {
 }
@@ -216,10 +245,10 @@ operation momentum_optimizer::apply_dense(const output& grad,
                     var, {{"use_nesterov", nesterov_}});
 }
 
-adagrad_optimizer::adagrad_optimizer(double learning_rate,
+adagrad_optimizer::adagrad_optimizer(hyperparameter learning_rate,
                                      double initial_accumulator_value,
                                      const std::string& name)
-  : optimizer(name), lr_(learning_rate), initial_(initial_accumulator_value) {
+  : optimizer(name), lr_(std::move(learning_rate)), initial_(initial_accumulator_value) {
   if (initial_accumulator_value <= 0)
     fail("initial_accumulator_value must be positive: "
          + std::to_string(initial_accumulator_value));
@@ -239,11 +268,11 @@ operation adagrad_optimizer::apply_dense(const output& grad,
                     var);
 }
 
-adam_optimizer::adam_optimizer(double learning_rate, double beta1,
+adam_optimizer::adam_optimizer(hyperparameter learning_rate, double beta1,
                                double beta2, double epsilon,
                                const std::string& name)
   : optimizer(name),
-    lr_(learning_rate),
+    lr_(std::move(learning_rate)),
     beta1_(beta1),
     beta2_(beta2),
     epsilon_(epsilon) {

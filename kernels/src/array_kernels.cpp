@@ -752,6 +752,9 @@ void register_array_kernels(kernel_registry& registry) {
     "Tindices", 1);
   add_kernel<const_kernel>(registry, "Const");
   add_kernel<identity_kernel, unary>(registry, "Identity");
+  // The default flows through unless fed (a fed tensor is an _Arg).
+  add_kernel<identity_kernel, inputs(1).type_attr("dtype", 0)>(
+    registry, "PlaceholderWithDefault");
   add_kernel<no_op_kernel>(registry, "NoOp");
   add_kernel<split_kernel, second_of_2>(registry, "Split");
   add_kernel<concat_kernel,

@@ -48,7 +48,7 @@ struct int_div {
   }
 };
 
-enum class binop { add, sub, mul, real_div, div };
+enum class binop { add, sub, mul, real_div, div, pow };
 
 template <binop Op>
 status binary_kernel(kernel_context& ctx) {
@@ -76,6 +76,9 @@ status binary_kernel(kernel_context& ctx) {
     } else if constexpr (Op == binop::mul) {
       run_broadcast<row_op::eigen>(plan, xp, yp, op,
                     [](const auto& a, const auto& b) { return a * b; });
+    } else if constexpr (Op == binop::pow) {
+      run_broadcast<row_op::each>(plan, xp, yp, op,
+                                  [](C a, C b) { return C(std::pow(a, b)); });
     } else if constexpr (std::is_integral_v<T>) {
       if (plan.count > 0) {
         auto ys = y.flat<T>();
@@ -94,6 +97,8 @@ status binary_kernel(kernel_context& ctx) {
   };
   if constexpr (Op == binop::real_div)
     return visit_inexact(ctx, x.type(), body);
+  else if constexpr (Op == binop::pow)
+    return visit_float(ctx, x.type(), body);
   else
     return visit_arithmetic(ctx, x.type(), body);
 }
@@ -179,7 +184,8 @@ enum class unop {
   sign,
   log1p,
   sqrt,
-  rsqrt
+  rsqrt,
+  floor
 };
 
 template <unop Op>
@@ -232,6 +238,8 @@ status unary_kernel(kernel_context& ctx) {
       run_unary<each>(in, o, n, [](C v) { return std::log1p(v); });
     else if constexpr (Op == unop::sqrt)
       run_unary<each>(in, o, n, [](C v) { return std::sqrt(v); });
+    else if constexpr (Op == unop::floor)
+      run_unary<each>(in, o, n, [](C v) { return std::floor(v); });
     else
       run_unary<each>(in, o, n, [](C v) { return C(1) / std::sqrt(v); });
     ctx.outputs.push_back(std::move(out));
@@ -729,6 +737,8 @@ void register_math_kernels(kernel_registry& registry) {
   add_kernel<unary_kernel<unop::log1p>, unary>(registry, "Log1p");
   add_kernel<unary_kernel<unop::sqrt>, unary>(registry, "Sqrt");
   add_kernel<unary_kernel<unop::rsqrt>, unary>(registry, "Rsqrt");
+  add_kernel<unary_kernel<unop::floor>, unary>(registry, "Floor");
+  add_kernel<binary_kernel<binop::pow>, binary>(registry, "Pow");
   add_kernel<compare_kernel<cmpop::maximum>, binary>(registry, "Maximum");
   add_kernel<compare_kernel<cmpop::minimum>, binary>(registry, "Minimum");
   add_kernel<compare_kernel<cmpop::equal>, binary>(registry, "Equal");

@@ -18,11 +18,11 @@ from . import errors
 __all__ = [
     "Graph", "Operation", "Session", "Tensor", "Variable", "add",
     "as_dtype", "cast", "constant", "container", "control_dependencies",
-    "device", "divide", "errors", "exp", "get_default_graph",
+    "device", "divide", "errors", "exp", "floor", "get_default_graph",
     "global_variables", "global_variables_initializer", "group",
     "identity", "local_variables", "local_variables_initializer", "log",
     "matmul", "maximum", "minimum", "multiply", "name_scope", "negative",
-    "no_op", "placeholder", "reduce_all", "reduce_any", "reduce_logsumexp",
+    "no_op", "placeholder", "placeholder_with_default", "pow", "reduce_all", "reduce_any", "reduce_logsumexp",
     "reduce_max", "reduce_mean", "reduce_min", "reduce_prod", "reduce_sum",
     "relu", "reset_default_graph", "reshape", "sigmoid", "sqrt", "square",
     "subtract", "tanh", "train", "trainable_variables",
@@ -377,6 +377,7 @@ subtract = _binary(_C.subtract, "sub")
 multiply = _binary(_C.multiply, "mul")
 divide = _binary(_C.divide, "truediv")
 maximum = _binary(_C.maximum, "Maximum")
+pow = _binary(_C.pow, "Pow")  # noqa: A001 (TF's name)
 minimum = _binary(_C.minimum, "Minimum")
 truediv = divide
 
@@ -392,6 +393,7 @@ square = _unary(_C.square, "Square")
 exp = _unary(_C.exp, "Exp")
 log = _unary(_C.log, "Log")
 sqrt = _unary(_C.sqrt, "Sqrt")
+floor = _unary(_C.floor, "Floor")
 tanh = _unary(_C.tanh, "Tanh")
 sigmoid = _unary(_C.sigmoid, "Sigmoid")
 
@@ -476,6 +478,35 @@ class nn:  # noqa: N801 (TF's module name)
     sigmoid_cross_entropy_with_logits = staticmethod(_labels_logits(
         _C.sigmoid_cross_entropy_with_logits,
         "sigmoid_cross_entropy_with_logits"))
+
+    @staticmethod
+    def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None,
+                rate=None):
+        """tf.nn.dropout: each element kept with probability keep_prob
+        (or 1 - rate) and scaled by 1 / keep_prob, zeroed otherwise."""
+        if noise_shape is not None:
+            raise NotImplementedError(
+                "dropout: noise_shape is not supported; the mask has x's "
+                "shape")
+        if (keep_prob is None) == (rate is None):
+            raise ValueError("dropout: give exactly one of keep_prob and rate")
+        x = convert_to_tensor(x)
+        if keep_prob is None:
+            if isinstance(rate, (Tensor, Variable)):
+                keep_prob = subtract(1.0, rate)
+            else:
+                keep_prob = 1.0 - float(rate)
+        if not isinstance(keep_prob, (Tensor, Variable)):
+            keep_prob = float(keep_prob)
+            if not 0 < keep_prob <= 1:
+                raise ValueError(
+                    "keep_prob must be a scalar tensor or a float in the "
+                    "range (0, 1], got %g" % keep_prob)
+            if keep_prob == 1:
+                return x
+        keep_prob = convert_to_tensor(keep_prob, dtype=x.dtype)
+        return Tensor(_C.dropout(x._out, keep_prob._out, int(seed or 0),
+                                 name or "dropout"))
 
     @staticmethod
     def bias_add(value, bias, name=None):
@@ -751,6 +782,13 @@ def placeholder(dtype, shape=None, name=None):
     """tf.placeholder: a value fed at run time."""
     return Tensor(_C.placeholder(as_dtype(dtype).name, _dims(shape),
                                  name or "Placeholder"))
+
+
+def placeholder_with_default(input, shape, name=None):  # noqa: A002
+    """tf.placeholder_with_default: `input` unless a value is fed."""
+    return Tensor(_C.placeholder_with_default(
+        convert_to_tensor(input)._out, _dims(shape),
+        name or "PlaceholderWithDefault"))
 
 
 def no_op(name=None):

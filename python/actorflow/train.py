@@ -180,32 +180,52 @@ class Optimizer:
         return self._o.name
 
 
+def _rate(value):
+    """A learning rate as the engine takes it: a number, or a scalar
+    tensor (e.g. exponential_decay's)."""
+    tf = _tf()
+    if isinstance(value, (tf.Tensor, tf.Variable)):
+        return _C.Hyperparameter(tf.convert_to_tensor(value)._out)
+    return _C.Hyperparameter(float(value))
+
+
+def exponential_decay(learning_rate, global_step, decay_steps, decay_rate,
+                      staircase=False, name=None):
+    """tf.train.exponential_decay: learning_rate * decay_rate ^
+    (global_step / decay_steps), the exponent floored when staircase."""
+    if global_step is None:
+        raise ValueError("global_step is required for exponential_decay.")
+    return _tf().Tensor(_C.exponential_decay(
+        float(learning_rate), global_step._v, int(decay_steps),
+        float(decay_rate), bool(staircase), name or "ExponentialDecay"))
+
+
 class GradientDescentOptimizer(Optimizer):
     def __init__(self, learning_rate, use_locking=False,
                  name="GradientDescent"):
         Optimizer.__init__(self, _C.GradientDescentOptimizer(
-            float(learning_rate), name))
+            _rate(learning_rate), name))
 
 
 class MomentumOptimizer(Optimizer):
     def __init__(self, learning_rate, momentum, use_locking=False,
                  name="Momentum", use_nesterov=False):
         Optimizer.__init__(self, _C.MomentumOptimizer(
-            float(learning_rate), float(momentum), bool(use_nesterov), name))
+            _rate(learning_rate), float(momentum), bool(use_nesterov), name))
 
 
 class AdagradOptimizer(Optimizer):
     def __init__(self, learning_rate, initial_accumulator_value=0.1,
                  use_locking=False, name="Adagrad"):
         Optimizer.__init__(self, _C.AdagradOptimizer(
-            float(learning_rate), float(initial_accumulator_value), name))
+            _rate(learning_rate), float(initial_accumulator_value), name))
 
 
 class AdamOptimizer(Optimizer):
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999,
                  epsilon=1e-08, use_locking=False, name="Adam"):
         Optimizer.__init__(self, _C.AdamOptimizer(
-            float(learning_rate), float(beta1), float(beta2), float(epsilon),
+            _rate(learning_rate), float(beta1), float(beta2), float(epsilon),
             name))
 
 

@@ -510,6 +510,19 @@ PYBIND11_MODULE(_actorflow, m) {
         },
         py::arg("dtype"), py::arg("shape") = py::none(),
         py::arg("name") = "Placeholder");
+  m.def("placeholder_with_default",
+        [](const output& input, const py::object& shape,
+           const std::string& name) {
+          // TF's shape None: any shape.
+          return placeholder_with_default(input, shape_from(shape), name);
+        },
+        py::arg("input"), py::arg("shape") = py::none(),
+        py::arg("name") = "PlaceholderWithDefault");
+  m.def("dropout",
+        py::overload_cast<const output&, const output&, int64_t,
+                          const std::string&>(&dropout),
+        py::arg("x"), py::arg("keep_prob"), py::arg("seed") = 0,
+        py::arg("name") = "dropout");
   m.def("identity", &identity, py::arg("x"), py::arg("name") = "Identity");
   m.def("no_op", &no_op, py::arg("name") = "NoOp");
   m.def("group", &group, py::arg("ops"), py::arg("name") = "group_deps");
@@ -523,6 +536,7 @@ PYBIND11_MODULE(_actorflow, m) {
         std::tuple{"subtract", binary{&sub}, "sub"},
         std::tuple{"multiply", binary{&mul}, "mul"},
         std::tuple{"maximum", binary{&maximum}, "Maximum"},
+        std::tuple{"pow", binary{&actorflow::pow}, "Pow"},
         std::tuple{"minimum", binary{&minimum}, "Minimum"}})
     m.def(py_name, fn, py::arg("x"), py::arg("y"),
           py::arg("name") = default_name);
@@ -534,6 +548,7 @@ PYBIND11_MODULE(_actorflow, m) {
         std::tuple{"exp", unary{&actorflow::exp}, "Exp"},
         std::tuple{"log", unary{&actorflow::log}, "Log"},
         std::tuple{"sqrt", unary{&actorflow::sqrt}, "Sqrt"},
+        std::tuple{"floor", unary{&actorflow::floor}, "Floor"},
         std::tuple{"relu", unary{&relu}, "Relu"},
         std::tuple{"sigmoid", unary{&sigmoid}, "Sigmoid"},
         std::tuple{"tanh", unary{&actorflow::tanh}, "Tanh"}})

@@ -106,6 +106,13 @@ void bind_training(py::module_& m) {
     return v.op().valid() ? py::cast(v) : py::object(py::none());
   });
   m.def("get_or_create_global_step", &get_or_create_global_step);
+  m.def("exponential_decay", &exponential_decay, py::arg("learning_rate"),
+        py::arg("global_step"), py::arg("decay_steps"), py::arg("decay_rate"),
+        py::arg("staircase") = false, py::arg("name") = "ExponentialDecay");
+  // A learning rate: a number or a scalar tensor.
+  py::class_<hyperparameter>(m, "Hyperparameter")
+    .def(py::init<double>())
+    .def(py::init<output>());
   py::class_<optimizer>(m, "Optimizer")
     .def("compute_gradients", &optimizer::compute_gradients,
          py::arg("loss"), py::arg("var_list") = std::vector<variable>{})
@@ -128,19 +135,20 @@ void bind_training(py::module_& m) {
     .def_property_readonly("name", &optimizer::name);
   py::class_<gradient_descent_optimizer, optimizer>(m,
                                                     "GradientDescentOptimizer")
-    .def(py::init<double, const std::string&>(), py::arg("learning_rate"),
-         py::arg("name") = "GradientDescent");
+    .def(py::init<hyperparameter, const std::string&>(),
+         py::arg("learning_rate"), py::arg("name") = "GradientDescent");
   py::class_<momentum_optimizer, optimizer>(m, "MomentumOptimizer")
-    .def(py::init<double, double, bool, const std::string&>(),
+    .def(py::init<hyperparameter, double, bool, const std::string&>(),
          py::arg("learning_rate"), py::arg("momentum"),
          py::arg("use_nesterov") = false, py::arg("name") = "Momentum");
   py::class_<adagrad_optimizer, optimizer>(m, "AdagradOptimizer")
-    .def(py::init<double, double, const std::string&>(),
+    .def(py::init<hyperparameter, double, const std::string&>(),
          py::arg("learning_rate"), py::arg("initial_accumulator_value") = 0.1,
          py::arg("name") = "Adagrad");
   py::class_<adam_optimizer, optimizer>(m, "AdamOptimizer")
-    .def(py::init<double, double, double, double, const std::string&>(),
-         py::arg("learning_rate") = 0.001, py::arg("beta1") = 0.9,
+    .def(py::init<hyperparameter, double, double, double,
+                  const std::string&>(),
+         py::arg("learning_rate"), py::arg("beta1") = 0.9,
          py::arg("beta2") = 0.999, py::arg("epsilon") = 1e-8,
          py::arg("name") = "Adam");
 

@@ -287,6 +287,121 @@ TEST_CASE("engine: a feed of the wrong dtype or shape is InvalidArgument",
         == error_code::invalid_argument);
 }
 
+TEST_CASE("engine: placeholder_with_default gives its default unless fed, "
+          "and checks a feed as a placeholder does",
+          "[engine]") {
+  graph g;
+  auto as_default = g.as_default();
+  auto p = placeholder_with_default(constant(floats({1, 2})),
+                                    tensor_shape{-1}, "p");
+  CHECK(p.shape() == tensor_shape{{-1}});
+  auto y = p * 10.0f;
+  session sess{bounded(), &g};
+  CHECK(sess.run(y) == floats({10, 20}));
+  CHECK(sess.run(y, {{p, floats({3, 4, 5})}}) == floats({30, 40, 50}));
+  auto wrong_type = error_of([&] {
+    sess.run(y, {{p, tensor::vec(std::vector<int32_t>{1})}});
+  });
+  REQUIRE(wrong_type);
+  CHECK(wrong_type->code() == error_code::invalid_argument);
+  CHECK_THAT(wrong_type->get_status().message(), Catch::Contains("p:0"));
+  CHECK(code_of([&] { sess.run(y, {{p, matrix({1, 2}, 1, 2)}}); })
+        == error_code::invalid_argument);
+  // The default after a rejected feed: nothing changed.
+  CHECK(sess.run(y) == floats({10, 20}));
+  // A declared shape the default does not fit is refused when built.
+  auto bad = error_of([&] {
+    placeholder_with_default(constant(floats({1, 2})), tensor_shape{{3}});
+  });
+  REQUIRE(bad);
+  CHECK(bad->code() == error_code::invalid_argument);
+}
+
+TEST_CASE("engine: dropout keeps each element with probability keep_prob, "
+          "scaled by its inverse, and draws a new mask each run",
+          "[engine][random]") {
+  graph g;
+  auto as_default = g.as_default();
+  const int64_t n = 20000;
+  auto keep = placeholder_with_default(constant(1.0f), tensor_shape{},
+                                       "keep_prob");
+  auto x = constant(filled(n, 3.0f));
+  auto d = dropout(x, keep, 5);
+  session sess{bounded(), &g};
+  // Not fed: keep_prob 1 keeps everything as it is.
+  CHECK(sess.run(d) == filled(n, 3.0f));
+  auto kept_in = [&](const tensor& t) {
+    int64_t kept = 0;
+    for (auto v : t.flat<float>()) {
+      // 3 / 0.25 or 0, nothing else.
+      CHECK((v == 0.0f || v == 12.0f));
+      kept += v != 0.0f;
+    }
+    return kept;
+  };
+  auto first = sess.run(d, {{keep, tensor::scalar(0.25f)}});
+  auto second = sess.run(d, {{keep, tensor::scalar(0.25f)}});
+  // Binomial(20000, 0.25): mean 5000, sd ~61; 6 sd either way.
+  for (auto& t : {first, second}) {
+    auto kept = kept_in(t);
+    CHECK(kept > 5000 - 370);
+    CHECK(kept < 5000 + 370);
+  }
+  CHECK_FALSE(first == second);
+  // The gradient is the mask over keep_prob: zero where dropped.
+  auto xv = placeholder(dtype::float32, tensor_shape{4}, "xv");
+  auto dv = dropout(xv, 0.5, 9);
+  auto grad = gradients({reduce_sum(dv)}, {xv})[0];
+  auto out = sess.run({dv, grad}, {{xv, floats({1, 2, 3, 4})}});
+  for (int i = 0; i < 4; ++i) {
+    auto v = out[0].flat<float>()[i];
+    auto gr = out[1].flat<float>()[i];
+    CHECK((v == 0.0f ? gr == 0.0f : gr == 2.0f));
+  }
+  // A constant keep_prob of 1 is x itself; outside (0, 1] is refused.
+  CHECK(dropout(x, 1.0) == x);
+  for (double bad : {0.0, -0.5, 1.5}) {
+    auto err = error_of([&] { dropout(x, bad); });
+    REQUIRE(err);
+    CHECK(err->code() == error_code::invalid_argument);
+    CHECK_THAT(err->get_status().message(),
+               Catch::Contains("keep_prob must be a scalar tensor or a float "
+                               "in the range (0, 1]"));
+  }
+  // keep_prob of another dtype than x, or not a scalar.
+  CHECK(code_of([&] { dropout(x, constant(0.5)); })
+        == error_code::invalid_argument);
+  CHECK(code_of([&] { dropout(x, constant(floats({0.5f, 0.5f}))); })
+        == error_code::invalid_argument);
+}
+
+TEST_CASE("engine: random_uniform of a shape computed at run time",
+          "[engine][random]") {
+  graph g;
+  auto as_default = g.as_default();
+  auto x = placeholder(dtype::float32, tensor_shape{-1, 3}, "x");
+  auto r = random_uniform(shape(x), -2.0, 2.0);
+  CHECK(r.shape() == tensor_shape{{-1, -1}});
+  session sess{bounded(), &g};
+  auto t = sess.run(r, {{x, tensor{dtype::float32, tensor_shape{5, 3}}}});
+  CHECK(t.shape() == tensor_shape{{5, 3}});
+  for (auto v : t.flat<float>()) {
+    CHECK(v >= -2.0f);
+    CHECK(v < 2.0f);
+  }
+  // A negative dimension fed as the shape fails the step, not the engine.
+  auto dims = placeholder(dtype::int64, tensor_shape{-1}, "dims");
+  auto from_dims = random_uniform(dims);
+  CHECK(code_of([&] {
+          sess.run(from_dims, {{dims, tensor::vec<int64_t>({2, -3})}});
+        })
+        == error_code::invalid_argument);
+  CHECK(sess.run(from_dims, {{dims, tensor::vec<int64_t>({2, 3})}}).shape()
+        == tensor_shape{{2, 3}});
+  CHECK(code_of([&] { random_uniform(constant(floats({2}))); })
+        == error_code::invalid_argument);
+}
+
 TEST_CASE("engine: unknown fetches and targets are NotFound",
           "[engine][errors]") {
   graph g;

@@ -156,6 +156,17 @@ TEST_CASE("gradients: element-wise functions", "[gradients]") {
   check_gradients("sigmoid", [](auto& x) { return sigmoid(x[0]); },
                   {rnd({3})});
   check_gradients("tanh", [](auto& x) { return tanh(x[0]); }, {rnd({3})});
+  check_gradients("pow [2,3]^[3]",
+                  [](auto& x) { return pow(x[0], x[1]); },
+                  {rnd({2, 3}, 0.5, 2), rnd({3}, -1.5, 1.5, 2)});
+  check_gradients("pow with a scalar exponent",
+                  [](auto& x) { return pow(x[0], x[1]); },
+                  {rnd({4}, 0.5, 2), rnd({}, 0.5, 3, 2)});
+  check_gradients("placeholder_with_default passes gradients through",
+                  [](auto& x) {
+                    return square(placeholder_with_default(x[0]));
+                  },
+                  {rnd({3})});
   check_gradients("select",
                   [](auto& x) {
                     return select(greater(x[0], x[1]), x[0], x[1]);
@@ -303,6 +314,17 @@ TEST_CASE("gradients: graph rules", "[gradients]") {
   auto out = sess.run(weighted, {{x, tensor::vec<double>({1, 2})}});
   CHECK(out.flat<double>()[0] == 6.0);
   CHECK(out.flat<double>()[1] == 12.0);
+  // Pow's gradient for the exponent is 0 where the base is not positive
+  // (not NaN from log), as TF's _PowGrad.
+  auto base = constant(tensor::vec<double>({-2, 0, 3}));
+  auto exponent = placeholder(dtype::float64, tensor_shape{3}, "exponent");
+  auto gy = gradients({reduce_sum(pow(base, exponent))}, {exponent})[0];
+  auto gys = sess.run(gy, {{exponent, tensor::vec<double>({2, 2, 2})}});
+  CHECK(gys.flat<double>()[0] == 0.0);
+  CHECK(gys.flat<double>()[1] == 0.0);
+  CHECK(gys.flat<double>()[2] == Approx(9 * std::log(3.0)));
+  // Floor has no gradient (TF's None), nor does what only flows through it.
+  CHECK_FALSE(gradients({floor(x)}, {x})[0].valid());
   // ArgMax has no gradient: nothing flows through it.
   auto q = cast(argmax(reshape(x, {1, 2}), 1), dtype::float64);
   CHECK_FALSE(gradients({q}, {x})[0].valid());

@@ -114,6 +114,78 @@ TEST_CASE("training: GradientDescent applies var -= lr * grad",
   check_close(ws[1], {0.64, -1.28, 0.32});
 }
 
+TEST_CASE("training: exponential_decay follows TF's formula, staircase "
+          "or not",
+          "[training]") {
+  graph g;
+  auto as_default = g.as_default();
+  auto step = create_global_step();
+  auto smooth = exponential_decay(0.05, step, 10, 0.96);
+  auto stairs = exponential_decay(0.05, step, 10, 0.96, true);
+  CHECK(smooth.type() == dtype::float32);
+  CHECK(smooth.name().rfind("ExponentialDecay/", 0) == 0);
+  auto new_step = placeholder(dtype::int64, tensor_shape{}, "new_step");
+  auto set_step = step.assign(new_step);
+  session sess{bounded(), &g};
+  sess.run(global_variables_initializer());
+  for (int64_t at : {0, 5, 10, 25, 1000}) {
+    INFO("global step " << at);
+    sess.run(set_step, {{new_step, tensor::scalar(at)}});
+    auto out = sess.run({smooth, stairs});
+    CHECK(out[0].scalar_value<float>()
+          == Approx(0.05 * std::pow(0.96, at / 10.0)).epsilon(1e-5));
+    CHECK(out[1].scalar_value<float>()
+          == Approx(0.05 * std::pow(0.96, static_cast<double>(at / 10)))
+               .epsilon(1e-5));
+  }
+  for (int64_t bad : {0, -3}) {
+    auto err = error_of([&] { exponential_decay(0.1, step, bad, 0.5); });
+    REQUIRE(err);
+    CHECK(err->code() == error_code::invalid_argument);
+    CHECK_THAT(err->get_status().message(), Catch::Contains("decay_steps"));
+  }
+  CHECK(error_of([&] { exponential_decay(0.1, variable{}, 10, 0.5); }));
+}
+
+TEST_CASE("training: an optimizer's learning rate may be a tensor, read at "
+          "each update",
+          "[training]") {
+  graph g;
+  auto as_default = g.as_default();
+  variable w{tensor::vec<double>({1.0, -2.0}), named("w")};
+  auto step = create_global_step();
+  // 0.1, halved after every step; cast to w's float64 for the update.
+  gradient_descent_optimizer opt{exponential_decay(0.1, step, 1, 0.5, true)};
+  auto train_op = opt.minimize(reduce_sum(square(w)), &step);
+  session sess{bounded(), &g};
+  sess.run(global_variables_initializer());
+  std::vector<double> want{1.0, -2.0};
+  double lr = 0.1;
+  for (int i = 0; i < 3; ++i) {
+    sess.run(train_op);
+    for (auto& x : want)
+      x -= lr * 2 * x;
+    lr /= 2;
+    auto got = sess.run(w.value()).flat<double>();
+    CHECK(got[0] == Approx(want[0]));
+    CHECK(got[1] == Approx(want[1]));
+  }
+  // Adam and Momentum take one as well; a rate that is not a scalar is
+  // refused when the update is built.
+  auto rate = placeholder(dtype::float32, tensor_shape{2}, "rate");
+  adam_optimizer adam{rate};
+  auto err = error_of([&] { adam.minimize(reduce_sum(square(w))); });
+  REQUIRE(err);
+  CHECK(err->code() == error_code::invalid_argument);
+  CHECK_THAT(err->get_status().message(), Catch::Contains("must be a scalar"));
+  auto scalar_rate = placeholder(dtype::float32, tensor_shape{}, "rate");
+  momentum_optimizer momentum{scalar_rate, 0.9};
+  auto m_op = momentum.minimize(reduce_sum(square(w)));
+  sess.run(global_variables_initializer());
+  sess.run(m_op, {{scalar_rate, tensor::scalar(0.0f)}});
+  CHECK(sess.run(w.value()).flat<double>()[0] == 1.0);
+}
+
 TEST_CASE("training: Momentum and Nesterov follow TF's updates",
           "[training]") {
   for (bool nesterov : {false, true}) {

@@ -177,6 +177,48 @@ TEST_CASE("train: --eval_every scores on the chief while the other worker "
   CHECK(test_accuracy(result.out) > 0.5);
 }
 
+TEST_CASE("train: --keep_prob drops hidden units while training, not while "
+          "scoring, and --decay_steps decays the learning rate",
+          "[train]") {
+  if (!have_fashion_mnist()) {
+    WARN("Fashion-MNIST is not installed (dataset-fashion-mnist): not run");
+    return;
+  }
+  temp_dir dir;
+  auto trace_file = dir / "step30.json";
+  auto result = run_train({"--local", "2", "--model", "mlp", "--hidden", "64",
+                           "--train_steps", "1500", "--keep_prob", "0.8",
+                           "--decay_steps", "200", "--decay_rate", "0.7",
+                           "--trace_step", "30", "--trace_file", trace_file},
+                          120s);
+  INFO("stdout:\n" << result.out << "\nstderr:\n" << result.err);
+  REQUIRE_FALSE(result.timed_out);
+  CHECK(result.status.success());
+  using Catch::Contains;
+  CHECK_THAT(result.out, Contains("optimizer adam lr 0.0010 x 0.70 every 200 "
+                                  "steps, dropout keep 0.80, batch 100"));
+  // The traced training step drew a dropout mask and computed the decayed
+  // rate.
+  std::ifstream trace_in{trace_file};
+  auto trace = nlohmann::json::parse(trace_in, nullptr, false);
+  REQUIRE_FALSE(trace.is_discarded());
+  std::set<std::string> ran;
+  for (const auto& e : trace.at("traceEvents"))
+    if (e.value("ph", "") == "X")
+      ran.insert(e.value("name", ""));
+  INFO(trace.dump().substr(0, 3000));
+  auto ran_one = [&](const std::string& part) {
+    return std::any_of(ran.begin(), ran.end(), [&](const std::string& name) {
+      return name.find(part) != std::string::npos;
+    });
+  };
+  CHECK(ran_one("dropout"));
+  CHECK(ran_one("ExponentialDecay"));
+  // Scored without dropout (keep_prob not fed: 1): as good as training
+  // without it would be after so few steps.
+  CHECK(test_accuracy(result.out) > 0.75);
+}
+
 TEST_CASE("train: scripts/time_to_accuracy.sh reports the seconds to each "
           "test accuracy",
           "[train]") {
@@ -623,6 +665,13 @@ TEST_CASE("train: command-line and data errors", "[train]") {
        "--batch_size: must be at least 1"},
       {{"--local", "2", "--learning_rate", "fast"},
        "--learning_rate: expected a number"},
+      {{"--local", "2", "--keep_prob", "1.5"},
+       "--keep_prob: must be at most 1, got 1.5"},
+      {{"--local", "2", "--keep_prob", "0"}, "--keep_prob: must be positive"},
+      {{"--local", "2", "--decay_rate", "1"},
+       "--decay_rate: must be below 1, got 1"},
+      {{"--local", "2", "--decay_steps", "soon"},
+       "--decay_steps: expected an integer, got 'soon'"},
       {{"--local", "0"}, "--local: must be at least 1"},
       {{"--local", "2", "--hidden", "256,,128"}, "--hidden: empty entry"},
       {{"--local", "2", "--cluster", cluster},

@@ -82,6 +82,17 @@ TEST_CASE("Identity forwards tensors of every dtype", "[array]") {
   CHECK(run("Identity", {}).st.code() == error_code::invalid_argument);
 }
 
+TEST_CASE("PlaceholderWithDefault forwards its default of the declared "
+          "dtype", "[array]") {
+  auto t = tensor::vec<int64_t>({4, 5});
+  auto node = make_node("PlaceholderWithDefault", {{"dtype", dtype::int64}});
+  CHECK(run(node, {t}).out() == t);
+  auto wrong = make_node("PlaceholderWithDefault", {{"dtype", dtype::float32}});
+  auto r = run(wrong, {t});
+  CHECK(r.st.code() == error_code::invalid_argument);
+  CHECK_THAT(r.st.message(), Contains("int64"));
+}
+
 TEST_CASE("NoOp has no outputs", "[array]") {
   auto r = run("NoOp", {});
   CHECK(r.st.ok());

@@ -276,6 +276,51 @@ TEST_CASE("float-only unary ops reject integers naming the dtype",
   }
 }
 
+TEST_CASE("Floor rounds toward negative infinity and keeps NaN and inf",
+          "[math]") {
+  auto inf = std::numeric_limits<float>::infinity();
+  auto r = values<float>(
+    run("Floor", {tensor::vec<float>({1.5f, -1.5f, 2, -0.25f, inf,
+                                      std::nanf("")})})
+      .out());
+  CHECK(r[0] == 1);
+  CHECK(r[1] == -2);
+  CHECK(r[2] == 2);
+  CHECK(r[3] == -1);
+  CHECK(r[4] == inf);
+  CHECK(std::isnan(r[5]));
+  CHECK(run("Floor", {tensor::vec<double>({0.999999})}).out()
+        == tensor::vec<double>({0}));
+  auto ints = run("Floor", {tensor::vec<int32_t>({1})});
+  CHECK(ints.st.code() == error_code::invalid_argument);
+  CHECK_THAT(ints.st.message(), Contains("int32"));
+}
+
+TEST_CASE("Pow raises element-wise and broadcasts", "[math]") {
+  auto r = run("Pow", {make<float>({2, 3, 4, 9}, {2, 2}),
+                       tensor::vec<float>({2, 0.5f})});
+  REQUIRE(r.out().shape() == (tensor_shape{2, 2}));
+  auto rs = values<float>(r.out());
+  CHECK(rs[0] == Approx(4));
+  CHECK(rs[1] == Approx(std::sqrt(3.0)));
+  CHECK(rs[2] == Approx(16));
+  CHECK(rs[3] == Approx(3));
+  auto scalar_base = values<double>(
+    run("Pow", {tensor::scalar<double>(0.5), tensor::vec<double>({0, 1, 3})})
+      .out());
+  CHECK(scalar_base == std::vector<double>{1, 0.5, 0.125}); // exact in binary
+  // IEEE pow: a negative base to a fractional power is NaN.
+  auto nan = values<float>(
+    run("Pow", {tensor::scalar(-8.0f), tensor::scalar(1.0f / 3)}).out());
+  CHECK(std::isnan(nan[0]));
+  auto ints = run("Pow", {tensor::vec<int64_t>({2}), tensor::vec<int64_t>({3})});
+  CHECK(ints.st.code() == error_code::invalid_argument);
+  CHECK_THAT(ints.st.message(), Contains("int64"));
+  auto shapes = run("Pow", {tensor::vec<float>({1, 2}),
+                            tensor::vec<float>({1, 2, 3})});
+  CHECK_THAT(shapes.st.message(), StartsWith("Incompatible shapes: [2] vs. [3]"));
+}
+
 // -- MatMul -------------------------------------------------------------------
 
 TEMPLATE_TEST_CASE("MatMul multiplies row-major matrices", "[math][matmul]",

@@ -48,6 +48,48 @@ def test_each_optimizer_minimizes_a_quadratic(make):
     assert s.run(step) == 200
 
 
+def test_a_decayed_learning_rate_drives_the_optimizer():
+    w = tf.Variable([1.0, -2.0], name="w")
+    step = tf.train.get_or_create_global_step()
+    # 0.1, halved after every step (staircase), as TF's formula.
+    lr = tf.train.exponential_decay(0.1, step, 1, 0.5, staircase=True)
+    train_op = tf.train.GradientDescentOptimizer(lr).minimize(
+        tf.reduce_sum(tf.square(w)), global_step=step)
+    s = tf.Session()
+    s.run(tf.global_variables_initializer())
+    want = np.array([1.0, -2.0])
+    for rate in (0.1, 0.05, 0.025):
+        assert s.run(lr) == pytest.approx(rate)
+        s.run(train_op)
+        want = want - rate * 2 * want
+        np.testing.assert_allclose(s.run(w), want, rtol=1e-6)
+    smooth = tf.train.exponential_decay(0.05, step, 10, 0.96)
+    assert s.run(smooth) == pytest.approx(0.05 * 0.96 ** 0.3, rel=1e-5)
+    with pytest.raises(ValueError, match="global_step is required"):
+        tf.train.exponential_decay(0.1, None, 10, 0.5)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="decay_steps"):
+        tf.train.exponential_decay(0.1, step, 0, 0.5)
+
+
+def test_dropout_with_a_keep_prob_fed_while_training():
+    keep = tf.placeholder_with_default(1.0, shape=[])
+    x = tf.ones([10000])
+    d = tf.nn.dropout(x, keep, seed=3)
+    s = tf.Session()
+    np.testing.assert_array_equal(s.run(d), np.ones(10000, np.float32))
+    out = s.run(d, {keep: 0.5})
+    assert set(np.unique(out)) <= {0.0, 2.0}
+    # Binomial(10000, 0.5): sd 50; 6 sd either way.
+    assert abs(np.count_nonzero(out) - 5000) < 300
+    by_rate = s.run(tf.nn.dropout(x, rate=0.75, seed=4))
+    assert set(np.unique(by_rate)) <= {0.0, 4.0}
+    assert tf.nn.dropout(x, 1.0) is x
+    with pytest.raises(ValueError, match=r"range \(0, 1\]"):
+        tf.nn.dropout(x, 0.0)
+    assert s.run(tf.floor(tf.constant([1.5, -1.5]))).tolist() == [1.0, -2.0]
+    assert s.run(tf.pow(tf.constant([2.0, 3.0]), 2.0)).tolist() == [4.0, 9.0]
+
+
 def test_adam_has_its_slots_and_apply_gradients_takes_pairs():
     w = tf.Variable([1.0], name="w")
     loss = tf.reduce_sum(w * w)

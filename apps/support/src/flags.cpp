@@ -60,17 +60,30 @@ CLI::Validator positive_number() {
   });
 }
 
-CLI::Validator number_below(double bound) {
-  return checking([bound](const std::string& text) -> std::string {
+namespace {
+
+CLI::Validator number_bounded(double bound, bool inclusive) {
+  return checking([bound, inclusive](const std::string& text) -> std::string {
     double value = 0;
     std::from_chars(text.data(), text.data() + text.size(), value);
-    if (value >= bound) {
+    if (inclusive ? value > bound : value >= bound) {
       std::ostringstream os;
-      os << "must be below " << bound << ", got " << text;
+      os << "must be " << (inclusive ? "at most " : "below ") << bound
+         << ", got " << text;
       return os.str();
     }
     return {};
   });
+}
+
+} // namespace
+
+CLI::Validator number_below(double bound) {
+  return number_bounded(bound, false);
+}
+
+CLI::Validator number_at_most(double bound) {
+  return number_bounded(bound, true);
 }
 
 CLI::Validator one_of(std::vector<std::string> choices) {

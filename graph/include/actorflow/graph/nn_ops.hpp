@@ -87,6 +87,12 @@ output sign(const output& x, const std::string& name = "Sign");
 output reciprocal(const output& x, const std::string& name = "Reciprocal");
 output log1p(const output& x, const std::string& name = "Log1p");
 output sqrt(const output& x, const std::string& name = "Sqrt");
+/// The largest integer not above x, element-wise (float types); no
+/// gradient flows through it.
+output floor(const output& x, const std::string& name = "Floor");
+/// x ** y element-wise, broadcasting (float types: InvalidArgument for
+/// others).
+output pow(const output& x, const output& y, const std::string& name = "Pow");
 output maximum(const output& x, const output& y,
                const std::string& name = "Maximum");
 output minimum(const output& x, const output& y,
@@ -132,6 +138,18 @@ output bias_add(const output& value, const output& bias,
 output conv2d(const output& input, const output& filter,
               std::vector<int64_t> strides, const std::string& padding,
               const std::string& name = "Conv2D");
+/// tf.nn.dropout: each element of `x` kept with probability `keep_prob`
+/// (a float scalar tensor of x's dtype, e.g. a placeholder_with_default
+/// fed 0.5 while training) and scaled by 1 / keep_prob, zeroed otherwise,
+/// so that the expected sum is unchanged. A new mask each run. Throws
+/// op_error (InvalidArgument) for a non-float `x` or a keep_prob of
+/// another dtype.
+output dropout(const output& x, const output& keep_prob, int64_t seed = 0,
+               const std::string& name = "dropout");
+/// As above with a constant keep_prob, which must lie in (0, 1]
+/// (InvalidArgument otherwise); 1 returns `x` itself, as TF.
+output dropout(const output& x, double keep_prob, int64_t seed = 0,
+               const std::string& name = "dropout");
 /// Max pooling, NHWC; `ksize` and `strides` {1, h, w, 1}.
 output max_pool(const output& value, std::vector<int64_t> ksize,
                 std::vector<int64_t> strides, const std::string& padding,

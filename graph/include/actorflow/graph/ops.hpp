@@ -138,6 +138,15 @@ output constant(const std::vector<T>& values,
 output placeholder(dtype type, tensor_shape shape = tensor_shape::unknown(),
                    const std::string& name = "Placeholder");
 
+/// tf.placeholder_with_default: `input` unless a value is fed, which must
+/// be of input's dtype and compatible with `shape` (default: input's
+/// static shape). Throws op_error (InvalidArgument) when `shape` is not
+/// compatible with input's.
+output placeholder_with_default(const output& input,
+                                std::optional<tensor_shape> shape = {},
+                                const std::string& name
+                                = "PlaceholderWithDefault");
+
 output identity(const output& x, const std::string& name = "Identity");
 /// A NoOp with the given control inputs.
 operation no_op(const std::string& name = "NoOp");
@@ -233,6 +242,13 @@ output truncated_normal(std::vector<int64_t> shape, double mean = 0.0,
                         int64_t seed = 0,
                         const std::string& name = "truncated_normal");
 output random_uniform(std::vector<int64_t> shape, double minval = 0.0,
+                      double maxval = 1.0, dtype type = dtype::float32,
+                      int64_t seed = 0,
+                      const std::string& name = "random_uniform");
+/// random_uniform of a shape known when the step runs: `shape` an int32 or
+/// int64 vector tensor (e.g. shape(x)). The step fails with
+/// InvalidArgument when its value is not a shape.
+output random_uniform(const output& shape, double minval = 0.0,
                       double maxval = 1.0, dtype type = dtype::float32,
                       int64_t seed = 0,
                       const std::string& name = "random_uniform");

@@ -40,6 +40,36 @@ variable get_or_create_global_step();
 
 using grads_and_vars = std::vector<std::pair<output, variable>>;
 
+/// A hyperparameter as TF's optimizers take it: a number, or a scalar
+/// float tensor computed each step (e.g. exponential_decay's rate).
+class hyperparameter {
+public:
+  hyperparameter(double value) : value_(value) {
+  }
+  hyperparameter(output tensor) : tensor_(std::move(tensor)) {
+  }
+  /// The tensor, or an empty output for a number.
+  const output& tensor() const noexcept {
+    return tensor_;
+  }
+  double value() const noexcept {
+    return value_;
+  }
+
+private:
+  double value_ = 0;
+  output tensor_;
+};
+
+/// tf.train.exponential_decay: learning_rate * decay_rate ^ (global_step /
+/// decay_steps), the exponent floored when `staircase`; a float32 scalar
+/// under name scope `name`. Throws op_error (InvalidArgument) for an
+/// invalid global step or decay_steps <= 0.
+output exponential_decay(double learning_rate, const variable& global_step,
+                         int64_t decay_steps, double decay_rate,
+                         bool staircase = false,
+                         const std::string& name = "ExponentialDecay");
+
 /// TF's Optimizer: compute_gradients, apply_gradients, minimize.
 class optimizer {
 public:
@@ -91,6 +121,9 @@ protected:
                      const std::string& slot_name, double value);
   /// A scalar Const of `var`'s dtype, named in the current scope.
   output hyper(const variable& var, double value, const std::string& name);
+  /// `value`'s tensor cast to var's dtype, or a Const as above.
+  output hyper(const variable& var, const hyperparameter& value,
+               const std::string& name);
 
   std::string name_;
   std::map<std::string, std::map<std::string, variable>> slots_;
@@ -99,7 +132,7 @@ protected:
 /// tf.train.GradientDescentOptimizer: var -= lr * grad.
 class gradient_descent_optimizer : public optimizer {
 public:
-  explicit gradient_descent_optimizer(double learning_rate,
+  explicit gradient_descent_optimizer(hyperparameter learning_rate,
                                       const std::string& name
                                       = "GradientDescent");
 
@@ -107,14 +140,14 @@ protected:
   operation apply_dense(const output& grad, const variable& var) override;
 
 private:
-  double lr_;
+  hyperparameter lr_;
 };
 
 /// tf.train.MomentumOptimizer: accum = accum * momentum + grad; var -= lr *
 /// accum (Nesterov: var -= lr * (grad + momentum * accum)).
 class momentum_optimizer : public optimizer {
 public:
-  momentum_optimizer(double learning_rate, double momentum,
+  momentum_optimizer(hyperparameter learning_rate, double momentum,
                      bool use_nesterov = false,
                      const std::string& name = "Momentum");
 
@@ -123,7 +156,7 @@ protected:
   operation apply_dense(const output& grad, const variable& var) override;
 
 private:
-  double lr_;
+  hyperparameter lr_;
   double momentum_;
   bool nesterov_;
 };
@@ -132,7 +165,7 @@ private:
 /// sqrt(accum). InvalidArgument for initial_accumulator_value <= 0.
 class adagrad_optimizer : public optimizer {
 public:
-  explicit adagrad_optimizer(double learning_rate,
+  explicit adagrad_optimizer(hyperparameter learning_rate,
                              double initial_accumulator_value = 0.1,
                              const std::string& name = "Adagrad");
 
@@ -141,7 +174,7 @@ protected:
   operation apply_dense(const output& grad, const variable& var) override;
 
 private:
-  double lr_;
+  hyperparameter lr_;
   double initial_;
 };
 
@@ -151,7 +184,8 @@ private:
 /// first variable.
 class adam_optimizer : public optimizer {
 public:
-  explicit adam_optimizer(double learning_rate = 0.001, double beta1 = 0.9,
+  explicit adam_optimizer(hyperparameter learning_rate = 0.001,
+                          double beta1 = 0.9,
                           double beta2 = 0.999, double epsilon = 1e-8,
                           const std::string& name = "Adam");
 
@@ -162,7 +196,7 @@ protected:
                    const std::string& name) override;
 
 private:
-  double lr_;
+  hyperparameter lr_;
   double beta1_;
   double beta2_;
   double epsilon_;

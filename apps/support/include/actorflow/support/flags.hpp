@@ -32,6 +32,9 @@ CLI::Validator positive_number();
 /// got 1.5".
 CLI::Validator number_below(double bound);
 
+/// A number not above `bound`: "must be at most 1, got 1.5".
+CLI::Validator number_at_most(double bound);
+
 /// One of `choices`: "expected softmax, mlp or cnn, got 'resnet'".
 CLI::Validator one_of(std::vector<std::string> choices);
 

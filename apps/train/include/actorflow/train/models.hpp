@@ -11,6 +11,9 @@
 //   cnn      conv 5x5 (filters[0]) -> max pool 2x2 -> conv 5x5 (filters[1])
 //            -> max pool 2x2 -> fully connected (hidden..., ReLU) -> 10
 //
+// With model_options::keep_prob < 1, each hidden fully connected layer is
+// followed by tf.nn.dropout (TF's MNIST tutorials' regularization).
+//
 // Weights start Glorot-uniform (Keras' default; He-like scale for the ReLU
 // layers is not needed at these depths), biases at zero, softmax weights at
 // zero as in TF's MNIST tutorial.
@@ -36,6 +39,13 @@ struct model_options {
   std::vector<int64_t> filters = {16, 32};
   /// Op seed base for the initializers (0: none).
   int64_t seed = 1;
+  /// Dropout after each hidden fully connected layer (mlp, cnn) when
+  /// below 1: the model gets a `keep_prob` input, 1 unless fed, which
+  /// training feeds with this value (TF's MNIST tutorials' way).
+  double keep_prob = 1;
+  /// Op seed of the dropout masks (0: derived from the graph seed); give
+  /// each worker its own, or all draw the same masks.
+  int64_t dropout_seed = 0;
 };
 
 /// The placeholders and outputs of a built model.
@@ -49,6 +59,9 @@ struct model {
   output loss;
   /// The number of correct predictions in the batch (float32 scalar).
   output num_correct;
+  /// With dropout (model_options::keep_prob < 1): the probability of
+  /// keeping a hidden unit, a float32 scalar that is 1 unless fed.
+  output keep_prob;
   /// What one fed image looks like (the batch dimension in front).
   std::vector<int64_t> image_shape;
   /// Number of trainable parameters.
@@ -141,11 +154,24 @@ inline model build_model(const model_options& opts) {
     throw std::invalid_argument("unknown model '" + opts.kind + "'");
   }
   m.y = placeholder(dtype::int32, tensor_shape{-1}, "y");
+  if (!(opts.keep_prob > 0 && opts.keep_prob <= 1))
+    throw std::invalid_argument("keep_prob must lie in (0, 1]");
+  if (opts.keep_prob < 1)
+    m.keep_prob = placeholder_with_default(constant(1.0f, "keep_prob/default"),
+                                           tensor_shape{}, "keep_prob");
   if (opts.kind != "softmax") {
     int layer = 0;
     for (auto n : opts.hidden) {
-      features = detail::dense("hidden" + std::to_string(++layer), features,
-                               width, n, true, seed(), m.parameters);
+      auto scope = "hidden" + std::to_string(++layer);
+      features = detail::dense(scope, features, width, n, true, seed(),
+                               m.parameters);
+      if (m.keep_prob.valid()) {
+        name_scope ns{scope};
+        features = dropout(features, m.keep_prob,
+                           opts.dropout_seed == 0
+                             ? 0
+                             : opts.dropout_seed * 100 + layer);
+      }
       width = n;
     }
   }
