@@ -302,6 +302,17 @@ SessionRunValues = collections.namedtuple(
     "SessionRunValues", ["results", "options", "run_metadata"])
 
 
+def _session_over(native, graph):
+    """A tf.Session around a native session the engine owns (a hook's, a
+    step function's): valid while the engine's call lasts."""
+    tf = _tf()
+    session = tf.Session.__new__(tf.Session)
+    session._s = native
+    session._graph = graph
+    session._closed = False
+    return session
+
+
 class SessionRunContext:
     """What a hook sees of the step: the run call's arguments, the
     session, and a way to ask for a stop."""
@@ -332,12 +343,7 @@ class _PythonHook:
         self._rebuild = None
 
     def _wrap(self, native):
-        tf = _tf()
-        session = tf.Session.__new__(tf.Session)
-        session._s = native
-        session._graph = self.graph
-        session._closed = False
-        return session
+        return _session_over(native, self.graph)
 
     def begin(self):
         self.hook.begin()
@@ -391,6 +397,28 @@ class NanLossDuringTrainingError(RuntimeError):
     """A NanTensorHook saw a NaN loss (tf.train's class)."""
 
 
+class StepContext:
+    """What a step function of MonitoredSession.run_step_fn gets (TF's
+    _MonitoredSession.StepContext)."""
+
+    def __init__(self, native, monitored):
+        self._native = native
+        self._monitored = monitored
+        self._session = _session_over(native.session, monitored.graph)
+
+    @property
+    def session(self):
+        return self._session
+
+    def run_with_hooks(self, fetches, feed_dict=None, options=None,
+                       run_metadata=None):
+        return self._monitored._run_on(self._native, fetches, feed_dict,
+                                       options, run_metadata)
+
+    def request_stop(self):
+        raise StopIteration("step_fn has called request_stop()")
+
+
 class _MonitoredSession:
     def __init__(self, native, graph, adapters):
         self._s = native
@@ -400,12 +428,32 @@ class _MonitoredSession:
     graph = property(lambda self: self._graph)
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        return self._run_on(self._s, fetches, feed_dict, options,
+                            run_metadata)
+
+    def run_step_fn(self, step_fn):
+        """TF's MonitoredSession.run_step_fn: calls step_fn(step_context)
+        and returns what it returns. step_context.session is the session
+        underneath (its runs call no hook and are allowed after a stop was
+        requested, e.g. to score a test set); run_with_hooks runs as run
+        does; request_stop() ends step_fn (StopIteration) and training.
+        A lost task (UnavailableError, AbortedError) re-creates the
+        session and calls step_fn again."""
+        def call(native):
+            try:
+                return step_fn(StepContext(native, self))
+            except StopIteration:
+                native.request_stop()
+                return None
+        return self._s.run_step_fn(call)
+
+    def _run_on(self, native, fetches, feed_dict, options, run_metadata):
         names, feeds, rebuild = _tf()._prepare(self._graph, fetches,
                                                feed_dict)
         for adapter in self._adapters:
             adapter.original = SessionRunArgs(fetches, feed_dict, options)
         try:
-            values = _tf()._run_native(self._s, names, feeds, options,
+            values = _tf()._run_native(native, names, feeds, options,
                                        run_metadata)
         except _tf().errors.InvalidArgumentError as e:
             # NanTensorHook's failure is TF's NanLossDuringTrainingError.

@@ -93,6 +93,45 @@ private:
   py::object adapter_;
 };
 
+// A step context's run_with_hooks in the shape run_step calls (Ctrl-C is
+// not watched: the monitored session's run has no cancellation either).
+struct hooked_runs {
+  step_context& context;
+  std::vector<tensor> run(const std::vector<fetch>& fetches,
+                          const feed_dict& feeds, const run_options& options,
+                          run_metadata*, step_cancellation*) {
+    return context.run_with_hooks(fetches, feeds, options);
+  }
+};
+
+// monitored_session::run_step_fn calling a Python function. An OpError
+// the function raises for a lost task (Unavailable, Aborted) goes back to
+// the engine as one, which re-creates the session and calls it again, as
+// for a step function written in C++.
+py::object run_python_step_fn(monitored_session& ms, const py::object& fn) {
+  py::object result;
+  {
+    py::gil_scoped_release unlocked;
+    ms.run_step_fn([&](step_context& context) {
+      py::gil_scoped_acquire locked;
+      try {
+        result = fn(py::cast(&context, py::return_value_policy::reference));
+      } catch (py::error_already_set& e) {
+        auto op_error_cls = py::module_::import("actorflow.errors")
+                              .attr("OpError");
+        if (!e.matches(op_error_cls))
+          throw;
+        auto code = static_cast<error_code>(
+          e.value().attr("error_code").cast<int>());
+        if (code != error_code::unavailable && code != error_code::aborted)
+          throw;
+        throw op_error(code, e.value().attr("message").cast<std::string>());
+      }
+    });
+  }
+  return result;
+}
+
 } // namespace
 
 void bind_training(py::module_& m) {
@@ -370,10 +409,25 @@ void bind_training(py::module_& m) {
            return std::make_shared<nan_tensor_hook>(loss, fail);
          }),
          py::arg("loss_tensor"), py::arg("fail_on_nan_loss"));
+  py::class_<step_context>(m, "StepContext")
+    .def_property_readonly("session", &step_context::get_session,
+                           py::return_value_policy::reference)
+    .def("run",
+         [](step_context& c, const std::vector<std::string>& names,
+            const py_feeds& feeds, int64_t timeout_ms, int32_t trace_level,
+            bool partition_graphs) {
+           hooked_runs runs{c};
+           return run_step(runs, names, feeds, timeout_ms, trace_level,
+                           partition_graphs);
+         },
+         py::arg("fetches"), py::arg("feeds"), py::arg("timeout_in_ms") = 0,
+         py::arg("trace_level") = 0, py::arg("partition_graphs") = false)
+    .def("request_stop", &step_context::request_stop);
   py::class_<monitored_session>(m, "MonitoredSession")
     .def("run", &run_step<monitored_session>,
          py::arg("fetches"), py::arg("feeds"), py::arg("timeout_in_ms") = 0,
          py::arg("trace_level") = 0, py::arg("partition_graphs") = false)
+    .def("run_step_fn", &run_python_step_fn, py::arg("step_fn"))
     .def("should_stop", &monitored_session::should_stop,
          py::call_guard<py::gil_scoped_release>())
     .def("close", &monitored_session::close,

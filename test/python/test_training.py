@@ -208,6 +208,73 @@ def test_monitored_training_session_stops_at_its_step_and_checks_nan():
         tf.train.StopAtStepHook()
 
 
+def test_run_step_fn_scores_after_a_stop_and_recovers_a_lost_task():
+    w = tf.Variable([5.0], name="w")
+    loss = tf.reduce_sum(tf.square(w))
+    step = tf.train.get_or_create_global_step()
+    train_op = tf.train.GradientDescentOptimizer(0.1).minimize(
+        loss, global_step=step)
+
+    class Counter(tf.train.SessionRunHook):
+        runs = 0
+
+        def before_run(self, run_context):
+            Counter.runs += 1
+
+    with tf.train.MonitoredTrainingSession(
+            hooks=[tf.train.StopAtStepHook(last_step=3), Counter()],
+            log_step_count_steps=0) as sess:
+        while not sess.should_stop():
+            sess.run(train_op)
+        assert Counter.runs == 3
+        # Stopped: run refuses, the session underneath still answers and
+        # calls no hook (TF's way to score between steps).
+        with pytest.raises(tf.errors.FailedPreconditionError,
+                           match="should_stop requested"):
+            sess.run(loss)
+        value = sess.run_step_fn(lambda ctx: ctx.session.run(step))
+        assert value == 3 and Counter.runs == 3
+        # A lost task raised by the function: the session is created again
+        # and the function called again.
+        calls = []
+
+        def flaky(ctx):
+            calls.append(1)
+            if len(calls) == 1:
+                raise tf.errors.UnavailableError(None, None, "lost the ps")
+            return "second try"
+        assert sess.run_step_fn(flaky) == "second try" and len(calls) == 2
+        # Other errors reach the caller as raised, once.
+        for error in (ValueError("mine"),
+                      tf.errors.InvalidArgumentError(None, None, "bad")):
+            calls.clear()
+
+            def failing(ctx, error=error):
+                calls.append(1)
+                raise error
+            with pytest.raises(type(error), match=str(error)):
+                sess.run_step_fn(failing)
+            assert len(calls) == 1
+
+    # run_with_hooks runs as run does; request_stop ends the function and
+    # the training.
+    tf.reset_default_graph()
+    v = tf.Variable(0, name="v")
+    bump = v.assign_add(1)
+    Counter.runs = 0
+    with tf.train.MonitoredTrainingSession(hooks=[Counter()],
+                                           log_step_count_steps=0) as sess:
+        def two_then_stop(ctx):
+            ctx.run_with_hooks(bump)
+            ctx.run_with_hooks(bump)
+            ctx.request_stop()
+            raise AssertionError("request_stop returned")
+        assert sess.run_step_fn(two_then_stop) is None
+        assert sess.should_stop()
+        assert Counter.runs == 2
+        assert sess.run_step_fn(lambda ctx: ctx.session.run(v)) == 2
+
+
 def test_a_nan_loss_fails_the_step():
     p = tf.placeholder(tf.float32, [])
     loss = p * 1.0
