@@ -189,12 +189,18 @@ def test_logistic_regression_trains_across_a_ps_and_a_worker():
     ps.stop()
 
 
-def test_monitored_training_session_stops_at_its_step_and_checks_nan():
+def _quadratic():
+    """w, its loss w², the global step and a gradient descent step on it."""
     w = tf.Variable([5.0], name="w")
     loss = tf.reduce_sum(tf.square(w))
     step = tf.train.get_or_create_global_step()
     train_op = tf.train.GradientDescentOptimizer(0.1).minimize(
         loss, global_step=step)
+    return w, loss, step, train_op
+
+
+def test_monitored_training_session_stops_at_its_step_and_checks_nan():
+    w, loss, step, train_op = _quadratic()
     hooks = [tf.train.StopAtStepHook(last_step=30),
              tf.train.NanTensorHook(loss)]
     runs = 0
@@ -209,11 +215,7 @@ def test_monitored_training_session_stops_at_its_step_and_checks_nan():
 
 
 def test_run_step_fn_scores_after_a_stop_and_recovers_a_lost_task():
-    w = tf.Variable([5.0], name="w")
-    loss = tf.reduce_sum(tf.square(w))
-    step = tf.train.get_or_create_global_step()
-    train_op = tf.train.GradientDescentOptimizer(0.1).minimize(
-        loss, global_step=step)
+    w, loss, step, train_op = _quadratic()
 
     class Counter(tf.train.SessionRunHook):
         runs = 0
@@ -361,11 +363,7 @@ def test_run_metadata_of_a_traced_step_from_both_sessions():
 
 
 def test_a_hook_written_in_python_sees_every_call_and_can_stop():
-    w = tf.Variable([5.0], name="w")
-    loss = tf.reduce_sum(tf.square(w))
-    step = tf.train.get_or_create_global_step()
-    train_op = tf.train.GradientDescentOptimizer(0.1).minimize(
-        loss, global_step=step)
+    w, loss, step, train_op = _quadratic()
 
     class LossLogger(tf.train.SessionRunHook):
         def __init__(self):
