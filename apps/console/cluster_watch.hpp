@@ -101,19 +101,8 @@ public:
   /// A copy of every task's view, in the cluster's order, each one's
   /// `stale` set as of now.
   std::vector<task_view> view() const {
-    std::vector<task_view> tasks;
-    int64_t now = 0;
-    {
-      std::lock_guard<std::mutex> guard{mtx_};
-      tasks = views_;
-      now = now_us();
-    }
-    for (auto& v : tasks)
-      v.stale = v.state == "up" && v.updated_us > 0
-                && now - v.updated_us > 2 * interval_.count() * 1000;
-    name_links(tasks);
-    mark_orphans(tasks);
-    return tasks;
+    auto s = take_snapshot(false);
+    return finish_views(std::move(s.views), s.now_us);
   }
 
   /// Whether a replay has shown its recording's last event (false live).
@@ -250,8 +239,11 @@ public:
   /// every task, with its monitor document ("node") while it is up, and
   /// the last one it sent ("last_node") once it is not.
   json to_json() const {
+    // One snapshot: the clock, the views and the alerts agree (a task is
+    // not "healthy" beside an alert raised after its view was copied).
+    auto s = take_snapshot(true);
+    auto views = finish_views(std::move(s.views), s.now_us);
     json tasks = json::array();
-    auto views = view();
     for (auto& v : views) {
       json t{{"task", v.task},         {"address", v.address},
              {"state", v.state},       {"since_us", v.since_us},
@@ -277,23 +269,56 @@ public:
       }
       tasks.push_back(std::move(t));
     }
-    json doc{{"now_us", now()},
+    json doc{{"now_us", s.now_us},
              {"cluster", cluster_},
              {"tasks", std::move(tasks)},
-             {"alerts", alerts_json()},
-             {"healthy", apps::healthy(views, active_alerts())},
+             {"alerts", std::move(s.alerts)},
+             {"healthy", apps::healthy(views, s.active)},
              {"topology", apps::to_json(topology(views))}};
-    if (!replay_.file.empty()) {
-      std::lock_guard<std::mutex> guard{mtx_};
-      doc["replay"] = {{"file", replay_.file},
-                       {"position_us", replay_.position_us},
-                       {"speed", replay_.speed},
-                       {"ended", replay_.ended}};
-    }
+    if (s.replay)
+      doc["replay"] = std::move(*s.replay);
     return doc;
   }
 
 private:
+  /// What the console shows, copied under one lock.
+  struct snapshot {
+    std::vector<task_view> views;
+    int64_t now_us = 0;
+    json alerts;
+    std::vector<alert> active;
+    std::optional<json> replay;
+  };
+
+  snapshot take_snapshot(bool with_alerts) const {
+    snapshot s;
+    std::lock_guard<std::mutex> guard{mtx_};
+    s.views = views_;
+    s.now_us = now_us();
+    if (with_alerts) {
+      s.alerts = alerts_.to_json();
+      s.active = alerts_.active();
+      if (!replay_.file.empty())
+        s.replay = json{{"file", replay_.file},
+                        {"position_us", replay_.position_us},
+                        {"speed", replay_.speed},
+                        {"ended", replay_.ended}};
+    }
+    return s;
+  }
+
+  /// The copied views with `stale` set as of `now`, links named and
+  /// orphans marked.
+  std::vector<task_view> finish_views(std::vector<task_view> tasks,
+                                      int64_t now) const {
+    for (auto& v : tasks)
+      v.stale = v.state == "up" && v.updated_us > 0
+                && now - v.updated_us > 2 * interval_.count() * 1000;
+    name_links(tasks);
+    mark_orphans(tasks);
+    return tasks;
+  }
+
   using try_atom = caf::atom_constant<caf::atom("con_try")>;
   using tick_atom = caf::atom_constant<caf::atom("con_tick")>;
 

@@ -316,7 +316,7 @@ struct variable_options {
   /// Defaults to {global_variables_key}; trainable variables are also added
   /// to trainable_variables_key. An empty list given explicitly
   /// (`std::vector<std::string>{}`) puts the variable in no collection.
-  std::optional<std::vector<std::string>> collections;
+  std::optional<std::vector<std::string>> collections = std::nullopt;
   bool validate_shape = true;
 };
 
