@@ -211,8 +211,8 @@ operation apply_node(const std::string& op, const std::vector<output>& inputs,
 
 } // namespace
 
-gradient_descent_optimizer::gradient_descent_optimizer(hyperparameter learning_rate,
-                                                       const std::string& name)
+gradient_descent_optimizer::gradient_descent_optimizer(
+  hyperparameter learning_rate, const std::string& name)
   : optimizer(name), lr_(std::move(learning_rate)) {
 }
 
@@ -222,8 +222,8 @@ operation gradient_descent_optimizer::apply_dense(const output& grad,
                     {var.ref(), hyper(var, lr_, "learning_rate"), grad}, var);
 }
 
-momentum_optimizer::momentum_optimizer(hyperparameter learning_rate, double momentum,
-                                       bool use_nesterov,
+momentum_optimizer::momentum_optimizer(hyperparameter learning_rate,
+                                       double momentum, bool use_nesterov,
                                        const std::string& name)
   : optimizer(name),
     lr_(std::move(learning_rate)),
@@ -248,7 +248,9 @@ operation momentum_optimizer::apply_dense(const output& grad,
 adagrad_optimizer::adagrad_optimizer(hyperparameter learning_rate,
                                      double initial_accumulator_value,
                                      const std::string& name)
-  : optimizer(name), lr_(std::move(learning_rate)), initial_(initial_accumulator_value) {
+  : optimizer(name),
+    lr_(std::move(learning_rate)),
+    initial_(initial_accumulator_value) {
   if (initial_accumulator_value <= 0)
     fail("initial_accumulator_value must be positive: "
          + std::to_string(initial_accumulator_value));
