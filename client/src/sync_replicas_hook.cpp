@@ -84,48 +84,65 @@ std::string sync_replicas_waiting_for(session& sess,
   run_options options;
   options.timeout_in_ms = timeout_ms;
   auto out = sess.run(fetches, {}, options);
-  // Per replica: whether it has sent for the step of every accumulator,
-  // its last local step and the seconds since (its latest gradient
-  // anywhere).
+  // Per replica: whether it has sent for the waited update to every
+  // accumulator at it, its last local step there (elsewhere if it sent
+  // to none of them) and the seconds since its latest gradient anywhere.
   struct seen {
     bool missing = false;
     bool known = false;
+    bool seen_waited = false;
     int64_t last_step = 0;
     double idle = 0;
   };
   std::map<std::string, seen> by_name;
   for (const auto& name : replicas)
     by_name[name];
-  // The update waited for: the accumulator furthest behind in gradients.
+  // The update waited for: the lowest global step of any accumulator, and
+  // the fewest gradients among those at it. A worker's step pushes to
+  // every accumulator one by one, so one that stopped in between leaves
+  // some accumulators served (a step ahead, with nobody's gradient for
+  // the next update yet) and the others waiting for it alone: only those
+  // at the waited step tell who is missing.
   int64_t step = 0;
   int32_t have = -1;
+  for (size_t a = 0; a < ops.size(); ++a) {
+    auto global = out[a * 5 + 3].scalar_value<int64_t>();
+    auto count = out[a * 5 + 4].scalar_value<int32_t>();
+    if (have < 0 || global < step || (global == step && count < have)) {
+      step = global;
+      have = count;
+    }
+  }
   for (size_t a = 0; a < ops.size(); ++a) {
     const auto* t = &out[a * 5];
     auto names = t[0].flat<std::string>();
     auto steps = t[1].flat<int64_t>();
     auto idle = t[2].flat<double>();
     auto global = t[3].scalar_value<int64_t>();
-    auto count = t[4].scalar_value<int32_t>();
-    if (have < 0 || count < have) {
-      have = count;
-      step = global;
-    }
     std::map<std::string, size_t> index;
     for (size_t i = 0; i < names.size(); ++i)
       index[names[i]] = i;
+    const bool waited = global == step;
     for (auto& [name, s] : by_name) {
       auto i = index.find(name);
       if (i == index.end()) {
-        s.missing = true;
+        s.missing = s.missing || waited;
         continue;
       }
       auto j = i->second;
+      // Silent since its latest gradient anywhere; its last step is the
+      // one the waited accumulators saw.
       if (!s.known || idle[j] < s.idle) {
         s.idle = idle[j];
+        if (!s.seen_waited)
+          s.last_step = steps[j];
+      }
+      if (waited && (!s.seen_waited || steps[j] < s.last_step)) {
         s.last_step = steps[j];
+        s.seen_waited = true;
       }
       s.known = true;
-      if (steps[j] < global)
+      if (waited && steps[j] < global)
         s.missing = true;
     }
   }

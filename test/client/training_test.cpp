@@ -690,8 +690,10 @@ TEST_CASE("training: the accumulators name the replica a synchronous update "
     graph g;
     output target;
     variable w;
+    variable b;
     variable step;
     operation train_op;
+    operation push_w_only;
     std::unique_ptr<gradient_descent_optimizer> opt;
     std::unique_ptr<sync_replicas_optimizer> sync;
   };
@@ -704,16 +706,30 @@ TEST_CASE("training: the accumulators name the replica a synchronous update "
     device_scope setter{replica_device_setter(cluster, o)};
     r->w = variable{tensor::vec<float>({0.0f, 0.0f}), named("w")};
     r->step = create_global_step();
+    r->b = variable{0.0f, named("b")};
     r->target = placeholder(dtype::float32, tensor_shape{2}, "target");
-    auto loss = reduce_sum(square(sub(r->w.value(), r->target)));
+    auto loss = add(reduce_sum(square(sub(r->w.value(), r->target))),
+                    square(r->b.value()));
     r->opt = std::make_unique<gradient_descent_optimizer>(0.25);
     r->sync = std::make_unique<sync_replicas_optimizer>(*r->opt, 2);
     r->train_op = r->sync->minimize(loss, r->step);
+    if (task == 1) {
+      // A step that stopped between its pushes: w's gradient for local
+      // step 2 reached its accumulator, b's did not.
+      auto w_acc = [] {
+        device_scope on_ps{"/job:ps/task:0"};
+        return conditional_accumulator{dtype::float32, tensor_shape{2},
+                                       "w/grad_accum"};
+      }();
+      r->push_w_only
+        = w_acc.apply_grad(constant(tensor::vec<float>({1, 1})),
+                           constant(tensor::scalar(int64_t{2})));
+    }
     replicas.push_back(std::move(r));
   }
   auto& chief = *replicas[0];
   auto& other = *replicas[1];
-  REQUIRE(chief.sync->accumulator_replicas().size() == 1);
+  REQUIRE(chief.sync->accumulator_replicas().size() == 2);
   session chief_sess{w0.target(), bounded(), &chief.g};
   session other_sess{w1.target(), bounded(), &other.g};
   {
@@ -789,6 +805,34 @@ TEST_CASE("training: the accumulators name the replica a synchronous update "
   // Only the replicas asked about count: with none of the waiting ones
   // named, the wait is not theirs.
   CHECK(sync_replicas_waiting_for(chief_sess, *chief.sync, {}).empty());
+  // Worker 1 stops between its pushes: w's update is taken (its
+  // accumulator a step ahead, with nobody's gradient yet), b's waits for
+  // worker 1 alone. The chief, which sent both, is not named.
+  pending = step(chief, chief_sess);
+  other_sess.run(other.push_w_only);
+  const std::string partial
+    = "waiting for gradients from " + t1 + ": none for ";
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  do {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    why = sync_replicas_waiting_for(chief_sess, *chief.sync, {t0, t1});
+  } while (why.find("has 1 of 2") == std::string::npos
+           && std::chrono::steady_clock::now() < deadline);
+  INFO(why);
+  CHECK(why.rfind(partial, 0) == 0);
+  CHECK_THAT(why, Catch::EndsWith(" s (its last for global step 1); the "
+                                  "update at global step 2 has 1 of 2 "
+                                  "gradients"));
+  // Its whole step then: w's gradient is stale (dropped), b's completes
+  // the update.
+  late = step(other, other_sess);
+  REQUIRE(pending.wait_for(std::chrono::seconds(30))
+          == std::future_status::ready);
+  REQUIRE(late.wait_for(std::chrono::seconds(30))
+          == std::future_status::ready);
+  pending.get();
+  late.get();
+  CHECK(chief_sess.run(chief.step).scalar_value<int64_t>() == 3);
   coord.request_stop();
   chief_sess.close();
   CHECK_NOTHROW(coord.join(std::chrono::seconds(10)));
