@@ -131,10 +131,12 @@ inline int serve_shm_ring(pid_t parent, const std::string& path,
   auto* data = static_cast<char*>(base) + detail::shm_data_offset;
   // The sender's own copy of what it sends (a variable's buffer).
   std::vector<char> source(capacity, 2);
+  // The sequence before the marker: the client asks as soon as it reads
+  // the marker, and a request counted in `seen` would never be answered.
+  uint32_t seen = ctl->request_seq.load(std::memory_order_acquire);
   std::string line = std::string{shm_ring_marker} + "0\n";
   if (::write(1, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
     return 1;
-  uint32_t seen = ctl->request_seq.load(std::memory_order_acquire);
   for (;;) {
     // An idle server sleeps on the futex: bounded waits, forever.
     while (!detail::await_change(ctl->request_seq, seen, ctl->server_sleeping,
