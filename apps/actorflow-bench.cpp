@@ -90,7 +90,8 @@ const std::vector<figure_group>& registry() {
     rss_group(),          // system.cpp
     scale_group(),        // scale.cpp
     train_group(),        // system.cpp
-    python_group()};      // python.cpp
+    python_group(),       // python.cpp
+    torch_group()};       // torch.cpp
   return all;
 }
 
@@ -116,11 +117,15 @@ const std::map<std::string, std::string>& figure_groups() {
 }
 
 bool context::wanted(const std::string& group, const std::string& name) const {
+  const auto& known = figure_groups();
+  for (const auto& item : opts.skip)
+    if (item == group
+        || (known.count(item) != 0 && known.at(item) == group))
+      return false;
   if (opts.only.empty())
     return true;
   bool group_named = false;
   bool any_figure_of_group = false;
-  const auto& known = figure_groups();
   for (const auto& item : opts.only) {
     if (item == group)
       group_named = true;
@@ -170,7 +175,8 @@ memory between processes of this host), "tcp (CAF)", "ring+tcp", or
 "in_process"; memory and training figures have none. The figures and
 their groups, the names --only takes, are listed below the flags.
 
-  actorflow-bench [--quick] [--only NAME[,NAME...]] [--peers] [--json-only]
+  actorflow-bench [--quick] [--only NAME[,NAME...]] [--skip NAME[,NAME...]]
+                  [--peers] [--json-only]
                   [--node PATH] [--train PATH] [--data_dir DIR]
                   [--python PATH]
 )text";
@@ -252,6 +258,15 @@ constexpr const char* footer = R"(Figures (group: names):
                 (examples/python/train_mnist.py --local 1; baseline:
                 actorflow-train --local 1 just before); needs the Python
                 package (ACTORFLOW_PYTHON), else skipped
+  torch:        torch_async_examples_per_s, torch_sync_examples_per_s
+                (actorflow-train --local 2, asynchronous and --sync;
+                baseline: the same job in PyTorch, a torch.distributed.rpc
+                parameter server and DistributedDataParallel on gloo, the
+                faster of stock and with Eigen's sgemm preloaded),
+                torch_async_seconds_to_0.88, torch_sync_seconds_to_0.88
+                (worker 0's seconds to 0.88 test accuracy on both sides;
+                not in --quick); needs Debian's python3-torch, else
+                skipped
   (1 KiB = 1024 bytes, MB = 10^6 bytes)
 
 Exit status: 0 when every figure was measured (or skipped for a stated
@@ -280,6 +295,7 @@ CLI::Validator figure_name() {
 std::optional<options> parse_args(int argc, char** argv) {
   options opts;
   std::optional<std::string> only;
+  std::optional<std::string> skip;
   bool peers = false;
   command_line cl{prog, description};
   cl.footer(footer);
@@ -293,7 +309,13 @@ std::optional<options> parse_args(int argc, char** argv) {
                  "peers)")
     ->type_name("LIST")
     ->check(support::list_of(figure_name()));
-  app.add_flag("--peers", peers, "the gRPC peer group alone (--only peers)");
+  app.add_option("--skip", skip,
+                 "comma-separated groups not to run (a figure name skips "
+                 "its group), e.g. --quick --skip torch")
+    ->type_name("LIST")
+    ->check(support::list_of(figure_name()));
+  app.add_flag("--peers", peers,
+               "the peer groups alone: gRPC and PyTorch (--only peers,torch)");
   app.add_flag("--json-only", opts.json_only,
                "no table, only the JSON lines");
   // Checked here, not when the first group needs it: a missing launcher
@@ -324,8 +346,12 @@ std::optional<options> parse_args(int argc, char** argv) {
   cl.apply();
   if (only)
     opts.only = support::split_list(*only);
-  if (peers)
+  if (skip)
+    opts.skip = support::split_list(*skip);
+  if (peers) {
     opts.only.push_back("peers");
+    opts.only.push_back("torch");
+  }
   return opts;
 }
 

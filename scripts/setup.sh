@@ -11,7 +11,8 @@ packages=(g++ cmake ninja-build ccache pkg-config
           doxygen libcli11-dev libspdlog-dev libssl-dev openssl
           libgrpc++-dev libprotobuf-dev protobuf-compiler
           protobuf-compiler-grpc iperf3 strace
-          pybind11-dev python3-dev python3-numpy python3-pytest)
+          pybind11-dev python3-dev python3-numpy python3-pytest
+          python3-torch)
 scripts/install_packages.sh "${packages[@]}"
 
 # From the npm registry, as each package-lock.json pins them: the console

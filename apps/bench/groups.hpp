@@ -16,6 +16,7 @@
 //   scale.cpp     scale (fan-in processes, graph size)
 //   system.cpp    rss, train (whole processes)
 //   python.cpp    python (the Python front end against C++)
+//   torch.cpp     torch (the training job against PyTorch's)
 //
 // Pieces several groups use (the clusters, the baselines' servers, the
 // path probe) are in common.hpp; the report's output in
@@ -42,6 +43,8 @@ struct options {
   bool quick = false;
   bool json_only = false;
   std::vector<std::string> only;
+  /// Groups not run (--skip; a figure name stands for its group).
+  std::vector<std::string> skip;
   std::string node;
   std::string train;
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
@@ -194,8 +197,9 @@ figure_group rss_group();   // system.cpp
 figure_group train_group();
 figure_group replication_group(); // replication.cpp
 figure_group python_group();      // python.cpp
+figure_group torch_group();       // torch.cpp
 
-// -- what the train and python groups share (system.cpp) ----------------------
+// -- what the train, python and torch groups share (system.cpp) ---------------
 
 /// Whether `dir` holds Fashion-MNIST's four files.
 bool have_fashion_mnist(const std::string& dir);
@@ -208,10 +212,15 @@ double trainer_examples_per_s(const std::string& out, int workers,
                               std::string& detail);
 
 /// The examples/s of one `actorflow-train --local` run of the MLP with
-/// `workers` workers and `ps` ps tasks (`replicate`: with
-/// --replicate_variables). Blocks; throws if the run fails.
+/// `workers` workers, `ps` ps tasks and more trainer `flags` (e.g.
+/// --replicate_variables, --sync). Blocks; throws if the run fails.
 double trainer_rate(context& ctx, const std::string& train, int workers,
-                    int ps, bool replicate, std::string& detail);
+                    int ps, const std::vector<std::string>& flags,
+                    std::string& detail);
+
+/// A file of the bench next to this program, else in share/actorflow/bench
+/// of its prefix ("" if neither): the Python groups' scripts.
+std::string bench_file(const std::string& name);
 
 // -- what main needs of the groups --------------------------------------------
 

@@ -33,21 +33,6 @@ struct python_side {
   std::string missing;
 };
 
-/// A file of the bench next to this program, else in share/actorflow/bench
-/// of its prefix ("" if neither).
-std::string bench_file(const std::string& name) {
-  std::error_code ec;
-  auto self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec)
-    return {};
-  for (auto dir : {self.parent_path(),
-                   self.parent_path().parent_path() / "share" / "actorflow"
-                     / "bench"})
-    if (fs::is_regular_file(dir / name))
-      return (dir / name).string();
-  return {};
-}
-
 python_side find_python(const context& ctx) {
   python_side py;
   py.python = ctx.opts.python;
@@ -220,7 +205,7 @@ void training(context& ctx, const python_side& py) {
   }
   auto train = find_binary("actorflow-train", ctx.opts.train, "--train");
   std::string cpp_detail;
-  auto cpp = trainer_rate(ctx, train, 1, 1, false, cpp_detail);
+  auto cpp = trainer_rate(ctx, train, 1, 1, {}, cpp_detail);
   int64_t steps = ctx.opts.quick ? 250 : 2000;
   int64_t log_every = ctx.opts.quick ? 50 : 100;
   support::spawn_options o;

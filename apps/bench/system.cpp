@@ -170,6 +170,20 @@ double trainer_examples_per_s(const std::string& out, int workers,
   return total;
 }
 
+std::string bench_file(const std::string& name) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  auto self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec)
+    return {};
+  for (auto dir : {self.parent_path(),
+                   self.parent_path().parent_path() / "share" / "actorflow"
+                     / "bench"})
+    if (fs::is_regular_file(dir / name))
+      return (dir / name).string();
+  return {};
+}
+
 bool have_fashion_mnist(const std::string& dir) {
   for (const char* file :
        {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
@@ -180,10 +194,15 @@ bool have_fashion_mnist(const std::string& dir) {
 }
 
 double trainer_rate(context& ctx, const std::string& train, int workers,
-                    int ps, bool replicate, std::string& detail) {
+                    int ps, const std::vector<std::string>& flags,
+                    std::string& detail) {
   // Enough logged windows for a median after the first one, within a
-  // bounded time (the mlp runs ~100 steps/s per worker here).
-  int64_t steps = ctx.opts.quick ? 250 * workers : 2000 * workers;
+  // bounded time (the mlp runs ~100 steps/s per worker here). Global
+  // steps: asynchronously every worker's step is one, synchronously every
+  // update (one step of each worker).
+  const bool sync
+    = std::find(flags.begin(), flags.end(), "--sync") != flags.end();
+  int64_t steps = (ctx.opts.quick ? 250 : 2000) * (sync ? 1 : workers);
   int64_t log_every = ctx.opts.quick ? 50 : 100;
   std::vector<std::string> argv{train,           "--local",
                                 std::to_string(workers),
@@ -192,13 +211,13 @@ double trainer_rate(context& ctx, const std::string& train, int workers,
                                 "--train_steps", std::to_string(steps),
                                 "--log_every",   std::to_string(log_every),
                                 "--data_dir",    ctx.opts.data_dir};
-  if (replicate)
-    argv.push_back("--replicate_variables");
+  argv.insert(argv.end(), flags.begin(), flags.end());
   support::spawn_options sopts;
   sopts.capture_stderr = true;
   auto command = "actorflow-train --local " + std::to_string(workers)
-                 + " --local_ps " + std::to_string(ps)
-                 + (replicate ? " --replicate_variables" : "");
+                 + " --local_ps " + std::to_string(ps);
+  for (const auto& flag : flags)
+    command += " " + flag;
   note("running " + command + " --model mlp --train_steps "
        + std::to_string(steps));
   support::child_process child{argv, sopts};
@@ -260,7 +279,7 @@ void run_train(context& ctx) {
       continue;
     std::string detail;
     auto steps = ctx.opts.quick ? 250 * workers : 2000 * workers;
-    auto ours = trainer_rate(ctx, train, workers, 1, false, detail);
+    auto ours = trainer_rate(ctx, train, workers, 1, {}, detail);
     auto plain_after = plain_rate();
     detail += "; eigen loop " + fixed(plain_before, 0) + " before, "
               + fixed(plain_after, 0) + " after";
@@ -281,8 +300,9 @@ void run_train(context& ctx) {
   if (ctx.wanted("train", "replication_train_examples_per_s_1worker")) {
     std::string plain_detail;
     std::string replicated_detail;
-    auto plain = trainer_rate(ctx, train, 1, 2, false, plain_detail);
-    auto replicated = trainer_rate(ctx, train, 1, 2, true, replicated_detail);
+    auto plain = trainer_rate(ctx, train, 1, 2, {}, plain_detail);
+    auto replicated = trainer_rate(ctx, train, 1, 2, {"--replicate_variables"},
+                                   replicated_detail);
     ctx.out->add(figure{
       .name = "replication_train_examples_per_s_1worker",
       .value = replicated,
