@@ -376,6 +376,10 @@ step_promise run_step(master_self self, run_step_request& req) {
                        "Session " + req.session_handle + " is not found."});
     return rp;
   }
+  if (!st.removed.empty()) {
+    deliver_error(rp, {error_code::failed_precondition, st.removed});
+    return rp;
+  }
   auto& sess = s->second;
   for (auto& v : req.feed_values)
     st.counters->bytes_in.fetch_add(v.byte_size(), std::memory_order_relaxed);
@@ -461,14 +465,15 @@ master_actor::behavior_type master(master_self self, task_options opts,
       return;
     }
     std::string task;
-    if (forget_peer(self, dm.source, task)) {
+    master_actor master;
+    if (forget_peer(self, dm.source, task, &master)) {
       auto reason = caf::to_string(dm.reason);
       monitoring::registry::instance().peer_changed(
         self->state.task_prefix,
         {task, "", false, monitoring::wall_us(), reason});
       lost_task(self, task, reason, dm.source);
       member_lost(self, task, reason,
-                  dm.reason == caf::exit_reason::user_shutdown);
+                  dm.reason == caf::exit_reason::user_shutdown, master);
       return;
     }
     lost_executor(self, dm.source, caf::to_string(dm.reason));

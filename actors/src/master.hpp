@@ -254,6 +254,10 @@ struct master_state {
   /// The masters of other tasks, by task, once reached: membership
   /// changes and requests to the authority go there.
   std::unordered_map<std::string, master_actor> peer_masters;
+  /// Why this task, which joined, is no member any more (a newer version
+  /// without it: it was removed while out of reach); its steps fail with
+  /// it. Empty while it is a member.
+  std::string removed;
   static inline const char* name = "actorflow.master";
 };
 
@@ -378,9 +382,12 @@ void on_membership_update(master_self self, int64_t version,
 /// The worker of `task` went down (`reason`; `orderly` when it shut down
 /// in order, which the log leaves out): the authority removes an elastic
 /// member, and marks a ClusterSpec task of a job other than "ps" down
-/// until it is reached again (peer_reached).
+/// until it is reached again (peer_reached). `master`, the task's master
+/// where known, is told a removed elastic member's new version (a task
+/// lost to silence may resume).
 void member_lost(master_self self, const std::string& task,
-                 const std::string& reason, bool orderly);
+                 const std::string& reason, bool orderly,
+                 const master_actor& master = {});
 
 /// At the authority's start: it watches the ClusterSpec's tasks that can
 /// go down (member_lost when they are lost or never reached).
@@ -422,7 +429,8 @@ void connect_peer(master_self self, const std::string& task,
                   caf::actor_clock::time_point deadline, int attempt);
 
 /// The worker of `task` went down: forget it; true when it was a peer's.
+/// `master` gets the task's master, where it was known.
 bool forget_peer(master_self self, const caf::actor_addr& source,
-                 std::string& task);
+                 std::string& task, master_actor* master = nullptr);
 
 } // namespace actorflow

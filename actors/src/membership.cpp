@@ -228,9 +228,24 @@ void on_membership_update(master_self self, int64_t version,
                           const std::vector<std::string>& flat) {
   auto& st = self->state;
   auto members = membership::from_flat(flat);
-  // Never without itself: a view that lost this task is an old one.
-  if (!members || members->count(st.task_prefix) == 0)
+  if (!members)
     return;
+  if (members->count(st.task_prefix) == 0) {
+    // A view without this task is an old one (from before it joined),
+    // unless it is newer than the one this joined task holds: then it
+    // was removed while out of reach (silent past the heartbeat bound).
+    // A name is one incarnation: it does not take part again.
+    if (version > st.members.version() && st.opts.joined_at > 0
+        && st.removed.empty()) {
+      st.removed = st.task_prefix + " was removed from the cluster "
+                   "(membership version " + std::to_string(version)
+                   + ", this task held " + std::to_string(st.members.version())
+                   + ") while out of reach, and takes no part in it any "
+                     "more: start it again to join anew";
+      log_line(self, st.removed);
+    }
+    return;
+  }
   // An older view reaches the authority from a member that missed a
   // change: it gets the current one back. It may be one that was down.
   if (is_authority(st) && version < st.members.version()) {
@@ -264,16 +279,24 @@ void watch_members(master_self self) {
 }
 
 void member_lost(master_self self, const std::string& task,
-                 const std::string& reason, bool orderly) {
+                 const std::string& reason, bool orderly,
+                 const master_actor& master) {
   auto& st = self->state;
   if (!is_authority(st) || task == st.task_prefix
       || (!st.members.elastic(task) && !st.members.can_go_down(task)))
     return;
   auto before = st.members.members();
+  bool joined = st.members.elastic(task);
   if (!st.members.leave(task))
     return;
   members_changed(self, before, "lost (" + reason + ")", orderly);
   broadcast(self);
+  // A joined task lost to silence may resume on the connection it held:
+  // the version without it waits there, and tells it it was removed
+  // (on_membership_update) before it runs another step as a non-member.
+  if (joined && master)
+    self->send(master, membership_update_atom_v, st.members.version(),
+               st.members.flat());
 }
 
 void peer_reached(master_self self, const std::string& task,

@@ -210,12 +210,15 @@ void connect_peer(master_self self, const std::string& task,
 }
 
 bool forget_peer(master_self self, const caf::actor_addr& source,
-                 std::string& task) {
+                 std::string& task, master_actor* master) {
   auto& st = self->state;
   for (auto i = st.peers.begin(); i != st.peers.end(); ++i)
     if (i->second.address() == source) {
       task = i->first;
       st.peers.erase(i);
+      if (auto m = st.peer_masters.find(task);
+          master != nullptr && m != st.peer_masters.end())
+        *master = m->second;
       st.peer_masters.erase(task);
       return true;
     }

@@ -135,6 +135,13 @@ server::server(const cluster_spec& cluster, const std::string& job, int task,
 
 server::server(caf::actor_system& sys, const cluster_spec& cluster,
                const std::string& job, int task, const server_options& options)
+  : server(sys, cluster, job, task, options, 0) {
+  // nop
+}
+
+server::server(caf::actor_system& sys, const cluster_spec& cluster,
+               const std::string& job, int task, const server_options& options,
+               int64_t joined_at)
   : impl_(std::make_unique<impl>()) {
   if (!cluster.has_job(job))
     throw op_error(error_code::invalid_argument,
@@ -154,6 +161,7 @@ server::server(caf::actor_system& sys, const cluster_spec& cluster,
   opts.task = task;
   opts.replicate_variables = options.replicate_variables;
   opts.default_session_config = options.default_session_config;
+  opts.joined_at = joined_at;
   if (options.replicate_variables)
     if (auto err = check_replicate_variables(cluster); !err.ok())
       throw op_error(err);
@@ -317,7 +325,7 @@ server server::join_cluster(caf::actor_system& sys, const std::string& contact,
     throw op_error(error_code::internal,
                    "the cluster of " + contact + " admitted " + name
                      + ", which its members do not list");
-  server s{sys, cluster_spec{jobs}, job, index, options};
+  server s{sys, cluster_spec{jobs}, job, index, options, version};
   // Its master starts from the spec (version 1): the version it joined.
   caf::anon_send(caf::actor_cast<master_actor>(s.impl_->actor),
                  membership_update_atom_v, version, std::move(flat));

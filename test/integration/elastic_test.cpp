@@ -1,7 +1,8 @@
 // Elastic workers with real processes (issue 31 §2; docs/DESIGN.md,
 // "Elastic workers"): actorflow-train --join adds workers to a running
 // asynchronous job, one is killed, one leaves on SIGTERM and one goes
-// silent, and training goes on; every task logs each membership version
+// silent (and, continued, learns it was removed and stops), and training
+// goes on; every task logs each membership version
 // and the console shows the members among the ps's peers.
 
 #include <signal.h>
@@ -106,15 +107,25 @@ TEST_CASE("elastic: workers join a running job, one is killed, one leaves "
   check_leaves_on_sigterm(w1, 1, trainer);
   check_said(trainer, "/job:worker/replica:0/task:2 left: lost");
   // A third one goes silent (SIGSTOP): removed within the heartbeat
-  // bound, as if it had died; the others go on meanwhile.
+  // bound, as if it had died; the others go on meanwhile. Continued, it
+  // learns it was removed and stops (a name is one incarnation: it does
+  // not train on as a non-member), exit status 1.
   child_process w3{with({ACTORFLOW_TRAIN_PATH, "--join", ps,
                          "--train_steps", "40000"})};
   REQUIRE(w3.wait_for_line("worker 3: step 200 ", 60s));
   ::kill(w3.pid(), SIGSTOP);
   CHECK_THAT(err_with(trainer, "/job:worker/replica:0/task:3 left: lost", 20s),
              Contains("/job:worker/replica:0/task:3 left: lost"));
-  ::kill(w3.pid(), SIGKILL);
   ::kill(w3.pid(), SIGCONT);
+  auto st3 = w3.wait(60s);
+  INFO("worker 3:\n" << w3.out() << w3.err());
+  REQUIRE(st3);
+  CHECK(st3->exited);
+  CHECK(st3->code == 1);
+  CHECK_THAT(w3.err(),
+             Contains("actorflow-train: error: FailedPrecondition: "
+                      "/job:worker/replica:0/task:3 was removed from the "
+                      "cluster (membership version "));
   // No step hangs: the global step keeps growing, and the job finishes.
   CHECK(global_passes(trainer, before + 1000));
   auto st = trainer.wait(120s);

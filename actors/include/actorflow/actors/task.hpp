@@ -30,6 +30,10 @@ struct task_options {
   /// task's master takes these settings where its own config leaves the
   /// default (a deadline of 0, a flag off, no device filters).
   session_config default_session_config;
+  /// The membership version at which this task joined a running cluster
+  /// (server::join_cluster); 0 for a task of the ClusterSpec. A newer
+  /// version without a joined task means it was removed.
+  int64_t joined_at = 0;
 };
 
 /// Spawns the actor of one task: master service (sessions, placement,

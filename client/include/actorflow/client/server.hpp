@@ -168,6 +168,12 @@ public:
   caf::actor task_actor() const;
 
 private:
+  /// The task joined a running cluster at membership version
+  /// `joined_at` (join_cluster; 0: a task of the ClusterSpec).
+  server(caf::actor_system& sys, const cluster_spec& cluster,
+         const std::string& job, int task, const server_options& options,
+         int64_t joined_at);
+
   struct impl;
   std::unique_ptr<impl> impl_;
 };
