@@ -341,7 +341,9 @@ figure_group train_group() {
                       "train_examples_per_s_2workers",
                       "replication_train_examples_per_s_1worker"},
           .aliases = {"train_examples_per_s"},
-          .targets = {{"train_examples_per_s_1worker", at_least(0.7)},
+          // Issue 35 §1: 0.9 (a distributed step can at best hide its
+          // transfers behind compute); issue 5 asked 0.7.
+          .targets = {{"train_examples_per_s_1worker", at_least(0.9)},
                       {"replication_train_examples_per_s_1worker",
                        at_least(0.8)}},
           .run = run_train,
