@@ -756,6 +756,27 @@ TEST_CASE("training: the accumulators name the replica a synchronous update "
       sess.run(r.train_op, {{r.target, tensor::vec<float>({1, 1})}});
     });
   };
+  // Both steps of a round end (bounded), and the global step is `global`.
+  auto round_ends = [&](std::future<void>& a, std::future<void>& b,
+                        int64_t global) {
+    REQUIRE(a.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+    REQUIRE(b.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+    a.get();
+    b.get();
+    CHECK(chief_sess.run(chief.step).scalar_value<int64_t>() == global);
+  };
+  // What the update waits for, polled until it says `needle` (bounded:
+  // the gradients reach the accumulators asynchronously).
+  auto waiting_for = [&](const std::string& needle) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    std::string why;
+    do {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      why = sync_replicas_waiting_for(chief_sess, *chief.sync, {t0, t1});
+    } while (why.find(needle) == std::string::npos
+             && std::chrono::steady_clock::now() < deadline);
+    return why;
+  };
   // Before any gradient: nobody has sent.
   CHECK(sync_replicas_waiting_for(chief_sess, *chief.sync, {t0, t1})
         == "waiting for gradients from (" + t0 + ": none received) and ("
@@ -765,22 +786,13 @@ TEST_CASE("training: the accumulators name the replica a synchronous update "
   {
     auto a = step(chief, chief_sess);
     auto b = step(other, other_sess);
-    REQUIRE(a.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
-    REQUIRE(b.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
-    a.get();
-    b.get();
+    round_ends(a, b, 1);
   }
   // Only the chief sends for step 1; its step waits for the update, the
   // update for worker 1.
   auto pending = step(chief, chief_sess);
-  std::string why;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   const std::string prefix = "waiting for gradients from " + t1 + ": none for ";
-  do {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    why = sync_replicas_waiting_for(chief_sess, *chief.sync, {t0, t1});
-  } while (why.rfind(prefix, 0) != 0
-           && std::chrono::steady_clock::now() < deadline);
+  auto why = waiting_for(prefix);
   INFO(why);
   CHECK(why.rfind(prefix, 0) == 0);
   CHECK_THAT(why, Catch::EndsWith(" s (its last for global step 0); the "
@@ -795,13 +807,7 @@ TEST_CASE("training: the accumulators name the replica a synchronous update "
   // Worker 1 sends: the update comes, and nothing is missing but the next
   // round's gradients.
   auto late = step(other, other_sess);
-  REQUIRE(pending.wait_for(std::chrono::seconds(30))
-          == std::future_status::ready);
-  REQUIRE(late.wait_for(std::chrono::seconds(30))
-          == std::future_status::ready);
-  pending.get();
-  late.get();
-  CHECK(chief_sess.run(chief.step).scalar_value<int64_t>() == 2);
+  round_ends(pending, late, 2);
   // Only the replicas asked about count: with none of the waiting ones
   // named, the wait is not theirs.
   CHECK(sync_replicas_waiting_for(chief_sess, *chief.sync, {}).empty());
@@ -810,29 +816,16 @@ TEST_CASE("training: the accumulators name the replica a synchronous update "
   // worker 1 alone. The chief, which sent both, is not named.
   pending = step(chief, chief_sess);
   other_sess.run(other.push_w_only);
-  const std::string partial
-    = "waiting for gradients from " + t1 + ": none for ";
-  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  do {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    why = sync_replicas_waiting_for(chief_sess, *chief.sync, {t0, t1});
-  } while (why.find("has 1 of 2") == std::string::npos
-           && std::chrono::steady_clock::now() < deadline);
-  INFO(why);
-  CHECK(why.rfind(partial, 0) == 0);
-  CHECK_THAT(why, Catch::EndsWith(" s (its last for global step 1); the "
-                                  "update at global step 2 has 1 of 2 "
-                                  "gradients"));
+  auto partial = waiting_for("has 1 of 2");
+  INFO(partial);
+  CHECK(partial.rfind(prefix, 0) == 0);
+  CHECK_THAT(partial, Catch::EndsWith(" s (its last for global step 1); the "
+                                      "update at global step 2 has 1 of 2 "
+                                      "gradients"));
   // Its whole step then: w's gradient is stale (dropped), b's completes
   // the update.
   late = step(other, other_sess);
-  REQUIRE(pending.wait_for(std::chrono::seconds(30))
-          == std::future_status::ready);
-  REQUIRE(late.wait_for(std::chrono::seconds(30))
-          == std::future_status::ready);
-  pending.get();
-  late.get();
-  CHECK(chief_sess.run(chief.step).scalar_value<int64_t>() == 3);
+  round_ends(pending, late, 3);
   coord.request_stop();
   chief_sess.close();
   CHECK_NOTHROW(coord.join(std::chrono::seconds(10)));
