@@ -291,9 +291,11 @@ void member_lost(master_self self, const std::string& task,
     return;
   members_changed(self, before, "lost (" + reason + ")", orderly);
   broadcast(self);
-  // A joined task lost to silence may resume on the connection it held:
-  // the version without it waits there, and tells it it was removed
-  // (on_membership_update) before it runs another step as a non-member.
+  // A joined task lost to silence may resume: where the connection
+  // outlived the silence, the version without it waits there and tells
+  // it it was removed (on_membership_update). Best effort: usually the
+  // connection is gone, and it learns when it reaches the authority
+  // again (peer_reached); steps it runs before either are a non-member's.
   if (joined && master)
     self->send(master, membership_update_atom_v, st.members.version(),
                st.members.flat());

@@ -8,8 +8,10 @@
 // The Fortran BLAS interface: column-major, every argument by pointer,
 // C = alpha * op(A) * op(B) + beta * C with op(X) = X or X^T. Complex
 // transposes ('C') are plain transposes for real matrices. A bad
-// argument is reported as BLAS's xerbla does (its number) and the call
-// changes nothing; sizes of 0 return at once.
+// argument is named on stderr by its number, as BLAS's xerbla does, and
+// the call returns changing nothing (as OpenBLAS; the reference xerbla
+// also stops the program); sizes of 0 return at once. Only sgemm_ is
+// exported: the Eigen code inside stays this library's own.
 
 #include <algorithm>
 #include <cstdio>
@@ -37,7 +39,7 @@ void bad_argument(int which) {
 
 } // namespace
 
-extern "C" void sgemm_(const char* transa, const char* transb, const int* m,
+extern "C" __attribute__((visibility("default"))) void sgemm_(const char* transa, const char* transb, const int* m,
                        const int* n, const int* k, const float* alpha,
                        const float* a, const int* lda, const float* b,
                        const int* ldb, const float* beta, float* c,

@@ -282,13 +282,20 @@ def free_port():
 
 def launch(args):
     """Starts the processes, relays their lines, prints the JSON line."""
+    # The launcher dies with whoever started it (the bench), and its
+    # processes with it.
+    parent = os.getppid()
+    die_with_parent()
+    if os.getppid() != parent:
+        return 1
     port = free_port()
     ranks = ([-1] if args.mode == "async" else []) + list(range(args.workers))
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     procs = []
     for rank in ranks:
         argv = [sys.executable, os.path.abspath(__file__), args.mode,
-                "--role_rank", str(rank), "--port", str(port)]
+                "--role_rank", str(rank), "--port", str(port),
+                "--parent_pid", str(os.getpid())]
         for name in ("workers", "steps", "batch", "log_every", "eval_every",
                      "stop_at", "seed", "learning_rate", "data_dir"):
             argv += ["--" + name, str(getattr(args, name))]
@@ -308,17 +315,25 @@ def launch(args):
                for r, p in zip(ranks, procs)]
     for t in threads:
         t.start()
+    # Every process at once: one that fails ends the run at once (the
+    # others may wait for it forever, e.g. the ps in rpc.shutdown()).
+    def failure():
+        for rank, proc in zip(ranks, procs):
+            code = proc.poll()
+            if code not in (None, 0):
+                return "process %s exited with %d" % (
+                    "ps" if rank < 0 else "of worker %d" % rank, code)
+        return None
+
     deadline = time.monotonic() + args.timeout
-    failed = None
-    for rank, proc in zip(ranks, procs):
-        try:
-            code = proc.wait(max(deadline - time.monotonic(), 0.1))
-        except subprocess.TimeoutExpired:
+    while True:
+        failed = failure()
+        if failed or all(p.poll() is not None for p in procs):
+            break
+        if time.monotonic() > deadline:
             failed = "timed out after %d s" % args.timeout
             break
-        if code != 0:
-            failed = "process %d exited with %d" % (rank, code)
-            break
+        time.sleep(0.1)
     if failed:
         for proc in procs:
             proc.kill()
@@ -360,12 +375,18 @@ def main():
     p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--role_rank", type=int, default=None,
                    help=argparse.SUPPRESS)
+    p.add_argument("--parent_pid", type=int, default=0,
+                   help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.workers < 1 or args.steps < 1 or args.batch < 1 \
             or args.log_every < 1:
         p.error("--workers, --steps, --batch and --log_every must be positive")
     if args.role_rank is None:
         return launch(args)
+    # Started by the launcher with PR_SET_PDEATHSIG: a launcher that died
+    # before the prctl took effect is no parent any more.
+    if os.getppid() != args.parent_pid:
+        return 1
     import torch
     torch.set_num_threads(1)
     train = load(args.data_dir, "train")

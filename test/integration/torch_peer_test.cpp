@@ -191,7 +191,7 @@ TEST_CASE("bench: --quick --only torch measures actorflow-train against "
   child_process bench{{bench_path, "--quick", "--only", "torch", "--train",
                        train_path, "--json-only"},
                       opts};
-  auto st = bench.wait(170s);
+  auto st = bench.wait(280s);
   if (!st)
     bench.stop(5s);
   INFO("stdout:\n" << bench.out() << "\nstderr:\n" << bench.err());
@@ -283,7 +283,9 @@ TEST_CASE("bench torch peer: its processes end when it is killed",
   CHECK(alive() == 0);
 }
 
-TEST_CASE("bench torch peer: bad flags are refused", "[bench][torch]") {
+TEST_CASE("bench torch peer: bad flags are refused and a process that fails "
+          "ends the run",
+          "[bench][torch]") {
   auto done = support::run_process({python, peer_path, "async", "--workers",
                                     "0"},
                                    30s);
@@ -291,4 +293,17 @@ TEST_CASE("bench torch peer: bad flags are refused", "[bench][torch]") {
   CHECK(done.status.code == 2);
   CHECK_THAT(done.err, Catch::Contains("--workers, --steps, --batch and "
                                        "--log_every must be positive"));
+  // A process that fails ends the run at once (not at its --timeout: the
+  // ps would wait for its workers in rpc.shutdown() forever), named.
+  auto start = std::chrono::steady_clock::now();
+  auto failed = support::run_process({python, peer_path, "async",
+                                      "--data_dir", "/nonexistent",
+                                      "--timeout", "600"},
+                                     120s);
+  INFO(failed.err);
+  CHECK_FALSE(failed.timed_out);
+  CHECK(failed.status.exited);
+  CHECK(failed.status.code == 1);
+  CHECK_THAT(failed.err, Catch::Contains("torch_peer: process "));
+  CHECK(seconds_since(start) < 120);
 }
