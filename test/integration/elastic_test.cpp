@@ -122,10 +122,18 @@ TEST_CASE("elastic: workers join a running job, one is killed, one leaves "
   REQUIRE(st3);
   CHECK(st3->exited);
   CHECK(st3->code == 1);
-  CHECK_THAT(w3.err(),
-             Contains("actorflow-train: error: FailedPrecondition: "
-                      "/job:worker/replica:0/task:3 was removed from the "
-                      "cluster (membership version "));
+  // Told it was removed once it reaches the ps again; or, where CAF
+  // cannot reach the ps over a connection it opened while this worker
+  // was stopped (docs/DESIGN.md, "Restarts and missed changes"; seen on a
+  // loaded CI host), its session's recovery times out. Either way it
+  // ends with an error instead of training on as a non-member.
+  auto err3 = w3.err();
+  CHECK((err3.find("actorflow-train: error: FailedPrecondition: "
+                   "/job:worker/replica:0/task:3 was removed from the "
+                   "cluster (membership version ")
+           != std::string::npos
+         || err3.find("actorflow-train: error: DeadlineExceeded: ")
+              != std::string::npos));
   // No step hangs: the global step keeps growing, and the job finishes.
   CHECK(global_passes(trainer, before + 1000));
   auto st = trainer.wait(120s);
