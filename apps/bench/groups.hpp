@@ -218,6 +218,12 @@ double trainer_rate(context& ctx, const std::string& train, int workers,
                     int ps, const std::vector<std::string>& flags,
                     std::string& detail);
 
+/// Prints each figure of `names` that --only selects in `group` as
+/// skipped for `why` (what the group needs is missing).
+void skip_figures(context& ctx, const std::string& group,
+                  const std::vector<std::string>& names,
+                  const std::string& why);
+
 /// A file of the bench next to this program, else in share/actorflow/bench
 /// of its prefix ("" if neither): the Python groups' scripts.
 std::string bench_file(const std::string& name);

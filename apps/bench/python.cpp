@@ -84,13 +84,6 @@ nlohmann::json run_client(const python_side& py, std::vector<std::string> args,
   return nlohmann::json::parse(line);
 }
 
-void skip_all(context& ctx, const std::vector<std::string>& names,
-              const std::string& why) {
-  for (const auto& name : names)
-    if (ctx.wanted("python", name))
-      ctx.out->add(figure{.name = name, .skipped = why});
-}
-
 // -- the figures --------------------------------------------------------------
 
 /// The in-process trivial step, C++ right before and after Python's run.
@@ -247,7 +240,7 @@ const std::vector<std::string> python_figures = {
 void run_python(context& ctx) {
   auto py = find_python(ctx);
   if (!py.missing.empty()) {
-    skip_all(ctx, python_figures, py.missing);
+    skip_figures(ctx, "python", python_figures, py.missing);
     return;
   }
   if (ctx.wanted("python", "python_step_local_trivial"))

@@ -170,6 +170,14 @@ double trainer_examples_per_s(const std::string& out, int workers,
   return total;
 }
 
+void skip_figures(context& ctx, const std::string& group,
+                  const std::vector<std::string>& names,
+                  const std::string& why) {
+  for (const auto& name : names)
+    if (ctx.wanted(group, name))
+      ctx.out->add(figure{.name = name, .skipped = why});
+}
+
 std::string bench_file(const std::string& name) {
   namespace fs = std::filesystem;
   std::error_code ec;

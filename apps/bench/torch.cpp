@@ -170,25 +170,16 @@ const std::vector<std::string> torch_figures = {
   "torch_async_examples_per_s", "torch_sync_examples_per_s",
   "torch_async_seconds_to_0.88", "torch_sync_seconds_to_0.88"};
 
-void skip_all(context& ctx, const std::string& why) {
-  for (const auto& name : torch_figures)
-    if (ctx.wanted("torch", name))
-      ctx.out->add(figure{.name = name,
-                          .unit = name.find("seconds") == std::string::npos
-                                    ? "examples/s"
-                                    : "s",
-                          .skipped = why});
-}
-
 void run_torch(context& ctx) {
   if (!have_fashion_mnist(ctx.opts.data_dir)) {
-    skip_all(ctx, "Fashion-MNIST not found in " + ctx.opts.data_dir
-                    + " (Debian package dataset-fashion-mnist)");
+    skip_figures(ctx, "torch", torch_figures,
+                 "Fashion-MNIST not found in " + ctx.opts.data_dir
+                   + " (Debian package dataset-fashion-mnist)");
     return;
   }
   auto t = find_torch(ctx);
   if (!t.missing.empty()) {
-    skip_all(ctx, t.missing);
+    skip_figures(ctx, "torch", torch_figures, t.missing);
     return;
   }
   auto train = find_binary("actorflow-train", ctx.opts.train, "--train");

@@ -258,7 +258,8 @@ def run_sync(torch, args, rank, train, test):
         loss_fn(ddp(x), y).backward()
         opt.step()
         step += 1
-        reached = report.step_done(step, torch, model) if rank == 0 else False
+        # Only worker 0 scores, so only it can have reached the target.
+        reached = report.step_done(step, torch, model)
         if args.stop_at > 0 and args.eval_every > 0 \
                 and step % args.eval_every == 0:
             # Every worker stops at the same step: worker 0 says when.
@@ -266,8 +267,6 @@ def run_sync(torch, args, rank, train, test):
             dist.broadcast(flag, 0)
             if flag.item() > 0:
                 break
-        if rank != 0:
-            report.step_done(step, torch, model)
     dist.destroy_process_group()
     print(json.dumps(report.summary(step)), flush=True)
 
