@@ -35,6 +35,7 @@
 // line or configuration.
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -91,7 +92,8 @@ const std::vector<figure_group>& registry() {
     scale_group(),        // scale.cpp
     train_group(),        // system.cpp
     python_group(),       // python.cpp
-    torch_group()};       // torch.cpp
+    torch_group(),        // torch.cpp
+    netsim_group()};      // netsim.cpp
   return all;
 }
 
@@ -122,8 +124,9 @@ bool context::wanted(const std::string& group, const std::string& name) const {
     if (item == group
         || (known.count(item) != 0 && known.at(item) == group))
       return false;
+  const auto* g = find_group(group);
   if (opts.only.empty())
-    return true;
+    return g == nullptr || !g->explicit_only;
   bool group_named = false;
   bool any_figure_of_group = false;
   for (const auto& item : opts.only) {
@@ -140,7 +143,6 @@ bool context::wanted(const std::string& group, const std::string& name) const {
   // A figure of the group was named: the group runs; within it only the
   // named figure where figures are separable (fetch sizes), every
   // figure otherwise.
-  const auto* g = find_group(group);
   return any_figure_of_group
          && (name.empty() || g == nullptr || !g->separable);
 }
@@ -176,7 +178,7 @@ memory between processes of this host), "tcp (CAF)", "ring+tcp", or
 their groups, the names --only takes, are listed below the flags.
 
   actorflow-bench [--quick] [--only NAME[,NAME...]] [--skip NAME[,NAME...]]
-                  [--peers] [--json-only]
+                  [--peers] [--netsim] [--json-only]
                   [--node PATH] [--train PATH] [--data_dir DIR]
                   [--python PATH]
 )text";
@@ -267,6 +269,18 @@ constexpr const char* footer = R"(Figures (group: names):
                 (worker 0's seconds to 0.88 test accuracy on both sides;
                 not in --quick); needs Debian's python3-torch, else
                 skipped
+  netsim:       netsim_{10g,1g}_<figure> for every fetch_remote and
+                step_remote figure, measured again with the worker and
+                the ps on two hosts of a simulated network (each task in
+                a network namespace of its own, a switch giving every
+                link 100 us and 10 Gbit/s, or 1 ms and 1 Gbit/s, one way;
+                no shared-memory ring), netsim_{10g,1g}_fetch_remote_
+                64MiB_of_link (against the links' rate),
+                netsim_{10g,1g}_train_examples_per_s_{2,4,8}workers (the
+                MLP with 1 ps and that many workers, each on a host;
+                baseline: the same on loopback without the ring); only
+                when named (--netsim, --only netsim); needs root, else
+                skipped
   (1 KiB = 1024 bytes, MB = 10^6 bytes)
 
 Exit status: 0 when every figure was measured (or skipped for a stated
@@ -297,6 +311,7 @@ std::optional<options> parse_args(int argc, char** argv) {
   std::optional<std::string> only;
   std::optional<std::string> skip;
   bool peers = false;
+  bool netsim = false;
   command_line cl{prog, description};
   cl.footer(footer);
   auto& app = cl.app();
@@ -316,6 +331,15 @@ std::optional<options> parse_args(int argc, char** argv) {
     ->check(support::list_of(figure_name()));
   app.add_flag("--peers", peers,
                "the peer groups alone: gRPC and PyTorch (--only peers,torch)");
+  app.add_flag("--netsim", netsim,
+               "the netsim group alone (--only netsim; root): the remote "
+               "figures and training across a simulated network of hosts");
+  app.add_option("--peer_host", opts.peer_host,
+                 "run the far end of the remote figures in network "
+                 "namespace NETNS at IP, this process being at SELF_IP "
+                 "(the netsim group starts the bench so)")
+    ->type_name("NETNS,IP,SELF_IP")
+    ->check(support::non_empty());
   app.add_flag("--json-only", opts.json_only,
                "no table, only the JSON lines");
   // Checked here, not when the first group needs it: a missing launcher
@@ -351,6 +375,21 @@ std::optional<options> parse_args(int argc, char** argv) {
   if (peers) {
     opts.only.push_back("peers");
     opts.only.push_back("torch");
+  }
+  if (netsim)
+    opts.only.push_back("netsim");
+  if (!opts.peer_host.empty()) {
+    auto parts = support::split_list(opts.peer_host);
+    if (parts.size() != 3)
+      throw support::usage_error("--peer_host: expected NETNS,IP,SELF_IP, "
+                                 "got '" + opts.peer_host + "'");
+    // A bench started in a simulated host by the netsim group ends with
+    // it (its own children then end with it).
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    set_peer({.ip = parts[1],
+              .self_ip = parts[2],
+              .launcher = {support::find_program("ip", "", "--peer_host"),
+                           "netns", "exec", parts[0]}});
   }
   return opts;
 }
@@ -428,6 +467,31 @@ nlohmann::ordered_json figure::to_json() const {
   if (!error.empty())
     j["error"] = error;
   return j;
+}
+
+figure figure_from_json(const nlohmann::json& j) {
+  auto number = [&](const char* key) -> std::optional<double> {
+    if (!j.contains(key) || j.at(key).is_null())
+      return std::nullopt;
+    return j.at(key).get<double>();
+  };
+  auto text = [&](const char* key) {
+    return j.contains(key) && j.at(key).is_string()
+             ? j.at(key).get<std::string>()
+             : std::string{};
+  };
+  figure f{.name = j.at("name").get<std::string>(),
+           .value = number("value"),
+           .unit = text("unit"),
+           .baseline = text("baseline"),
+           .baseline_value = number("baseline_value"),
+           .note = text("note"),
+           .skipped = text("skipped"),
+           .error = text("error"),
+           .path = text("path")};
+  if (text("ratio_from") == "pairs")
+    f.pair_ratio = number("ratio");
+  return f;
 }
 
 target at_least(double x) {
@@ -580,14 +644,21 @@ pid_t parent_pid_arg(int argc, char** argv) {
   return static_cast<pid_t>(std::atol(hidden_arg(argc, argv, "--parent-pid").c_str()));
 }
 
+/// The address a hidden server mode listens on: `--bind IP`, else
+/// loopback.
+std::string bind_arg(int argc, char** argv) {
+  auto ip = hidden_arg(argc, argv, "--bind");
+  return ip.empty() ? "127.0.0.1" : ip;
+}
+
 /// A hidden server mode (argv[1]: this program started again as a
 /// baseline's server or a fan-in worker), else the bench.
 int dispatch(int argc, char** argv) {
   std::string_view mode = argc > 1 ? argv[1] : "";
   if (mode == "--raw-tcp-server")
-    return serve_raw_tcp(parent_pid_arg(argc, argv));
+    return serve_raw_tcp(parent_pid_arg(argc, argv), bind_arg(argc, argv));
   if (mode == "--caf-echo-server")
-    return serve_caf_echo(parent_pid_arg(argc, argv));
+    return serve_caf_echo(parent_pid_arg(argc, argv), bind_arg(argc, argv));
 #ifdef ACTORFLOW_BENCH_PEERS
   if (mode == "--grpc-peer-server")
     return serve_grpc_peer(parent_pid_arg(argc, argv));
@@ -598,6 +669,12 @@ int dispatch(int argc, char** argv) {
                               std::stoi(hidden_arg(argc, argv, "--task")),
                               std::stoll(hidden_arg(argc, argv,
                                                     "--duration_ms")));
+  if (mode == "--netsim-switch")
+    return serve_netsim_switch(parent_pid_arg(argc, argv),
+                               hidden_arg(argc, argv, "--name"),
+                               std::stoi(hidden_arg(argc, argv, "--hosts")),
+                               std::stoll(hidden_arg(argc, argv, "--delay_us")),
+                               std::stod(hidden_arg(argc, argv, "--rate_mbit")));
   if (mode == "--shm-ring-server")
     return serve_shm_ring(parent_pid_arg(argc, argv),
                           hidden_arg(argc, argv, "--shm"),

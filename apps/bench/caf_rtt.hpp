@@ -38,10 +38,11 @@ constexpr const char* caf_echo_marker = "caf-echo-server listening on port ";
 constexpr std::chrono::seconds caf_echo_timeout{60};
 
 /// The server side (the hidden `--caf-echo-server` mode): publishes an
-/// actor that sends every string back to its sender on a free loopback
-/// port, prints `caf_echo_marker` and the port, then waits to be killed.
-/// Exits (PR_SET_PDEATHSIG) when `parent` dies. Returns the exit status.
-inline int serve_caf_echo(pid_t parent) {
+/// actor that sends every string back to its sender on a free port of
+/// `ip` (loopback by default), prints `caf_echo_marker` and the port, then
+/// waits to be killed. Exits (PR_SET_PDEATHSIG) when `parent` dies.
+/// Returns the exit status.
+inline int serve_caf_echo(pid_t parent, const std::string& ip = "127.0.0.1") {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (parent > 0 && ::getppid() != parent)
     return 1;
@@ -52,7 +53,7 @@ inline int serve_caf_echo(pid_t parent) {
                  std::move(text));
     }};
   });
-  auto port = sys.middleman().publish(echo, 0, "127.0.0.1", true);
+  auto port = sys.middleman().publish(echo, 0, ip.c_str(), true);
   if (!port)
     return 1;
   auto line = std::string{caf_echo_marker} + std::to_string(*port) + "\n";
@@ -66,11 +67,12 @@ inline int serve_caf_echo(pid_t parent) {
 /// caller, talking to the server's echo actor.
 class caf_echo_client {
 public:
-  explicit caf_echo_client(uint16_t port)
+  /// Connects to the echo actor at `ip`:`port`. Blocks.
+  explicit caf_echo_client(uint16_t port, const std::string& ip = "127.0.0.1")
     : self_(default_system()), payload_(48, 'x') {
-    auto echo = default_system().middleman().remote_actor("127.0.0.1", port);
+    auto echo = default_system().middleman().remote_actor(ip, port);
     if (!echo)
-      throw std::runtime_error("caf echo: connect 127.0.0.1:"
+      throw std::runtime_error("caf echo: connect " + ip + ":"
                                + std::to_string(port) + ": "
                                + default_system().render(echo.error()));
     echo_ = *echo;

@@ -36,6 +36,23 @@ void note(const std::string& line) {
   support::log::info(line);
 }
 
+namespace {
+
+peer_host& peer_slot() {
+  static peer_host host;
+  return host;
+}
+
+} // namespace
+
+const peer_host& peer() {
+  return peer_slot();
+}
+
+void set_peer(peer_host host) {
+  peer_slot() = std::move(host);
+}
+
 // -- the baselines' servers ---------------------------------------------------
 
 namespace {
@@ -43,8 +60,11 @@ namespace {
 std::vector<std::string> server_argv(const std::string& self,
                                      const char* mode,
                                      std::vector<std::string> args) {
-  std::vector<std::string> out{self, mode, "--parent-pid",
-                               std::to_string(::getpid())};
+  auto out = peer().launcher;
+  for (std::string arg : {self, std::string{mode}, std::string{"--parent-pid"},
+                          std::to_string(::getpid()), std::string{"--bind"},
+                          peer().ip})
+    out.push_back(std::move(arg));
   out.insert(out.end(), args.begin(), args.end());
   return out;
 }
@@ -72,7 +92,7 @@ baseline_server::baseline_server(const std::string& self, const char* mode,
 
 raw_tcp_baseline::raw_tcp_baseline(const std::string& self)
   : server_(self, "--raw-tcp-server", raw_tcp_marker, "raw TCP") {
-  client_.emplace(server_.port());
+  client_.emplace(server_.port(), peer().ip);
   // A fresh connection starts with small windows that the kernel grows
   // as data flows (receive buffer autotuning): move some bulk both ways
   // first, so every size is measured on a connection in steady state, as
@@ -104,6 +124,11 @@ namespace {
 support::cluster_options remote_node_options(std::vector<std::string> env) {
   auto o = quiet_nodes({{"worker", 0}});
   o.env = std::move(env);
+  // The ps on the peer host, the worker (this process) on ours.
+  o.host = [](const std::string& job, int) {
+    return job == "ps" ? support::task_host{peer().ip, peer().launcher}
+                       : support::task_host{peer().self_ip, {}};
+  };
   return o;
 }
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -35,8 +36,25 @@ std::string find_binary(const std::string& name,
 /// A line of progress on stderr.
 void note(const std::string& line);
 
-/// A baseline's server: this program started again in a hidden `mode`,
-/// which prints `marker` and its port once it listens, and dies with us.
+/// Where the far end of the remote figures runs: the ps node and the
+/// baselines' servers. On loopback by default; under --netsim (netsim.cpp)
+/// another host of the simulated network, this process a host of its own.
+struct peer_host {
+  /// The far end's address, and this process's.
+  std::string ip = "127.0.0.1";
+  std::string self_ip = "127.0.0.1";
+  /// The command the far end's processes start under (e.g. {"/usr/sbin/ip",
+  /// "netns", "exec", NAME}); empty: directly.
+  std::vector<std::string> launcher = {};
+};
+
+/// This run's peer_host (set once, before anything is measured).
+const peer_host& peer();
+void set_peer(peer_host host);
+
+/// A baseline's server: this program started again in a hidden `mode`
+/// on the peer host (peer(); `--bind` its address), which prints `marker`
+/// and its port once it listens, and dies with us.
 class baseline_server {
 public:
   baseline_server(const std::string& self, const char* mode,
@@ -85,7 +103,10 @@ public:
   served_baseline(const std::string& self, const char* mode,
                   const char* marker, const std::string& what)
     : server_(self, mode, marker, what) {
-    client_.emplace(server_.port());
+    if constexpr (std::is_constructible_v<Client, uint16_t, std::string>)
+      client_.emplace(server_.port(), peer().ip);
+    else
+      client_.emplace(server_.port());
   }
 
   ~served_baseline() {

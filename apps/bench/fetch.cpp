@@ -56,8 +56,9 @@ private:
   baseline_server server_;
 };
 
-/// iperf3's rate on loopback (one stream, 1 MiB writes, for `seconds`),
-/// in MB/s, or nullopt without iperf3 (`why` says).
+/// iperf3's rate to the peer host (one stream, 1 MiB writes, for
+/// `seconds`; loopback unless --netsim), in MB/s, or nullopt without
+/// iperf3 (`why` says).
 std::optional<double> iperf3_mb_per_s(double seconds, std::string& why) {
   std::string iperf;
   try {
@@ -70,16 +71,19 @@ std::optional<double> iperf3_mb_per_s(double seconds, std::string& why) {
   support::spawn_options quiet;
   quiet.capture_stderr = true;
   // --forceflush: its stdout is a pipe here, which stdio would buffer.
-  support::child_process srv({iperf, "-s", "-1", "--forceflush", "-B",
-                              "127.0.0.1", "-p", port},
-                             quiet);
+  auto server = peer().launcher;
+  for (const auto& arg : {iperf, std::string{"-s"}, std::string{"-1"},
+                          std::string{"--forceflush"}, std::string{"-B"},
+                          peer().ip, std::string{"-p"}, port})
+    server.push_back(arg);
+  support::child_process srv(server, quiet);
   if (!srv.wait_for_line("Server listening", 10s)) {
     why = "iperf3 -s did not start: " + srv.err();
     srv.stop(2s);
     return std::nullopt;
   }
   auto res = support::run_process(
-    {iperf, "-c", "127.0.0.1", "-p", port, "-l", "1M", "-J", "-t",
+    {iperf, "-c", peer().ip, "-p", port, "-l", "1M", "-J", "-t",
      fixed(seconds, 1)},
     std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000) + 20000),
     quiet);

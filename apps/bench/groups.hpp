@@ -17,6 +17,8 @@
 //   system.cpp    rss, train (whole processes)
 //   python.cpp    python (the Python front end against C++)
 //   torch.cpp     torch (the training job against PyTorch's)
+//   netsim.cpp    netsim (the remote figures and training across a
+//                 simulated network of hosts; its switch's hidden mode)
 //
 // Pieces several groups use (the clusters, the baselines' servers, the
 // path probe) are in common.hpp; the report's output in
@@ -25,6 +27,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -50,6 +53,10 @@ struct options {
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   /// Debian's interpreter, where python3-numpy is.
   std::string python = "/usr/bin/python3";
+  /// --peer_host NETNS,IP,SELF_IP (set by the netsim group for the bench
+  /// it starts in a simulated host): the far end of the remote figures in
+  /// that namespace at IP, this process at SELF_IP.
+  std::string peer_host;
 };
 
 /// One measured figure.
@@ -83,6 +90,11 @@ struct figure {
   /// The figure's JSON line.
   nlohmann::ordered_json to_json() const;
 };
+
+/// A figure read back from its JSON line (to_json), as the netsim group
+/// reads the bench it starts in a simulated host. Throws
+/// nlohmann::json::exception for a line that is not one.
+figure figure_from_json(const nlohmann::json& j);
 
 /// One of the issue's targets (for the lead; reported in the table, never
 /// asserted here).
@@ -161,6 +173,9 @@ struct figure_group {
   /// Whether --only NAME runs that figure alone (the fetch sizes), not the
   /// whole group.
   bool separable = false;
+  /// Whether it runs only when --only names it (or one of its figures):
+  /// not in a run of every group.
+  bool explicit_only = false;
   /// Whether it needs actorflow-node.
   bool needs_node = false;
   /// Whether it runs on context::cluster and context::tcp.
@@ -198,6 +213,7 @@ figure_group train_group();
 figure_group replication_group(); // replication.cpp
 figure_group python_group();      // python.cpp
 figure_group torch_group();       // torch.cpp
+figure_group netsim_group();      // netsim.cpp
 
 // -- what the train, python and torch groups share (system.cpp) ---------------
 
@@ -233,6 +249,14 @@ std::string bench_file(const std::string& name);
 /// The hidden `--fanin-worker` mode (scale.cpp).
 int serve_fanin_worker(pid_t parent, const std::string& spec_json, int task,
                        int64_t duration_ms);
+
+/// The hidden `--netsim-switch` mode (netsim.cpp): makes `hosts` network
+/// namespaces NAMEh0.. (host i at 10.77.0.(i+1)), joined by links of
+/// `delay_us` one way and `rate_mbit` each (link_model.hpp); prints "netsim
+/// switch ready" once they are up, forwards packets until SIGTERM (or
+/// `parent`'s death), then removes them. Returns the exit status.
+int serve_netsim_switch(pid_t parent, const std::string& name, int hosts,
+                        int64_t delay_us, double rate_mbit);
 
 /// The trainer launcher the train group is waiting for (0: none).
 /// `actorflow-train --local` takes no --parent-pid, so a SIGINT/SIGTERM to

@@ -187,6 +187,17 @@ inline bool send_all(int fd, const char* data, size_t n, bool poll) {
 }
 
 /// recv_all or recv_all_polling, by `poll`.
+/// `ip` (dotted IPv4) and `port` as a socket address; std::invalid_argument
+/// for another form.
+inline sockaddr_in ipv4(const std::string& ip, uint16_t port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  if (::inet_pton(AF_INET, ip.c_str(), &addr.sin_addr) != 1)
+    throw std::invalid_argument("not an IPv4 address: '" + ip + "'");
+  return addr;
+}
+
 inline bool recv_all(int fd, char* data, size_t n, bool poll) {
   return poll ? recv_all_polling(fd, data, n) : recv_all(fd, data, n);
 }
@@ -194,24 +205,24 @@ inline bool recv_all(int fd, char* data, size_t n, bool poll) {
 } // namespace detail
 
 /// The server side (the hidden `--raw-tcp-server` mode). Listens on a free
-/// loopback port, prints `raw_tcp_marker` and the port, accepts one client
-/// within `accept_timeout_s`, and answers its requests until it hangs up.
-/// Exits (PR_SET_PDEATHSIG) when `parent` dies. Returns the exit status.
-inline int serve_raw_tcp(pid_t parent, int accept_timeout_s = 60) {
+/// port of `ip` (IPv4, loopback by default), prints `raw_tcp_marker` and
+/// the port, accepts one client within `accept_timeout_s`, and answers its
+/// requests until it hangs up. Exits (PR_SET_PDEATHSIG) when `parent`
+/// dies. Returns the exit status.
+inline int serve_raw_tcp(pid_t parent, const std::string& ip = "127.0.0.1",
+                         int accept_timeout_s = 60) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (parent > 0 && ::getppid() != parent)
     return 1;
   int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (lfd < 0)
     throw detail::tcp_error("socket");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  auto addr = detail::ipv4(ip, 0);
   socklen_t len = sizeof addr;
   if (::bind(lfd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0
       || ::listen(lfd, 1) != 0
       || ::getsockname(lfd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-    throw detail::tcp_error("bind/listen on 127.0.0.1:0");
+    throw detail::tcp_error("bind/listen on " + ip + ":0");
   auto line = std::string{raw_tcp_marker} + std::to_string(ntohs(addr.sin_port))
               + "\n";
   // stdout is a pipe to the parent, not a socket: write(), not send().
@@ -278,19 +289,18 @@ inline int serve_raw_tcp(pid_t parent, int accept_timeout_s = 60) {
 /// request.
 class raw_tcp_client {
 public:
-  explicit raw_tcp_client(uint16_t port) {
+  /// Connects to `ip` (IPv4) at `port`. Blocks until connected.
+  explicit raw_tcp_client(uint16_t port, const std::string& ip = "127.0.0.1") {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd_ < 0)
       throw detail::tcp_error("socket");
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(port);
-    // Loopback connect either succeeds or is refused at once.
+    auto addr = detail::ipv4(ip, port);
+    // A connect to loopback or the simulated network's hosts either
+    // succeeds or is refused within a round trip.
     if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
       auto err = errno;
       ::close(fd_);
-      throw detail::tcp_error("connect 127.0.0.1:" + std::to_string(port),
+      throw detail::tcp_error("connect " + ip + ":" + std::to_string(port),
                               err);
     }
     detail::set_nodelay_and_timeouts(fd_);

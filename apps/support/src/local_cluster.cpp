@@ -98,9 +98,13 @@ bool local_cluster::try_start(std::string& why) {
   auto ports = free_ports(total);
   std::map<std::string, std::vector<std::string>> dense;
   size_t next = 0;
+  auto host = [&](const std::string& job, int task) {
+    return opts_.host ? opts_.host(job, task) : task_host{};
+  };
   for (const auto& [job, n] : jobs_)
     for (int i = 0; i < n; ++i)
-      dense[job].push_back("127.0.0.1:" + std::to_string(ports[next++]));
+      dense[job].push_back(host(job, i).ip + ":"
+                           + std::to_string(ports[next++]));
   spec_ = cluster_spec{dense};
   spawn_options sopts;
   sopts.capture_stderr = opts_.capture_stderr;
@@ -110,7 +114,9 @@ bool local_cluster::try_start(std::string& why) {
   for (const auto& [job, n] : jobs_)
     for (int i = 0; i < n; ++i)
       if (started(job, i)) {
-        auto cmd = node_command(node_, spec_, job, i);
+        auto cmd = host(job, i).launcher;
+        auto node = node_command(node_, spec_, job, i);
+        cmd.insert(cmd.end(), node.begin(), node.end());
         cmd.insert(cmd.end(), opts_.args.begin(), opts_.args.end());
         procs_.emplace(key(job, i),
                        std::make_unique<child_process>(std::move(cmd), sopts));

@@ -8,6 +8,7 @@
 // exception.
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -39,6 +40,15 @@ std::vector<std::string> node_command(const std::string& node_binary,
 /// The line a node prints once it serves.
 std::string serving_marker(const std::string& job, int task);
 
+/// Where a task of a local_cluster runs (cluster_options::host).
+struct task_host {
+  /// The address its cluster entry names (with a free port).
+  std::string ip = "127.0.0.1";
+  /// The command its node starts under, e.g. {"/usr/sbin/ip", "netns",
+  /// "exec", NAME} for a network namespace; empty: started directly.
+  std::vector<std::string> launcher = {};
+};
+
 struct cluster_options {
   /// Tasks that are in the spec but not started: their ports stay closed,
   /// for tests of unreachable peers.
@@ -57,10 +67,14 @@ struct cluster_options {
   std::vector<std::string> env;
   /// More flags for every node (e.g. --tls_cert FILE).
   std::vector<std::string> args;
+  /// Where each task runs (the bench's simulated hosts); unset: every task
+  /// on loopback, started directly.
+  std::function<task_host(const std::string& job, int task)> host;
 };
 
-/// A cluster of `actorflow-node` processes on free loopback ports, one per
-/// task. The destructor stops and reaps them all.
+/// A cluster of `actorflow-node` processes on free loopback ports (or
+/// where cluster_options::host places them), one per task. The destructor
+/// stops and reaps them all.
 class local_cluster {
 public:
   /// Starts the nodes of `jobs` (job name -> number of tasks) and waits
@@ -80,7 +94,7 @@ public:
     return spec_;
   }
 
-  /// "127.0.0.1:PORT".
+  /// "127.0.0.1:PORT" (or the task's host's address).
   const std::string& address(const std::string& job, int task) const {
     return spec_.task_address(job, task);
   }
