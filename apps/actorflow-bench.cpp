@@ -269,12 +269,13 @@ constexpr const char* footer = R"(Figures (group: names):
                 (worker 0's seconds to 0.88 test accuracy on both sides;
                 not in --quick); needs Debian's python3-torch, else
                 skipped
-  netsim:       netsim_{10g,1g}_<figure> for every fetch_remote and
-                step_remote figure, measured again with the worker and
-                the ps on two hosts of a simulated network (each task in
-                a network namespace of its own, a switch giving every
-                link 100 us and 10 Gbit/s, or 1 ms and 1 Gbit/s, one way;
-                no shared-memory ring), netsim_{10g,1g}_fetch_remote_
+  netsim:       netsim_{10g,1g}_<figure> for every fetch_remote,
+                step_remote, peers and scale figure, measured again with the
+                worker and the ps on two hosts of a simulated network
+                (each task in a network namespace of its own, a switch
+                giving every link 100 us and 10 Gbit/s, or 1 ms and
+                1 Gbit/s, one way; no shared-memory ring; the fan-in
+                workers share host 0), netsim_{10g,1g}_fetch_remote_
                 64MiB_of_link (against the links' rate),
                 netsim_{10g,1g}_train_examples_per_s_{2,4,8}workers (the
                 MLP with 1 ps and that many workers, each on a host;
@@ -661,7 +662,7 @@ int dispatch(int argc, char** argv) {
     return serve_caf_echo(parent_pid_arg(argc, argv), bind_arg(argc, argv));
 #ifdef ACTORFLOW_BENCH_PEERS
   if (mode == "--grpc-peer-server")
-    return serve_grpc_peer(parent_pid_arg(argc, argv));
+    return serve_grpc_peer(parent_pid_arg(argc, argv), bind_arg(argc, argv));
 #endif
   if (mode == "--fanin-worker")
     return serve_fanin_worker(parent_pid_arg(argc, argv),

@@ -116,6 +116,12 @@ quiet_nodes(std::vector<std::pair<std::string, int>> not_started) {
   o.not_started = std::move(not_started);
   o.capture_stderr = true;
   o.echo_stdout = false;
+  // The ps tasks on the peer host, the workers (this process and its
+  // helpers) on ours.
+  o.host = [](const std::string& job, int) {
+    return job == "ps" ? support::task_host{peer().ip, peer().launcher}
+                       : support::task_host{peer().self_ip, {}};
+  };
   return o;
 }
 
@@ -124,11 +130,6 @@ namespace {
 support::cluster_options remote_node_options(std::vector<std::string> env) {
   auto o = quiet_nodes({{"worker", 0}});
   o.env = std::move(env);
-  // The ps on the peer host, the worker (this process) on ours.
-  o.host = [](const std::string& job, int) {
-    return job == "ps" ? support::task_host{peer().ip, peer().launcher}
-                       : support::task_host{peer().self_ip, {}};
-  };
   return o;
 }
 

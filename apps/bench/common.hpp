@@ -125,7 +125,8 @@ private:
 
 /// Options for a cluster of actorflow-node processes whose output stays
 /// out of the bench's (stderr kept for errors), the tasks `not_started`
-/// left to the bench.
+/// left to the bench; the ps tasks on the peer host (peer()), the workers
+/// on this process's.
 support::cluster_options
 quiet_nodes(std::vector<std::pair<std::string, int>> not_started);
 

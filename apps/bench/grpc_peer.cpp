@@ -421,7 +421,7 @@ void check_tensor(const peer::RecvTensorResponse& response, uint64_t bytes,
 
 } // namespace
 
-int serve_grpc_peer(pid_t parent) {
+int serve_grpc_peer(pid_t parent, const std::string& ip) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (parent > 0 && ::getppid() != parent)
     return 1; // the parent died before prctl took effect
@@ -435,7 +435,7 @@ int serve_grpc_peer(pid_t parent) {
   tensor_service service; // outlives the server
   int port = 0;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+  builder.AddListeningPort(ip + ":0", grpc::InsecureServerCredentials(),
                            &port);
   builder.SetMaxReceiveMessageSize(-1);
   builder.SetMaxSendMessageSize(-1);
@@ -487,11 +487,12 @@ struct grpc_peer_client::impl {
   }
 };
 
-grpc_peer_client::grpc_peer_client(uint16_t port) : impl_(new impl) {
+grpc_peer_client::grpc_peer_client(uint16_t port, const std::string& ip)
+  : impl_(new impl) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
-  auto target = "127.0.0.1:" + std::to_string(port);
+  auto target = ip + ":" + std::to_string(port);
   impl_->channel = grpc::CreateCustomChannel(
     target, grpc::InsecureChannelCredentials(), args);
   if (!impl_->channel->WaitForConnected(

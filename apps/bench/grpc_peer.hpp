@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace actorflow::bench {
 
@@ -34,8 +35,8 @@ constexpr int grpc_peer_connect_timeout_s = 10;
 /// 64 MiB).
 constexpr uint64_t grpc_peer_max_bytes = uint64_t{256} << 20;
 
-/// The server side (the bench's hidden gRPC server mode). Listens on
-/// 127.0.0.1 on a free port, then prints `grpc_peer_marker`, the port and
+/// The server side (the bench's hidden gRPC server mode). Listens on a
+/// free port of `ip` (IPv4; loopback unless the bench runs --netsim), then prints `grpc_peer_marker`, the port and
 /// a newline to stdout, and serves any number of clients until SIGTERM or
 /// SIGINT arrives or `parent` (if > 0) dies (it is then killed by
 /// PR_SET_PDEATHSIG; it also checks getppid() == parent once a second).
@@ -47,9 +48,9 @@ constexpr uint64_t grpc_peer_max_bytes = uint64_t{256} << 20;
 /// other thread is started: it blocks SIGTERM and SIGINT in the calling
 /// thread so that grpc's threads inherit the mask and the signal is
 /// taken by this thread.
-int serve_grpc_peer(pid_t parent);
+int serve_grpc_peer(pid_t parent, const std::string& ip = "127.0.0.1");
 
-/// The client side: one channel to the server on 127.0.0.1:`port`, reused
+/// The client side: one channel to the server at `ip`:`port`, reused
 /// for every call, as a TF worker keeps one channel per peer task. Every
 /// call blocks until its reply arrives, and fails after
 /// grpc_peer_call_timeout_s at most; a failed call throws
@@ -62,7 +63,8 @@ class grpc_peer_client {
 public:
   /// Opens the channel and waits until it is connected; throws
   /// std::runtime_error when it is not within grpc_peer_connect_timeout_s.
-  explicit grpc_peer_client(uint16_t port);
+  explicit grpc_peer_client(uint16_t port,
+                            const std::string& ip = "127.0.0.1");
 
   /// Closes the stream if open (WritesDone and Finish, waiting
   /// grpc_peer_call_timeout_s at most, errors ignored), then the channel.

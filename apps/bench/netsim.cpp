@@ -12,10 +12,10 @@
 // sch_netem); whichever runs, the baselines (raw TCP, iperf3) cross the
 // same links in the same run.
 //
-// The group runs the fetch_remote and step_remote groups again in a bench
-// started inside host 0's namespace (--peer_host: the ps node and the
-// baselines' servers in host 1's), and the MLP trainer with 1 ps and 2, 4
-// and 8 workers, each task on a host of its own.
+// The group runs the fetch_remote, step_remote, peers and scale groups
+// again in a bench started inside host 0's namespace (--peer_host: the ps nodes and
+// the baselines' servers in host 1's), and the MLP trainer with 1 ps and
+// 2, 4 and 8 workers, each task on a host of its own.
 
 #include <fcntl.h>
 #include <linux/if.h>
@@ -321,11 +321,16 @@ std::string prefixed(const profile& p, const std::string& figure) {
 }
 
 /// The figures measured again across the simulated links by a bench
-/// inside host 0: fetch_remote's and step_remote's (from the groups
+/// inside host 0: fetch_remote's, step_remote's, peers' (the gRPC peer's
+/// server on host 1) and scale's (its fan-in
+/// workers all on host 0, sharing its link as they share the ps's; from
+/// the groups
 /// themselves: registry() is not built yet when netsim_group() is called).
 std::vector<std::string> inner_figures() {
   std::vector<std::string> out;
-  for (const auto& g : {fetch_remote_group(), step_remote_group()})
+  for (const auto& g :
+       {fetch_remote_group(), step_remote_group(), peers_group(),
+        scale_group()})
     out.insert(out.end(), g.figures.begin(), g.figures.end());
   return out;
 }
@@ -455,7 +460,8 @@ void run_inner(context& ctx, const profile& p, const sim_switch& sw,
     argv.push_back(arg);
   if (ctx.opts.quick)
     argv.push_back("--quick");
-  note("measuring fetch_remote and step_remote across the " + std::string{p.name}
+  note("measuring fetch_remote, step_remote, peers and scale across the "
+       + std::string{p.name}
        + " links (" + std::to_string(p.delay_us) + " us, "
        + fixed(p.rate_mbit, 0) + " Mbit/s)");
   auto res = support::run_process(argv, ctx.opts.quick ? 300s : 900s);

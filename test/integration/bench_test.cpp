@@ -182,9 +182,12 @@ TEST_CASE("bench: --quick prints every figure as a JSON line", "[bench]") {
     CHECK(got["peer_grpc_fetch_64MiB"]["baseline"] == "grpc_recv_tensor");
     CHECK(got["peer_grpc_rtt"]["baseline"] == "grpc_ping_64B");
   }
-  // --skip: no figure of the group skipped is printed.
-  for (const auto& [name, _] : got)
+  // --skip: no figure of the group skipped is printed; nor of the netsim
+  // group, which runs only when named.
+  for (const auto& [name, _] : got) {
     CHECK_FALSE(name.starts_with("torch_"));
+    CHECK_FALSE(name.starts_with("netsim_"));
+  }
   // TCP's streaming ceiling has no baseline: it is one.
   REQUIRE(got.count("tcp_stream_ceiling") == 1);
   CHECK(got["tcp_stream_ceiling"]["value"].get<double>() > 0);
@@ -209,7 +212,8 @@ TEST_CASE("bench: bad command lines exit with status 2", "[bench]") {
         std::vector<std::string>{"--skip", "torch,no_such_group"},
         std::vector<std::string>{"--frobnicate"},
         std::vector<std::string>{"--quick=1"},
-        std::vector<std::string>{"--node", "/nonexistent/actorflow-node"}}) {
+        std::vector<std::string>{"--node", "/nonexistent/actorflow-node"},
+        std::vector<std::string>{"--peer_host", "ns,10.0.0.1"}}) {
     args.insert(args.begin(), bench_path);
     auto result = run_process(args, 20s);
     auto flag = args[1].substr(0, args[1].find('='));
