@@ -10,7 +10,7 @@ packages=(g++ cmake ninja-build ccache pkg-config
           libncurses-dev tmux libcpp-httplib-dev chromium python3-yaml
           doxygen libcli11-dev libspdlog-dev libssl-dev openssl
           libgrpc++-dev libprotobuf-dev protobuf-compiler
-          protobuf-compiler-grpc iperf3 strace
+          protobuf-compiler-grpc iperf3 strace iproute2
           pybind11-dev python3-dev python3-numpy python3-pytest
           python3-torch)
 scripts/install_packages.sh "${packages[@]}"
