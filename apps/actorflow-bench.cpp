@@ -279,7 +279,10 @@ constexpr const char* footer = R"(Figures (group: names):
                 64MiB_of_link (against the links' rate),
                 netsim_{10g,1g}_train_examples_per_s_{2,4,8}workers (the
                 MLP with 1 ps and that many workers, each on a host;
-                baseline: the same on loopback without the ring); only
+                baseline: the same on loopback without the ring),
+                netsim_{10g,1g}_torch_{async,sync}_examples_per_s (the
+                torch group's job, every process on a host, PyTorch's
+                TensorPipe on TCP alone); only
                 when named (--netsim, --only netsim); needs root, else
                 skipped
   (1 KiB = 1024 bytes, MB = 10^6 bytes)

@@ -234,6 +234,19 @@ double trainer_rate(context& ctx, const std::string& train, int workers,
                     int ps, const std::vector<std::string>& flags,
                     std::string& detail);
 
+/// Why the PyTorch peer cannot run here ("" if it can; torch.cpp).
+std::string torch_missing(const context& ctx);
+
+/// Total examples/s of the PyTorch peer (torch_peer.py, Eigen's sgemm
+/// preloaded) training the MLP with 2 workers, `mode` "async" (an rpc ps)
+/// or "sync" (DDP), `steps` per worker, each process on a host of `hosts`
+/// ("NETNS,IP,DEVICE;...", the ps first; "" for loopback); `detail` gets
+/// each worker's. Blocks; throws std::runtime_error if it fails or is
+/// missing.
+double torch_peer_rate(const context& ctx, const std::string& mode,
+                       int64_t steps, int64_t log_every,
+                       const std::string& hosts, std::string& detail);
+
 /// Prints each figure of `names` that --only selects in `group` as
 /// skipped for `why` (what the group needs is missing).
 void skip_figures(context& ctx, const std::string& group,

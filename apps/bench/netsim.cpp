@@ -339,6 +339,14 @@ std::string train_figure(int workers) {
   return "train_examples_per_s_" + std::to_string(workers) + "workers";
 }
 
+/// The training job against PyTorch's across the links (torch.cpp's
+/// figures): asynchronous and synchronous, 2 workers.
+const std::vector<std::string> torch_modes = {"async", "sync"};
+
+std::string torch_figure(const std::string& mode) {
+  return "torch_" + mode + "_examples_per_s";
+}
+
 std::vector<std::string> netsim_figures() {
   std::vector<std::string> out;
   for (const auto& p : profiles) {
@@ -347,6 +355,8 @@ std::vector<std::string> netsim_figures() {
     out.push_back(prefixed(p, "fetch_remote_64MiB_of_link"));
     for (int w : train_workers)
       out.push_back(prefixed(p, train_figure(w)));
+    for (const auto& mode : torch_modes)
+      out.push_back(prefixed(p, torch_figure(mode)));
   }
   return out;
 }
@@ -408,6 +418,11 @@ public:
 
   std::vector<std::string> launcher(int host) const {
     return {ip_binary(), "netns", "exec", netns(host)};
+  }
+
+  /// Host `host`'s device (its one link).
+  std::string device(int host) const {
+    return name_ + "t" + std::to_string(host);
   }
 
 private:
@@ -508,11 +523,16 @@ void run_inner(context& ctx, const profile& p, const sim_switch& sw,
   ctx.out->add(link);
 }
 
-/// examples/s of the MLP trained by 1 ps and `workers` workers, each task
-/// an actorflow-train process on a host of its own.
+/// examples/s of the MLP trained by 1 ps (host 1) and `workers` workers
+/// (hosts 2...), each task an actorflow-train process on a host of its
+/// own, with more trainer `flags` (--sync).
 double train_across(context& ctx, const std::string& train,
-                    const sim_switch& sw, int workers, std::string& detail) {
-  int64_t steps = (ctx.opts.quick ? 250 : 2000) * workers;
+                    const sim_switch& sw, int workers,
+                    const std::vector<std::string>& flags,
+                    std::string& detail) {
+  // Global steps: every worker's asynchronously, every update with --sync.
+  bool sync = std::find(flags.begin(), flags.end(), "--sync") != flags.end();
+  int64_t steps = (ctx.opts.quick ? 250 : 2000) * (sync ? 1 : workers);
   int64_t log_every = ctx.opts.quick ? 50 : 100;
   const std::string port = "2222";
   std::string worker_hosts;
@@ -531,6 +551,7 @@ double train_across(context& ctx, const std::string& train,
           std::to_string(log_every), std::string{"--data_dir"},
           ctx.opts.data_dir})
       argv.push_back(arg);
+    argv.insert(argv.end(), flags.begin(), flags.end());
     return std::make_unique<support::child_process>(argv);
   };
   note("training across the simulated links: 1 ps and "
@@ -563,6 +584,44 @@ double train_across(context& ctx, const std::string& train,
   return trainer_examples_per_s(out, workers, detail);
 }
 
+/// actorflow-train against the PyTorch peer, 2 workers each on a host
+/// (and a ps for both asynchronously; actorflow's --sync keeps its ps).
+figure against_torch(context& ctx, const profile& p, const sim_switch& sw,
+                     const std::string& train, const std::string& mode) {
+  figure f{.name = prefixed(p, torch_figure(mode)), .unit = "examples/s"};
+  auto why = train.empty() ? "Fashion-MNIST not found in " + ctx.opts.data_dir
+                           : torch_missing(ctx);
+  if (!why.empty()) {
+    f.skipped = why;
+    return f;
+  }
+  f.baseline = mode == "async" ? "pytorch_rpc_ps" : "pytorch_ddp_gloo";
+  try {
+    std::string ours, theirs;
+    bool sync = mode == "sync";
+    f.value = train_across(ctx, train, sw, 2,
+                           sync ? std::vector<std::string>{"--sync"}
+                                : std::vector<std::string>{},
+                           ours);
+    // The ps on host 1 and the workers on hosts 2 and 3, as ours.
+    std::string hosts;
+    for (int h = sync ? 2 : 1; h <= 3; ++h)
+      hosts += (hosts.empty() ? "" : ";") + sw.netns(h) + "," + host_ip(h)
+               + "," + sw.device(h);
+    f.baseline_value = torch_peer_rate(ctx, mode, ctx.opts.quick ? 200 : 2000,
+                                       ctx.opts.quick ? 50 : 100, hosts,
+                                       theirs);
+    f.note = "mlp, adam, batch 100, 2 workers"
+             + std::string{sync ? " (synchronous)" : " and a ps"}
+             + ", each process a host of the " + p.name
+             + " network; actorflow-train: " + ours
+             + "; PyTorch (Eigen's sgemm): " + theirs;
+  } catch (const std::exception& e) {
+    f.error = e.what();
+  }
+  return f;
+}
+
 void run_netsim(context& ctx) {
   auto why = cannot_simulate();
   if (!why.empty()) {
@@ -575,6 +634,7 @@ void run_netsim(context& ctx) {
   std::map<std::string, std::vector<std::string>> inner;
   std::map<std::string, std::vector<int>> trainings;
   std::set<int> any_training;
+  std::map<std::string, bool> torch_runs;
   for (const auto& p : profiles) {
     for (const auto& f : inner_figures())
       if (wanted(ctx, p, f)
@@ -586,10 +646,15 @@ void run_netsim(context& ctx) {
         trainings[p.name].push_back(w);
         any_training.insert(w);
       }
+    for (const auto& mode : torch_modes)
+      if (wanted(ctx, p, torch_figure(mode)))
+        torch_runs[p.name] = true;
   }
   std::string train;
   std::map<int, std::pair<double, std::string>> loopback;
-  if (!any_training.empty() && have_fashion_mnist(ctx.opts.data_dir)) {
+  bool any_torch = !torch_runs.empty();
+  if ((!any_training.empty() || any_torch)
+      && have_fashion_mnist(ctx.opts.data_dir)) {
     train = find_binary("actorflow-train", ctx.opts.train, "--train");
     // The baseline: the same job on loopback (without the ring, as
     // across the links), once for both profiles.
@@ -602,9 +667,12 @@ void run_netsim(context& ctx) {
   for (const auto& p : profiles) {
     const auto& figures = inner[p.name];
     const auto& runs = trainings[p.name];
-    if (figures.empty() && runs.empty())
+    bool torch = torch_runs[p.name];
+    if (figures.empty() && runs.empty() && !torch)
       continue;
-    sim_switch sw{ctx, p, 2 + (runs.empty() ? 0 : runs.back())};
+    // Hosts: 0 the inner bench, 1 the ps, 2... the workers.
+    int workers = std::max(runs.empty() ? 0 : runs.back(), torch ? 2 : 0);
+    sim_switch sw{ctx, p, 2 + workers};
     if (!figures.empty())
       run_inner(ctx, p, sw, figures);
     for (int w : runs) {
@@ -620,7 +688,7 @@ void run_netsim(context& ctx) {
       figure f{.name = name, .unit = "examples/s",
                .baseline = "the same on loopback"};
       try {
-        f.value = train_across(ctx, train, sw, w, detail);
+        f.value = train_across(ctx, train, sw, w, {}, detail);
         f.baseline_value = loopback[w].first;
         f.note = "mlp, adam, batch 100, asynchronous, 1 ps + "
                  + std::to_string(w) + " workers, each a host of the "
@@ -632,6 +700,9 @@ void run_netsim(context& ctx) {
       }
       ctx.out->add(f);
     }
+    for (const auto& mode : torch_modes)
+      if (wanted(ctx, p, torch_figure(mode)))
+        ctx.out->add(against_torch(ctx, p, sw, train, mode));
   }
 }
 

@@ -65,7 +65,8 @@ struct peer_result {
 peer_result run_peer(const context& ctx, const torch_side& t,
                      const std::string& mode, bool eigen_gemm, int64_t steps,
                      int64_t log_every, int64_t eval_every, double stop_at,
-                     std::chrono::seconds limit) {
+                     std::chrono::seconds limit,
+                     const std::string& hosts = "") {
   support::spawn_options o;
   if (eigen_gemm)
     o.env.push_back("LD_PRELOAD=" + t.sgemm);
@@ -77,7 +78,7 @@ peer_result run_peer(const context& ctx, const torch_side& t,
      std::to_string(steps), "--log_every", std::to_string(log_every),
      "--eval_every", std::to_string(eval_every), "--stop_at",
      std::to_string(stop_at), "--data_dir", ctx.opts.data_dir, "--timeout",
-     std::to_string(limit.count())},
+     std::to_string(limit.count()), "--hosts", hosts},
     limit + 30s, o);
   if (done.timed_out || !done.status.success()) {
     auto err = done.err;
@@ -265,6 +266,22 @@ void run_torch(context& ctx) {
 }
 
 } // namespace
+
+std::string torch_missing(const context& ctx) {
+  return find_torch(ctx).missing;
+}
+
+double torch_peer_rate(const context& ctx, const std::string& mode,
+                       int64_t steps, int64_t log_every,
+                       const std::string& hosts, std::string& detail) {
+  auto t = find_torch(ctx);
+  if (!t.missing.empty())
+    throw std::runtime_error(t.missing);
+  auto r = run_peer(ctx, t, mode, true, steps, log_every, 0, 0.0,
+                    std::chrono::seconds{600}, hosts);
+  detail = per_worker(r.per_worker);
+  return r.total;
+}
 
 figure_group torch_group() {
   return {.name = "torch",

@@ -195,9 +195,14 @@ def ps_stop():
 def run_async(torch, args, rank, train, test):
     import torch.distributed.rpc as rpc
     global _ps
+    # Across hosts TensorPipe must not take its same-machine paths
+    # (shared memory, cross-memory attach): the simulated hosts are one
+    # machine. TCP alone ("uv"), its data on the connection ("basic").
+    extra = ({"_transports": ["uv"], "_channels": ["basic"]}
+             if args.tcp_only else {})
     opts = rpc.TensorPipeRpcBackendOptions(
         num_worker_threads=4, rpc_timeout=120,
-        init_method="tcp://127.0.0.1:%d" % args.port)
+        init_method="tcp://%s:%d" % (args.master_addr, args.port), **extra)
     world = args.workers + 1
     if rank < 0:
         _ps = parameter_server(torch, args)
@@ -242,7 +247,8 @@ def run_sync(torch, args, rank, train, test):
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
     dist.init_process_group("gloo",
-                            init_method="tcp://127.0.0.1:%d" % args.port,
+                            init_method="tcp://%s:%d" % (args.master_addr,
+                                                         args.port),
                             rank=rank, world_size=args.workers)
     model = build_model(torch, args.seed)
     ddp = DistributedDataParallel(model)
@@ -289,12 +295,26 @@ def launch(args):
         return 1
     port = free_port()
     ranks = ([-1] if args.mode == "async" else []) + list(range(args.workers))
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    # --hosts: each process (the ps first, then the workers) in a network
+    # namespace of the bench's simulated network, talking over its device.
+    hosts = [h.split(",") for h in args.hosts.split(";")] if args.hosts else []
+    if hosts and (len(hosts) < len(ranks) or any(len(h) != 3 for h in hosts)):
+        print("torch_peer: --hosts needs NETNS,IP,DEVICE for each of the %d "
+              "processes" % len(ranks), file=sys.stderr)
+        return 2
+    master = hosts[0][1] if hosts else "127.0.0.1"
     procs = []
-    for rank in ranks:
+    for i, rank in enumerate(ranks):
+        env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         argv = [sys.executable, os.path.abspath(__file__), args.mode,
                 "--role_rank", str(rank), "--port", str(port),
-                "--parent_pid", str(os.getpid())]
+                "--master_addr", master, "--parent_pid", str(os.getpid())]
+        if hosts:
+            netns, _, device = hosts[i]
+            argv = ["ip", "netns", "exec", netns] + argv + ["--tcp_only"]
+            # gloo's and TensorPipe's own addresses: the host's device,
+            # not what the machine's host name resolves to.
+            env.update(GLOO_SOCKET_IFNAME=device, TP_SOCKET_IFNAME=device)
         for name in ("workers", "steps", "batch", "log_every", "eval_every",
                      "stop_at", "seed", "learning_rate", "data_dir"):
             argv += ["--" + name, str(getattr(args, name))]
@@ -371,7 +391,14 @@ def main():
     p.add_argument("--learning_rate", type=float, default=0.001)
     p.add_argument("--data_dir", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--timeout", type=int, default=600)
+    p.add_argument("--hosts", default="",
+                   help="NETNS,IP,DEVICE;... : run the ps (async) and the "
+                   "workers each in that network namespace (the bench's "
+                   "--netsim)")
     p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--master_addr", default="127.0.0.1",
+                   help=argparse.SUPPRESS)
+    p.add_argument("--tcp_only", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--role_rank", type=int, default=None,
                    help=argparse.SUPPRESS)
     p.add_argument("--parent_pid", type=int, default=0,

@@ -293,6 +293,19 @@ TEST_CASE("bench torch peer: bad flags are refused and a process that fails "
   CHECK(done.status.code == 2);
   CHECK_THAT(done.err, Catch::Contains("--workers, --steps, --batch and "
                                        "--log_every must be positive"));
+  // --hosts (the bench's --netsim) needs a namespace, an address and a
+  // device for each process: the ps and 2 workers here.
+  for (const char* hosts : {"ns1,10.0.0.1,dev1;ns2,10.0.0.2,dev2",
+                            "ns1,10.0.0.1;ns2,10.0.0.2;ns3,10.0.0.3"}) {
+    INFO(hosts);
+    auto bad = support::run_process({python, peer_path, "async", "--hosts",
+                                     hosts},
+                                    30s);
+    CHECK(bad.status.exited);
+    CHECK(bad.status.code == 2);
+    CHECK_THAT(bad.err, Catch::Contains("--hosts needs NETNS,IP,DEVICE for "
+                                        "each of the 3 processes"));
+  }
   // A process that fails ends the run at once (not at its --timeout: the
   // ps would wait for its workers in rpc.shutdown() forever), named.
   auto start = std::chrono::steady_clock::now();
