@@ -75,26 +75,11 @@ std::map<std::string, nlohmann::json> figures(const std::string& out) {
 /// the nodes and the raw TCP server a bench started.
 std::vector<std::string> children_of(pid_t pid) {
   std::vector<std::string> result;
-  auto wanted = "--parent-pid";
   auto who = std::to_string(pid);
-  for (const auto& entry : std::filesystem::directory_iterator{"/proc"}) {
-    auto name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos)
-      continue;
-    std::ifstream cmdline{entry.path() / "cmdline"};
-    std::vector<std::string> args;
-    std::string arg;
-    while (std::getline(cmdline, arg, '\0'))
-      args.push_back(arg);
-    std::ifstream stat{entry.path() / "stat"};
-    std::string stat_text;
-    std::getline(stat, stat_text);
-    if (stat_text.find(") Z") != std::string::npos)
-      continue;
+  for (const auto& [name, args] : live_processes())
     for (size_t i = 0; i + 1 < args.size(); ++i)
-      if (args[i] == wanted && args[i + 1] == who)
+      if (args[i] == "--parent-pid" && args[i + 1] == who)
         result.push_back(name + ": " + args.front());
-  }
   return result;
 }
 

@@ -144,6 +144,29 @@ inline bool runs(pid_t pid, const std::string& program) {
          && text.find(program) != std::string::npos;
 }
 
+/// Every live process (zombies left out) as its pid and its arguments
+/// (from /proc; a process that ends while being read may be missed).
+inline std::vector<std::pair<std::string, std::vector<std::string>>>
+live_processes() {
+  std::vector<std::pair<std::string, std::vector<std::string>>> result;
+  for (const auto& entry : std::filesystem::directory_iterator{"/proc"}) {
+    auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    std::ifstream stat{entry.path() / "stat"};
+    std::string stat_text;
+    std::getline(stat, stat_text);
+    if (stat_text.empty() || stat_text.find(") Z") != std::string::npos)
+      continue;
+    std::ifstream cmdline{entry.path() / "cmdline"};
+    std::vector<std::string> args;
+    for (std::string arg; std::getline(cmdline, arg, '\0');)
+      args.push_back(arg);
+    result.emplace_back(name, std::move(args));
+  }
+  return result;
+}
+
 /// The value of actorflow-train's last "test accuracy: X" line, or -1.
 inline double test_accuracy(const std::string& out) {
   static const std::regex pattern{R"(test accuracy: ([0-9.]+))"};

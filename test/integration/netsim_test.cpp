@@ -23,6 +23,7 @@
 #include "actorflow/support/process.hpp"
 #include "bench/link_model.hpp"
 #include "bench/raw_tcp.hpp"
+#include "integration_util.hpp"
 
 using actorflow::bench::link_model;
 using namespace std::chrono_literals;
@@ -204,14 +205,7 @@ namespace {
 /// that is gone: what a run that did not clean up leaves behind.
 std::vector<std::string> orphans() {
   std::vector<std::string> result;
-  for (const auto& entry : std::filesystem::directory_iterator{"/proc"}) {
-    auto name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos)
-      continue;
-    std::ifstream cmdline{entry.path() / "cmdline"};
-    std::vector<std::string> args;
-    for (std::string arg; std::getline(cmdline, arg, '\0');)
-      args.push_back(arg);
+  for (const auto& [name, args] : actorflow::testing::live_processes()) {
     if (args.empty() || args[0].find("actorflow") == std::string::npos)
       continue;
     for (size_t i = 0; i + 1 < args.size(); ++i)
