@@ -84,6 +84,15 @@ bool expire_waiters(master_self self, const std::string& task,
 // answer (a busy task: many peers starting at once on few cores) is asked
 // again until its waiters' deadlines, each wait bounded by the first of
 // them; a master that is gone ends them at once.
+//
+// Each new ask goes through the middleman again (connect_peer) rather
+// than to the same handle: when the connection ends right after its
+// handshake (both tasks dialing each other at once, each dropping as
+// redundant the connection the other kept), the ask was lost with it and
+// CAF drops without an answer whatever is sent to the dead proxy later,
+// so asking it again would time out until the deadline without ever
+// dialing again. The middleman answers at once with the same master while
+// its connection lives, and connects afresh once the proxy is gone.
 void ask_worker(master_self self, const std::string& task,
                 master_actor master) {
   using namespace std::chrono;
@@ -121,14 +130,18 @@ void ask_worker(master_self self, const std::string& task,
         self->monitor(worker);
         finish_connect(self, task, {}, worker);
       },
-      [self, task, master](caf::error& err) {
+      [self, task](caf::error& err) {
         auto why = to_status(err, task);
         if (why.code() != error_code::deadline_exceeded)
           return finish_connect(self, task, why, {});
         auto now = self->clock().now();
         note_still_waiting(self, task, now);
-        if (expire_waiters(self, task, now, [&] { return why; }))
-          ask_worker(self, task, master);
+        if (!expire_waiters(self, task, now, [&] { return why; }))
+          return;
+        auto last = now;
+        for (auto& w : self->state.connecting[task])
+          last = std::max(last, w.deadline);
+        connect_peer(self, task, last, 0);
       });
 }
 
