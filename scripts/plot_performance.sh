@@ -6,7 +6,14 @@
 #       transport (the gRPC peer) and TCP's streaming ceiling;
 #   docs/performance_scale.png  steps/s of one ps against the number of
 #       worker processes, and the step's cost against the number of
-#       variables (with what linear growth from one variable would be).
+#       variables (with what linear growth from one variable would be);
+#   docs/performance_netsim.png  the fetch sweep across the simulated
+#       network's links (actorflow-bench --netsim: 10g and 1g), against
+#       raw TCP and the gRPC peer across the same links and the links'
+#       rate (only when the input has netsim_* figures: a bench run here
+#       does not measure them, being root-only and ~15 minutes;
+#       `actorflow-bench --netsim --json-only > netsim.jsonl` then
+#       `scripts/plot_performance.sh netsim.jsonl`).
 #
 #   scripts/plot_performance.sh                  # run the bench's groups
 #   scripts/plot_performance.sh results.jsonl    # plot saved JSON lines
@@ -72,13 +79,23 @@ with open(f'{out}/fanin.dat', 'w') as f:
         m = re.fullmatch(r'scale_fanin_(\d+)workers?', name)
         if m:
             f.write(f"{m.group(1)} {j['value']}\n")
+for p in ('10g', '1g'):
+    with open(f'{out}/netsim_{p}.dat', 'w') as f:
+        for name, j in sorted(figs.items()):
+            m = re.fullmatch(rf'netsim_{p}_fetch_remote_(\d+[KM]iB)', name)
+            if not m:
+                continue
+            label = m.group(1)
+            peer = figs.get(f'netsim_{p}_peer_grpc_fetch_{label}',
+                            {}).get('baseline_value') or '?'
+            f.write(f"{size_of(label)} {j['value']} {j['baseline_value']} {peer}\n")
 with open(f'{out}/vars.dat', 'w') as f:
     for name, j in figs.items():
         m = re.fullmatch(r'scale_vars_(\d+)', name)
         if m:
             f.write(f"{m.group(1)} {j['value']} {j['baseline_value']}\n")
 PY
-for t in fetch fanin vars; do
+for t in fetch fanin vars netsim_10g netsim_1g; do
   sort -n "$work/$t.dat" -o "$work/$t.dat"
 done
 ceiling=$(cat "$work/ceiling")
@@ -145,4 +162,34 @@ GNUPLOT
   echo "plot_performance: wrote $dir/performance_scale.png" >&2
 else
   echo "plot_performance: no scale_* figures in $input" >&2
+fi
+
+if [ -s "$work/netsim_10g.dat" ] || [ -s "$work/netsim_1g.dat" ]; then
+  panel() { # data file, title, link rate in MB/s
+    cat <<PANEL
+set title "$2"
+plot "$1" using 1:3 with linespoints lw 2 pt 7 title "raw TCP request/reply across the links", \
+     "$1" using 1:4 with linespoints lw 2 pt 13 title "gRPC peer: TF-style RecvTensor", \
+     "$1" using 1:2 with linespoints lw 2 pt 5 title "actorflow: sess.run(variable on /job:ps)", \
+     $3 with lines lw 1 dt 2 lc rgb "gray40" title "the links' rate"
+PANEL
+  }
+  gnuplot <<GNUPLOT
+set terminal pngcairo size 1200,520 font "sans,11" noenhanced
+set output "$dir/performance_netsim.png"
+set multiplot layout 1,2
+set xlabel "tensor size"
+set ylabel "throughput (MB/s, 10^6 bytes)"
+set logscale x 2
+set xrange [724:95000000]
+set logscale y 10
+set xtics ("1K" 1024, "16K" 16384, "256K" 262144, "4M" 4194304, "64M" 67108864)
+set grid xtics ytics mytics
+set key bottom right
+set datafile missing "?"
+$(panel "$work/netsim_10g.dat" "Across simulated hosts: 100 us, 10 Gbit/s links" 1250)
+$(panel "$work/netsim_1g.dat" "Across simulated hosts: 1 ms, 1 Gbit/s links" 125)
+unset multiplot
+GNUPLOT
+  echo "plot_performance: wrote $dir/performance_netsim.png" >&2
 fi
