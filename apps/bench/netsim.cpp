@@ -322,10 +322,9 @@ std::string prefixed(const profile& p, const std::string& figure) {
 
 /// The figures measured again across the simulated links by a bench
 /// inside host 0: fetch_remote's, step_remote's, peers' (the gRPC peer's
-/// server on host 1) and scale's (its fan-in
-/// workers all on host 0, sharing its link as they share the ps's; from
-/// the groups
-/// themselves: registry() is not built yet when netsim_group() is called).
+/// server on host 1) and scale's (its fan-in workers all on host 0,
+/// sharing its link as they share the ps's). From the groups themselves:
+/// registry() is not built yet when netsim_group() is called.
 std::vector<std::string> inner_figures() {
   std::vector<std::string> out;
   for (const auto& g :
