@@ -197,6 +197,17 @@ TEST_CASE("netsim switch: bad parameters are refused and make no host",
     CHECK_THAT(res.err, Catch::Contains("--hosts"));
     CHECK_FALSE(netns_exists(name + "h0"));
   }
+  // A name too long for its devices' names (15 characters at most).
+  for (const char* bad : {"", "afsim0123456789"}) {
+    INFO("--name '" << bad << "'");
+    auto res = sp::run_process({ACTORFLOW_BENCH_PATH, "--netsim-switch",
+                                "--name", bad, "--hosts", "2", "--delay_us",
+                                "100", "--rate_mbit", "1000"},
+                               10s);
+    CHECK(res.status.code == 2);
+    CHECK_THAT(res.err, Catch::Contains("--name"));
+    CHECK_FALSE(netns_exists(std::string{bad} + "h0"));
+  }
 }
 
 namespace {
@@ -376,4 +387,32 @@ TEST_CASE("netsim: 16 workers starting sessions on one ps at once across "
       CHECK(ready);
     }
   }
+}
+
+TEST_CASE("netsim switch: one host it cannot make fails it and removes "
+          "those it made",
+          "[bench][netsim]") {
+  if (::geteuid() != 0 || ::access("/dev/net/tun", R_OK | W_OK) != 0) {
+    WARN("not root or no /dev/net/tun: the switch cannot run; not run");
+    return;
+  }
+  namespace sp = actorflow::support;
+  auto name = "aftk" + std::to_string(::getpid());
+  auto ip = sp::find_program("ip", "", "");
+  // Host 1's namespace exists already: the switch makes host 0, fails on
+  // host 1, and takes host 0 away again; the one it did not make stays.
+  REQUIRE(sp::run_process({ip, "netns", "add", name + "h1"}, 10s)
+            .status.success());
+  auto res = sp::run_process({ACTORFLOW_BENCH_PATH, "--netsim-switch",
+                              "--name", name, "--hosts", "3", "--delay_us",
+                              "100", "--rate_mbit", "1000"},
+                             30s);
+  CHECK(res.status.exited);
+  CHECK(res.status.code == 1);
+  CHECK_THAT(res.err, Catch::Contains("netns add " + name + "h1"));
+  CHECK_THAT(res.out, !Catch::Contains("netsim switch ready"));
+  CHECK_FALSE(netns_exists(name + "h0"));
+  CHECK_FALSE(netns_exists(name + "h2"));
+  CHECK(netns_exists(name + "h1"));
+  sp::run_process({ip, "netns", "del", name + "h1"}, 10s);
 }
