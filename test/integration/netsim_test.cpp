@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -126,23 +127,40 @@ bool netns_exists(const std::string& ns) {
   return std::filesystem::exists("/run/netns/" + ns);
 }
 
+/// Whether the switch can run here (root, /dev/net/tun); WARNs if not.
+bool can_simulate() {
+  if (::geteuid() == 0 && ::access("/dev/net/tun", R_OK | W_OK) == 0)
+    return true;
+  WARN("not root or no /dev/net/tun: the switch cannot run; not run");
+  return false;
+}
+
+/// A switch named afsim<our pid> of two hosts (h0, h1) with links of
+/// `delay_us` one way and `rate_mbit`, started and ready (REQUIREd).
+std::unique_ptr<actorflow::support::child_process>
+two_hosts(const char* delay_us, const char* rate_mbit) {
+  auto sw = std::make_unique<actorflow::support::child_process>(
+    std::vector<std::string>{ACTORFLOW_BENCH_PATH, "--netsim-switch",
+                             "--parent-pid", std::to_string(::getpid()),
+                             "--name", "afsim" + std::to_string(::getpid()),
+                             "--hosts", "2", "--delay_us", delay_us,
+                             "--rate_mbit", rate_mbit});
+  REQUIRE(sw->wait_for_line("netsim switch ready", 30s));
+  return sw;
+}
+
 } // namespace
 
 TEST_CASE("netsim switch: TCP between two hosts takes the links' delay and "
           "rate, and the hosts are gone after it",
           "[bench][netsim]") {
-  if (::geteuid() != 0 || ::access("/dev/net/tun", R_OK | W_OK) != 0) {
-    WARN("not root or no /dev/net/tun: the switch cannot run; not run");
+  if (!can_simulate())
     return;
-  }
   namespace sp = actorflow::support;
   auto name = "afsim" + std::to_string(::getpid());
   auto ip = sp::find_program("ip", "", "");
   // 2 ms one way, 100 Mbit/s.
-  sp::child_process sw{{ACTORFLOW_BENCH_PATH, "--netsim-switch", "--parent-pid",
-                        std::to_string(::getpid()), "--name", name, "--hosts",
-                        "2", "--delay_us", "2000", "--rate_mbit", "100"}};
-  REQUIRE(sw.wait_for_line("netsim switch ready", 30s));
+  auto sw = two_hosts("2000", "100");
   CHECK(netns_exists(name + "h0"));
   CHECK(netns_exists(name + "h1"));
   sp::child_process server{{ip, "netns", "exec", name + "h1",
@@ -174,7 +192,7 @@ TEST_CASE("netsim switch: TCP between two hosts takes the links' delay and "
     CHECK(took >= 320ms);
   });
   server.stop(2s);
-  auto status = sw.stop(10s);
+  auto status = sw->stop(10s);
   CHECK(status.exited);
   CHECK_FALSE(netns_exists(name + "h0"));
   CHECK_FALSE(netns_exists(name + "h1"));
@@ -243,10 +261,8 @@ std::map<std::string, nlohmann::json> json_figures(const std::string& out) {
 TEST_CASE("netsim bench: the small step, the 64 MiB fetch and training "
           "across the 1 ms, 1 Gbit/s links, and nothing left behind",
           "[bench][netsim]") {
-  if (::geteuid() != 0 || ::access("/dev/net/tun", R_OK | W_OK) != 0) {
-    WARN("not root or no /dev/net/tun: the switch cannot run; not run");
+  if (!can_simulate())
     return;
-  }
   namespace sp = actorflow::support;
   bool have_data = std::filesystem::exists(
     "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
@@ -342,17 +358,12 @@ TEST_CASE("netsim: 16 workers starting sessions on one ps at once across "
   // waited forever ("CreateSession still waiting ...", seen about once in
   // eight rounds); the ask now goes through the middleman again. Rounds
   // of 16 fan-in workers (the bench's hidden mode), each round a fresh ps.
-  if (::geteuid() != 0 || ::access("/dev/net/tun", R_OK | W_OK) != 0) {
-    WARN("not root or no /dev/net/tun: the switch cannot run; not run");
+  if (!can_simulate())
     return;
-  }
   namespace sp = actorflow::support;
   auto name = "afsim" + std::to_string(::getpid());
   auto ip = sp::find_program("ip", "", "");
-  sp::child_process sw{{ACTORFLOW_BENCH_PATH, "--netsim-switch", "--parent-pid",
-                        std::to_string(::getpid()), "--name", name, "--hosts",
-                        "2", "--delay_us", "1000", "--rate_mbit", "1000"}};
-  REQUIRE(sw.wait_for_line("netsim switch ready", 30s));
+  auto sw = two_hosts("1000", "1000");
   sp::spawn_options no_ring;
   no_ring.env = {"ACTORFLOW_CHANNEL_RING_MIB=0"};
   constexpr int workers = 16;
@@ -392,10 +403,8 @@ TEST_CASE("netsim: 16 workers starting sessions on one ps at once across "
 TEST_CASE("netsim switch: one host it cannot make fails it and removes "
           "those it made",
           "[bench][netsim]") {
-  if (::geteuid() != 0 || ::access("/dev/net/tun", R_OK | W_OK) != 0) {
-    WARN("not root or no /dev/net/tun: the switch cannot run; not run");
+  if (!can_simulate())
     return;
-  }
   namespace sp = actorflow::support;
   auto name = "aftk" + std::to_string(::getpid());
   auto ip = sp::find_program("ip", "", "");
