@@ -37,6 +37,7 @@ public:
   link_model(size_t hosts, params p) : p_(p), up_(hosts, 0), down_(hosts, 0) {
     if (hosts == 0 || p.delay_ns < 0 || !(p.bits_per_s > 0))
       throw std::invalid_argument("link_model: hosts, delay or rate invalid");
+    queue_ns_ = serialization_ns(p.queue_bytes);
   }
 
   size_t hosts() const noexcept {
@@ -71,13 +72,15 @@ private:
   std::optional<int64_t> enqueue(int64_t& free_at, int64_t now,
                                  uint64_t bytes) {
     auto start = std::max(now, free_at);
-    if (serialization_ns(p_.queue_bytes) < start - now)
+    if (queue_ns_ < start - now)
       return std::nullopt;
     free_at = start + serialization_ns(bytes);
     return free_at + p_.delay_ns / 2;
   }
 
   params p_;
+  /// How long a full queue takes to drain.
+  int64_t queue_ns_ = 0;
   /// When each uplink and downlink is free to send the next packet.
   std::vector<int64_t> up_;
   std::vector<int64_t> down_;

@@ -8,9 +8,10 @@
 // gRPC peer) cross the same links in the same run.
 //
 // The group runs the fetch_remote, step_remote, peers and scale groups
-// again in a bench started inside host 0's namespace (--peer_host: the ps nodes and
-// the baselines' servers in host 1's), and the MLP trainer with 1 ps and
-// 2, 4 and 8 workers, each task on a host of its own.
+// again in a bench started inside host 0's namespace (--peer_host: the ps
+// nodes and the baselines' servers in host 1's), the MLP trainer with 1 ps
+// and 2, 4 and 8 workers, and the torch group's job on both sides, each
+// task on a host of its own.
 
 #include <signal.h>
 #include <unistd.h>
@@ -55,13 +56,16 @@ std::string prefixed(const profile& p, const std::string& figure) {
 /// server on host 1) and scale's (its fan-in workers all on host 0,
 /// sharing its link as they share the ps's). From the groups themselves:
 /// registry() is not built yet when netsim_group() is called.
-std::vector<std::string> inner_figures() {
-  std::vector<std::string> out;
-  for (const auto& g :
-       {fetch_remote_group(), step_remote_group(), peers_group(),
-        scale_group()})
-    out.insert(out.end(), g.figures.begin(), g.figures.end());
-  return out;
+const std::vector<std::string>& inner_figures() {
+  static const auto all = [] {
+    std::vector<std::string> out;
+    for (const auto& g :
+         {fetch_remote_group(), step_remote_group(), peers_group(),
+          scale_group()})
+      out.insert(out.end(), g.figures.begin(), g.figures.end());
+    return out;
+  }();
+  return all;
 }
 
 std::string train_figure(int workers) {
@@ -127,7 +131,7 @@ std::string cannot_simulate() {
 class sim_switch {
 public:
   sim_switch(const context& ctx, const profile& p, int hosts)
-    : name_("afsim" + std::to_string(::getpid())),
+    : name_("afsim" + std::to_string(::getpid())), ip_(ip_binary()),
       proc_({ctx.self, "--netsim-switch", "--parent-pid",
              std::to_string(::getpid()), "--name", name_, "--hosts",
              std::to_string(hosts), "--delay_us", std::to_string(p.delay_us),
@@ -146,7 +150,7 @@ public:
   }
 
   std::vector<std::string> launcher(int host) const {
-    return {ip_binary(), "netns", "exec", netns(host)};
+    return {ip_, "netns", "exec", netns(host)};
   }
 
   /// Host `host`'s device (its one link).
@@ -156,6 +160,7 @@ public:
 
 private:
   std::string name_;
+  std::string ip_;
   support::child_process proc_;
 };
 
@@ -187,9 +192,9 @@ bool wanted(const context& ctx, const profile& p, const std::string& name) {
   return ctx.wanted("netsim", prefixed(p, name));
 }
 
-/// The fetch_remote and step_remote figures of `only` measured by this
-/// program started again in host 0 with host 1 as its peer; the wanted ones
-/// added, renamed for the profile.
+/// The inner figures `figures` (inner_figures()) measured by this program
+/// started again in host 0 with host 1 as its peer; the wanted ones added,
+/// renamed for the profile, and the 64 MiB fetch against the links' rate.
 void run_inner(context& ctx, const profile& p, const sim_switch& sw,
                const std::vector<std::string>& figures) {
   auto argv = sw.launcher(0);
@@ -314,12 +319,12 @@ double train_across(context& ctx, const std::string& train,
 }
 
 /// actorflow-train against the PyTorch peer, 2 workers each on a host
-/// (and a ps for both asynchronously; actorflow's --sync keeps its ps).
+/// (and a ps for both asynchronously; actorflow's --sync keeps its ps);
+/// skipped for `why` unless it is empty.
 figure against_torch(context& ctx, const profile& p, const sim_switch& sw,
-                     const std::string& train, const std::string& mode) {
+                     const std::string& train, const std::string& mode,
+                     const std::string& why) {
   figure f{.name = prefixed(p, torch_figure(mode)), .unit = "examples/s"};
-  auto why = train.empty() ? "Fashion-MNIST not found in " + ctx.opts.data_dir
-                           : torch_missing(ctx);
   if (!why.empty()) {
     f.skipped = why;
     return f;
@@ -359,64 +364,70 @@ void run_netsim(context& ctx) {
   }
   remove_stale_namespaces();
   no_ring ring_off;
-  // What --only selects: per profile the inner figures and the trainings.
-  std::map<std::string, std::vector<std::string>> inner;
-  std::map<std::string, std::vector<int>> trainings;
+  // What --only selects of each profile.
+  struct selection {
+    std::vector<std::string> inner;
+    std::vector<int> trainings;
+    std::vector<std::string> torch_modes;
+  };
+  std::map<std::string, selection> selected;
   std::set<int> any_training;
-  std::map<std::string, bool> torch_runs;
+  bool any_torch = false;
   for (const auto& p : profiles) {
+    auto& s = selected[p.name];
     for (const auto& f : inner_figures())
       if (wanted(ctx, p, f)
           || (f == "fetch_remote_64MiB"
               && wanted(ctx, p, "fetch_remote_64MiB_of_link")))
-        inner[p.name].push_back(f);
+        s.inner.push_back(f);
     for (int w : train_workers)
       if (wanted(ctx, p, train_figure(w))) {
-        trainings[p.name].push_back(w);
+        s.trainings.push_back(w);
         any_training.insert(w);
       }
     for (const auto& mode : torch_modes)
       if (wanted(ctx, p, torch_figure(mode)))
-        torch_runs[p.name] = true;
+        s.torch_modes.push_back(mode);
+    any_torch = any_torch || !s.torch_modes.empty();
   }
+  // The trainer, its loopback baselines (without the ring, as across the
+  // links; once for both profiles) and PyTorch, each checked once.
+  std::string no_training;
   std::string train;
   std::map<int, std::pair<double, std::string>> loopback;
-  bool any_torch = !torch_runs.empty();
-  if ((!any_training.empty() || any_torch)
-      && have_fashion_mnist(ctx.opts.data_dir)) {
+  if (!have_fashion_mnist(ctx.opts.data_dir)) {
+    no_training = "Fashion-MNIST not found in " + ctx.opts.data_dir;
+  } else if (!any_training.empty() || any_torch) {
     train = find_binary("actorflow-train", ctx.opts.train, "--train");
-    // The baseline: the same job on loopback (without the ring, as
-    // across the links), once for both profiles.
     for (int w : any_training) {
       std::string detail;
       auto rate = trainer_rate(ctx, train, w, 1, {}, detail);
       loopback[w] = {rate, detail};
     }
   }
+  auto no_torch = !no_training.empty() ? no_training
+                  : any_torch          ? torch_missing(ctx)
+                                       : std::string{};
   for (const auto& p : profiles) {
-    const auto& figures = inner[p.name];
-    const auto& runs = trainings[p.name];
-    bool torch = torch_runs[p.name];
-    if (figures.empty() && runs.empty() && !torch)
+    const auto& s = selected[p.name];
+    if (s.inner.empty() && s.trainings.empty() && s.torch_modes.empty())
       continue;
     // Hosts: 0 the inner bench, 1 the ps, 2... the workers.
-    int workers = std::max(runs.empty() ? 0 : runs.back(), torch ? 2 : 0);
+    int workers = std::max(s.trainings.empty() ? 0 : s.trainings.back(),
+                           s.torch_modes.empty() ? 0 : 2);
     sim_switch sw{ctx, p, 2 + workers};
-    if (!figures.empty())
-      run_inner(ctx, p, sw, figures);
-    for (int w : runs) {
-      auto name = prefixed(p, train_figure(w));
-      if (train.empty()) {
-        ctx.out->add(figure{.name = name,
-                            .unit = "examples/s",
-                            .skipped = "Fashion-MNIST not found in "
-                                       + ctx.opts.data_dir});
+    if (!s.inner.empty())
+      run_inner(ctx, p, sw, s.inner);
+    for (int w : s.trainings) {
+      figure f{.name = prefixed(p, train_figure(w)), .unit = "examples/s"};
+      if (!no_training.empty()) {
+        f.skipped = no_training;
+        ctx.out->add(f);
         continue;
       }
-      std::string detail;
-      figure f{.name = name, .unit = "examples/s",
-               .baseline = "the same on loopback"};
+      f.baseline = "the same on loopback";
       try {
+        std::string detail;
         f.value = train_across(ctx, train, sw, w, {}, detail);
         f.baseline_value = loopback[w].first;
         f.note = "mlp, adam, batch 100, asynchronous, 1 ps + "
@@ -429,9 +440,8 @@ void run_netsim(context& ctx) {
       }
       ctx.out->add(f);
     }
-    for (const auto& mode : torch_modes)
-      if (wanted(ctx, p, torch_figure(mode)))
-        ctx.out->add(against_torch(ctx, p, sw, train, mode));
+    for (const auto& mode : s.torch_modes)
+      ctx.out->add(against_torch(ctx, p, sw, train, mode, no_torch));
   }
 }
 

@@ -110,11 +110,13 @@ private:
 };
 
 /// A packet on its way: reaching the switch (`at_switch`), or its host.
+/// `data` is a whole buffer (link_mtu and more), `size` of it the packet.
 struct in_flight {
   int64_t at;
   uint64_t seq;
   bool at_switch;
   int dst;
+  size_t size;
   std::vector<char> data;
 };
 
@@ -194,12 +196,12 @@ int serve_netsim_switch(pid_t parent, const std::string& name, int hosts,
   std::vector<in_flight> heap;
   std::vector<std::vector<char>> spare;
   uint64_t seq = 0, packets = 0, dropped = 0, foreign = 0;
+  // Buffers are reused whole: a packet's size travels beside it.
   auto buffer = [&] {
     if (spare.empty())
       return std::vector<char>(link_mtu + 100);
     auto b = std::move(spare.back());
     spare.pop_back();
-    b.resize(link_mtu + 100);
     return b;
   };
   auto push = [&](in_flight p) {
@@ -247,8 +249,7 @@ int serve_netsim_switch(pid_t parent, const std::string& name, int hosts,
           spare.push_back(std::move(b));
           continue;
         }
-        b.resize(static_cast<size_t>(got));
-        push({*at, seq++, true, dst, std::move(b)});
+        push({*at, seq++, true, dst, static_cast<size_t>(got), std::move(b)});
       }
     }
     for (auto now = now_ns(); !heap.empty() && heap.front().at <= now;) {
@@ -256,14 +257,13 @@ int serve_netsim_switch(pid_t parent, const std::string& name, int hosts,
       auto p = std::move(heap.back());
       heap.pop_back();
       if (p.at_switch) {
-        auto at = links.forward(p.at, p.dst, p.data.size());
+        auto at = links.forward(p.at, p.dst, p.size);
         if (at) {
-          push({*at, seq++, false, p.dst, std::move(p.data)});
+          push({*at, seq++, false, p.dst, p.size, std::move(p.data)});
           continue;
         }
         ++dropped;
-      } else if (::write(sim->fds()[p.dst], p.data.data(), p.data.size())
-                 < 0) {
+      } else if (::write(sim->fds()[p.dst], p.data.data(), p.size) < 0) {
         ++dropped;
       }
       spare.push_back(std::move(p.data));

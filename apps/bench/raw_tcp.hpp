@@ -186,7 +186,6 @@ inline bool send_all(int fd, const char* data, size_t n, bool poll) {
   return poll ? send_all_polling(fd, data, n) : send_all(fd, data, n);
 }
 
-/// recv_all or recv_all_polling, by `poll`.
 /// `ip` (dotted IPv4) and `port` as a socket address; std::invalid_argument
 /// for another form.
 inline sockaddr_in ipv4(const std::string& ip, uint16_t port) {
@@ -198,6 +197,7 @@ inline sockaddr_in ipv4(const std::string& ip, uint16_t port) {
   return addr;
 }
 
+/// recv_all or recv_all_polling, by `poll`.
 inline bool recv_all(int fd, char* data, size_t n, bool poll) {
   return poll ? recv_all_polling(fd, data, n) : recv_all(fd, data, n);
 }

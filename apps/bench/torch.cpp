@@ -14,6 +14,7 @@
 // baseline is the faster of the two; the note gives both.
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <regex>
 #include <thread>
@@ -37,6 +38,17 @@ struct torch_side {
   std::string missing;
 };
 
+/// Whether `python` can import torch: asked once per interpreter (an import
+/// takes seconds; the torch and netsim groups ask for every run).
+bool imports_torch(const std::string& python) {
+  static std::map<std::string, bool> known;
+  auto [at, fresh] = known.try_emplace(python, false);
+  if (fresh)
+    at->second = support::run_process({python, "-c", "import torch"}, 60s)
+                   .status.success();
+  return at->second;
+}
+
 torch_side find_torch(const context& ctx) {
   torch_side t;
   t.python = ctx.opts.python;
@@ -47,8 +59,7 @@ torch_side find_torch(const context& ctx) {
   else if (t.script.empty() || t.sgemm.empty())
     t.missing = "actorflow-bench-torch or libactorflow-eigen-sgemm.so not "
                 "found next to this program nor in share/actorflow/bench";
-  else if (!support::run_process({t.python, "-c", "import torch"}, 60s)
-              .status.success())
+  else if (!imports_torch(t.python))
     t.missing = t.python + " cannot import torch (Debian's python3-torch; "
                            "scripts/setup.sh installs it)";
   return t;

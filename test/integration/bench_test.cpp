@@ -56,21 +56,6 @@ const std::vector<std::string> required = {
 const std::set<std::string> paths = {"tcp", "ring", "tcp (CAF)", "ring+tcp",
                                      "in_process"};
 
-/// The JSON lines of `out` by name.
-std::map<std::string, nlohmann::json> figures(const std::string& out) {
-  std::map<std::string, nlohmann::json> result;
-  std::istringstream lines{out};
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.empty() || line.front() != '{')
-      continue;
-    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object() && j.contains("name") && j["name"].is_string())
-      result[j["name"].get<std::string>()] = j;
-  }
-  return result;
-}
-
 /// Live (not zombie) processes whose command line has `--parent-pid pid`:
 /// the nodes and the raw TCP server a bench started.
 std::vector<std::string> children_of(pid_t pid) {
@@ -103,7 +88,7 @@ TEST_CASE("bench: --quick prints every figure as a JSON line", "[bench]") {
   INFO("ran " << seconds_since(start) << " s");
   REQUIRE(st);
   CHECK(st->success());
-  auto got = figures(out);
+  auto got = bench_figures(out);
   bool have_data = std::filesystem::exists(std::string{data_dir}
                                            + "/train-images-idx3-ubyte.gz");
   for (const auto& name : required) {

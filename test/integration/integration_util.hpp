@@ -11,9 +11,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -163,6 +165,23 @@ live_processes() {
     for (std::string arg; std::getline(cmdline, arg, '\0');)
       args.push_back(arg);
     result.emplace_back(name, std::move(args));
+  }
+  return result;
+}
+
+/// actorflow-bench's JSON lines in `out` (one figure each), by name; other
+/// lines (the table, progress) are skipped.
+inline std::map<std::string, nlohmann::json>
+bench_figures(const std::string& out) {
+  std::map<std::string, nlohmann::json> result;
+  std::istringstream lines{out};
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line.front() != '{')
+      continue;
+    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("name") && j["name"].is_string())
+      result[j["name"].get<std::string>()] = j;
   }
   return result;
 }

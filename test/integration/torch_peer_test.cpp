@@ -197,14 +197,7 @@ TEST_CASE("bench: --quick --only torch measures actorflow-train against "
   INFO("stdout:\n" << bench.out() << "\nstderr:\n" << bench.err());
   REQUIRE(st);
   CHECK(st->success());
-  std::map<std::string, nlohmann::json> got;
-  std::istringstream lines{bench.out()};
-  std::string line;
-  while (std::getline(lines, line))
-    if (!line.empty() && line.front() == '{') {
-      auto j = nlohmann::json::parse(line);
-      got[j["name"].get<std::string>()] = j;
-    }
+  auto got = bench_figures(bench.out());
   REQUIRE(got.size() == 4);
   const bool torch = have_torch();
   for (const char* mode : {"async", "sync"}) {
