@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -68,6 +69,31 @@ TEST_CASE("system_data: goes with its system unless someone still holds it",
     survivor->value = 9;
   }
   CHECK(survivor->value == 9);
+}
+
+TEST_CASE("system_data: a system without a middleman drops it at shutdown "
+          "too, and a later system at the same address starts afresh",
+          "[system_data]") {
+  // One storage for every system: each takes the address of the last.
+  // Without a middleman, under the deterministic scheduler, without one
+  // again, with one, and without one after it.
+  std::optional<caf::actor_system> sys;
+  for (int round = 0; round < 5; ++round) {
+    INFO("system " << round);
+    caf::actor_system_config cfg;
+    if (round == 1)
+      cfg.set("scheduler.policy", caf::atom("testing"));
+    if (round == 3)
+      add_types_impl(cfg);
+    sys.emplace(cfg);
+    auto data = system_data<counter>(*sys);
+    CHECK(data->value == 0);
+    data->value = 41 + round;
+    std::weak_ptr<counter> kept_by_system = data;
+    data.reset();
+    sys.reset();
+    CHECK(kept_by_system.expired());
+  }
 }
 
 TEST_CASE("system_data: concurrent first uses get one value",

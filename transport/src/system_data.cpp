@@ -4,6 +4,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include <caf/actor.hpp>
+#include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/io/middleman.hpp>
 
@@ -14,10 +16,11 @@ namespace {
 // CAF 0.17 has no slot for an application's state in actor_system (its
 // modules have fixed ids, and an actor kept in the system's registry
 // outlives the system's scheduler when the registry is destroyed). So a
-// system's data is kept here, by the system's address, and dropped when
-// the system's middleman stops (the system's shutdown) — before another
-// system could take the same address. A system without a middleman keeps
-// its entry for the life of the process.
+// system's data is kept here, by the system's address, and dropped at the
+// system's shutdown — before another system could take the same address
+// (which would otherwise inherit the entry, and never drop it either):
+// when its middleman stops, or, without one, when its config server (an
+// internal actor ~actor_system ends) exits.
 struct system_entry {
   std::mutex mtx;
   std::map<std::type_index, std::shared_ptr<void>> by_type;
@@ -52,13 +55,16 @@ std::shared_ptr<system_entry> entry_of(caf::actor_system& sys) {
     if (i != t.by_system.end() && i->second == entry)
       t.by_system.erase(i);
   };
-  if (!sys.has_middleman())
-    return entry;
-  // Outside the lock: the functor runs at once if the middleman's actor
-  // is gone already (a system shutting down); a middleman that stopped
-  // has no actor left at all (an actor cleaning up after it asked): then
-  // the entry is not kept either.
-  if (auto handle = sys.middleman().actor_handle())
+  // The middleman's actor when there is one: its brokers may still ask
+  // while it stops, after the internal actors are gone.
+  auto handle = sys.has_middleman()
+                  ? caf::actor_cast<caf::actor>(sys.middleman().actor_handle())
+                  : caf::actor_cast<caf::actor>(sys.config_serv());
+  // Outside the lock: the functor runs at once if the actor is gone
+  // already (a system shutting down); a middleman that stopped has no
+  // actor left at all, nor a system past its internal actors' exit (an
+  // actor cleaning up after it asked): then the entry is not kept either.
+  if (handle)
     handle->attach_functor(std::move(drop));
   else
     drop();

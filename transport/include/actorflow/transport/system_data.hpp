@@ -14,8 +14,8 @@
 namespace actorflow {
 
 /// The `T` of `sys`, value-initialized on first use. `sys` keeps it until
-/// its shutdown stops its middleman (a system without one keeps it for
-/// the life of the process); it goes then, or later, when the last holder
+/// its shutdown (its middleman's stop, or without one its internal
+/// actors' exit); it goes then, or later, when the last holder
 /// of the returned pointer lets go (a detached thread that still serves
 /// it). Thread-safe; takes short locks (never waits on anything else).
 /// Cheap but not free: callers on a per-message path keep the pointer.
