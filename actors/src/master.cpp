@@ -557,6 +557,13 @@ master_actor::behavior_type master(master_self self, task_options opts,
            const std::vector<std::string>& flat) {
       on_membership_update(self, version, flat);
     },
+    [self](membership_update_atom, int64_t version,
+           const std::vector<std::string>& flat, const std::string& task) {
+      on_member_greeting(self, version, flat, task);
+    },
+    [self](member_check_atom, const std::string& task) {
+      on_member_check(self, task);
+    },
     [self](check_deadlines_atom) { check_step_deadlines(self); },
     [self](retry_step_atom, int64_t id) { on_retry(self, id); },
     [self](cancel_step_atom, int64_t client_step) {

@@ -254,6 +254,9 @@ struct master_state {
   /// The masters of other tasks, by task, once reached: membership
   /// changes and requests to the authority go there.
   std::unordered_map<std::string, master_actor> peer_masters;
+  /// Tasks whose greeting the authority is answering (asking their
+  /// worker over the connection they opened).
+  std::set<std::string> greeted;
   /// Why this task, which joined, is no member any more (a newer version
   /// without it: it was removed while out of reach); its steps fail with
   /// it. Empty while it is a member.
@@ -389,9 +392,22 @@ void member_lost(master_self self, const std::string& task,
                  const std::string& reason, bool orderly,
                  const master_actor& master = {});
 
-/// At the authority's start: it watches the ClusterSpec's tasks that can
-/// go down (member_lost when they are lost or never reached).
+/// At a master's start. The authority watches the ClusterSpec's tasks
+/// that can go down (member_lost when they are lost or never reached);
+/// such a task, or one that joined, greets the authority (its view, with
+/// its name), so that the authority watches it through that connection
+/// instead of dialing it.
 void watch_members(master_self self);
+
+/// A task's view with its name (it reached the authority): the authority
+/// watches it through that connection; then as on_membership_update.
+void on_member_greeting(master_self self, int64_t version,
+                        const std::vector<std::string>& flat,
+                        const std::string& task);
+
+/// The authority's check of a member it watches: one it has not heard
+/// from (no greeting, no step) since it began to watch it is dialed once.
+void on_member_check(master_self self, const std::string& task);
 
 /// What the monitor says of peer `task`: "joined (membership version N)"
 /// for a task that joined the running cluster, "" otherwise.
@@ -427,6 +443,12 @@ void resolve_peer(master_self self, const std::string& task,
 /// One attempt of reaching `task` (the connect message's handler).
 void connect_peer(master_self self, const std::string& task,
                   caf::actor_clock::time_point deadline, int attempt);
+
+/// `task`'s master and worker were reached (by this task's dial, or
+/// through the connection `task` opened: it greeted the authority): the
+/// worker is watched and the steps waiting for it go on.
+void peer_found(master_self self, const std::string& task,
+                const master_actor& master, const worker_actor& worker);
 
 /// The worker of `task` went down: forget it; true when it was a peer's.
 /// `master` gets the task's master, where it was known.

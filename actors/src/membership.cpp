@@ -114,10 +114,15 @@ void broadcast(master_self self, const std::string& skip = {}) {
   }
 }
 
-// The authority watches a member: its worker going down (death, or
-// silence past the heartbeat bound) removes it (member_lost).
-void watch(master_self self, const std::string& task) {
-  resolve_peer(self, task, self->clock().now() + std::chrono::seconds(30),
+// How long the authority waits for a member to reach it (a greeting, or
+// a step) before it dials the member itself.
+constexpr auto greeting_within = std::chrono::seconds(30);
+
+// The authority dials a member it watches; one it cannot reach within
+// `within` is lost ("never reached").
+void dial_member(master_self self, const std::string& task,
+                 caf::actor_clock::duration_type within) {
+  resolve_peer(self, task, self->clock().now() + within,
                [self, task](status err, worker_actor) {
                  if (!err.ok())
                    member_lost(self, task, "never reached: " + err.message(),
@@ -125,16 +130,36 @@ void watch(master_self self, const std::string& task) {
                });
 }
 
+// The authority watches a member: its worker going down (death, or
+// silence past the heartbeat bound) removes it (member_lost). It does not
+// dial it: the member greets it (watch_members), and the authority
+// watches it through that connection. Two tasks that dial each other at
+// once make CAF 0.17 close, on each side, as redundant the connection the
+// other side kept, so both go and what was sent on them is lost: with 16
+// workers starting at once across 1 ms links, one round in ~50 left a
+// session that never started. A member not heard from within 30 s is
+// dialed then (on_member_check). `at_once`: dialed now, as a restarted
+// authority does with the members it learns of (they greeted its
+// predecessor, and only their next step there would reach it).
+void watch(master_self self, const std::string& task, bool at_once = false) {
+  if (self->state.peers.count(task) > 0)
+    return;
+  if (at_once)
+    dial_member(self, task, greeting_within);
+  else
+    self->delayed_send(self, greeting_within, member_check_atom_v, task);
+}
+
 // Watches each member that `pred(name, address)` selects. Over a copy: a
 // watch that fails at once changes the members.
 template <class Pred>
-void watch_each(master_self self, Pred pred) {
+void watch_each(master_self self, Pred pred, bool at_once = false) {
   std::vector<std::string> watched;
   for (auto& [name, address] : self->state.members.members())
     if (pred(name, address))
       watched.push_back(name);
   for (auto& name : watched)
-    watch(self, name);
+    watch(self, name, at_once);
 }
 
 // The authority reaches the ClusterSpec tasks that are down, once each:
@@ -261,15 +286,29 @@ void on_membership_update(master_self self, int64_t version,
   members_changed(self, before, "");
   // An authority that learns of members (it restarted) watches them.
   if (is_authority(st))
-    watch_each(self, [&](const std::string& name, const std::string&) {
-      return st.members.elastic(name);
-    });
+    watch_each(
+      self,
+      [&](const std::string& name, const std::string&) {
+        return st.members.elastic(name);
+      },
+      true);
 }
 
 void watch_members(master_self self) {
   auto& st = self->state;
-  if (!is_authority(st))
+  if (!is_authority(st)) {
+    // A task the authority watches greets it (peer_reached), so that the
+    // authority never dials it (watch).
+    auto authority = st.members.authority();
+    auto i = st.opts.cluster.find(authority);
+    if ((st.members.can_go_down(st.task_prefix) || st.opts.joined_at > 0)
+        && i != st.opts.cluster.end() && !i->second.empty())
+      resolve_peer(self, authority, self->clock().now() + greeting_within,
+                   [](status, worker_actor) {
+                     // Not reached: its first step there greets it.
+                   });
     return;
+  }
   // A task without an address (one process, no network) cannot be
   // watched.
   watch_each(self, [&](const std::string& name, const std::string& address) {
@@ -313,10 +352,46 @@ void peer_reached(master_self self, const std::string& task,
     broadcast(self);
   }
   // The authority compares views: it takes a newer one (it restarted) and
-  // answers an older one with its own (this task missed a change).
+  // answers an older one with its own (this task missed a change). The
+  // name makes it a greeting: the authority watches this task through
+  // this connection.
   if (task == st.members.authority())
     self->send(master, membership_update_atom_v, st.members.version(),
-               st.members.flat());
+               st.members.flat(), st.task_prefix);
+}
+
+void on_member_greeting(master_self self, int64_t version,
+                        const std::vector<std::string>& flat,
+                        const std::string& task) {
+  auto& st = self->state;
+  auto master = caf::actor_cast<master_actor>(self->current_sender());
+  // The view first: a restarted authority learns the greeter from it.
+  on_membership_update(self, version, flat);
+  // One ask per task at a time, however many greetings come.
+  if (is_authority(st) && master && task != st.task_prefix
+      && st.peers.count(task) == 0
+      && st.members.directory().count(task) > 0
+      && st.greeted.insert(task).second)
+    // Its worker, asked over the connection it opened.
+    self->request(master, reach_within, get_worker_atom_v)
+      .then(
+        [self, task, master](worker_actor& worker) {
+          self->state.greeted.erase(task);
+          if (worker && self->state.peers.count(task) == 0)
+            peer_found(self, task, master, worker);
+        },
+        [self, task](caf::error&) {
+          // Not answered: the check dials it (watch).
+          self->state.greeted.erase(task);
+        });
+}
+
+void on_member_check(master_self self, const std::string& task) {
+  auto& st = self->state;
+  if (!is_authority(st) || st.peers.count(task) > 0
+      || st.members.members().count(task) == 0)
+    return;
+  dial_member(self, task, std::chrono::seconds(5));
 }
 
 } // namespace actorflow

@@ -113,22 +113,7 @@ void ask_worker(master_self self, const std::string& task,
                          {});
           return;
         }
-        self->state.peers[task] = worker;
-        peer_reached(self, task, master);
-        // Reached again: the variables it serves need no failover unless
-        // it says it no longer serves them (Superseded).
-        auto& needed = self->state.failover_needed;
-        for (auto h = needed.begin(); h != needed.end();)
-          h = route_of(self->state, *h) == task ? needed.erase(h)
-                                                : std::next(h);
-        monitoring::registry::instance().peer_changed(
-          self->state.task_prefix,
-          {task, self->state.opts.cluster[task], true, monitoring::wall_us(),
-           member_note(self->state, task)});
-        // Forget the handle when the peer goes away, so the next step
-        // reaches it again.
-        self->monitor(worker);
-        finish_connect(self, task, {}, worker);
+        peer_found(self, task, master, worker);
       },
       [self, task](caf::error& err) {
         auto why = to_status(err, task);
@@ -168,6 +153,10 @@ void resolve_peer(master_self self, const std::string& task,
 void connect_peer(master_self self, const std::string& task,
                   caf::actor_clock::time_point deadline, int attempt) {
   auto& st = self->state;
+  // Nothing waits any more (the task reached this one meanwhile, or every
+  // waiter's deadline passed): a retry timer set before does not dial.
+  if (st.connecting.count(task) == 0)
+    return;
   auto a = st.opts.cluster.find(task);
   if (a == st.opts.cluster.end() || a->second.empty()) {
     finish_connect(self, task,
@@ -220,6 +209,25 @@ void connect_peer(master_self self, const std::string& task,
         self->delayed_send(self, delay, caf::connect_atom::value, task,
                            deadline.time_since_epoch().count(), attempt + 1);
       });
+}
+
+void peer_found(master_self self, const std::string& task,
+                const master_actor& master, const worker_actor& worker) {
+  auto& st = self->state;
+  st.peers[task] = worker;
+  peer_reached(self, task, master);
+  // Reached again: the variables it serves need no failover unless it
+  // says it no longer serves them (Superseded).
+  auto& needed = st.failover_needed;
+  for (auto h = needed.begin(); h != needed.end();)
+    h = route_of(st, *h) == task ? needed.erase(h) : std::next(h);
+  monitoring::registry::instance().peer_changed(
+    st.task_prefix, {task, st.opts.cluster[task], true, monitoring::wall_us(),
+                     member_note(st, task)});
+  // Forget the handle when the peer goes away, so the next step reaches
+  // it again.
+  self->monitor(worker);
+  finish_connect(self, task, {}, worker);
 }
 
 bool forget_peer(master_self self, const caf::actor_addr& source,

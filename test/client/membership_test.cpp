@@ -57,6 +57,16 @@ int64_t version_of(const server& s) {
   return s.membership().first;
 }
 
+// Whether ps 0 (the authority) holds `task` as a peer that is up: it
+// reached the task, or the task reached it.
+bool ps_sees_up(const std::string& task) {
+  for (auto& p :
+       monitoring::registry::instance().peers("/job:ps/replica:0/task:0"))
+    if (p.peer == task)
+      return p.up;
+  return false;
+}
+
 } // namespace
 
 TEST_CASE("membership: a worker joins through any task and every task "
@@ -172,6 +182,28 @@ TEST_CASE("membership: a restarted authority learns the members again from "
   }));
 }
 
+TEST_CASE("membership: the authority watches a ClusterSpec worker through "
+          "the connection the worker opens, without dialing it",
+          "[membership][server]") {
+  // The authority's ClusterSpec names the worker at a port nothing
+  // listens on: it reaches the worker only through the worker's greeting
+  // (two tasks dialing each other at once lose both connections in CAF
+  // 0.17, so the authority does not dial).
+  auto [ps_address, w0_address, cluster] = ps_and_worker();
+  auto elsewhere = cluster_spec{std::map<std::string, std::vector<std::string>>{
+    {"ps", {ps_address}}, {"worker", {loopback()}}}};
+  server ps{elsewhere, "ps", 0};
+  auto w0 = std::make_unique<server>(cluster, "worker", 0);
+  const std::string name = "/job:worker/replica:0/task:0";
+  REQUIRE(eventually([&] { return ps_sees_up(name); }));
+  CHECK(version_of(ps) == 1);
+  // Watched through that connection: stopped, it is down at once (not
+  // after the 30 s in which an unheard member is dialed).
+  w0->stop();
+  CHECK(eventually([&] { return ps.membership().second.count(name) == 0; }));
+  CHECK(version_of(ps) == 2);
+}
+
 TEST_CASE("membership: a ClusterSpec worker that stops is no member until "
           "it is back at its address",
           "[membership][server]") {
@@ -181,14 +213,7 @@ TEST_CASE("membership: a ClusterSpec worker that stops is no member until "
   const std::string name = "/job:worker/replica:0/task:0";
   CHECK(version_of(ps) == 1);
   // The authority reaches it (it watches the ClusterSpec's workers).
-  auto reached = [&] {
-    for (auto& p : monitoring::registry::instance().peers(
-           "/job:ps/replica:0/task:0"))
-      if (p.peer == name)
-        return p.up;
-    return false;
-  };
-  REQUIRE(eventually(reached));
+  REQUIRE(eventually([&] { return ps_sees_up(name); }));
   w0->stop();
   CHECK(eventually([&] { return ps.membership().second.count(name) == 0; }));
   CHECK(version_of(ps) == 2);

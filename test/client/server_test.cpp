@@ -324,9 +324,12 @@ TEST_CASE("server: a task whose master is slow to hand out its worker is "
   using jobs = std::map<std::string, std::vector<std::string>>;
   cluster_spec cluster{jobs{{"local", {first, loopback(front)}}}};
   // Task 1 really listens elsewhere; its ClusterSpec address is the slow
-  // front.
+  // front. Its own ClusterSpec names task 0 where nothing listens, so
+  // that it does not greet task 0 (the membership authority), which
+  // would then reach it through that connection, not the front.
   server s0{cluster, "local", 0};
-  server s1{cluster_spec{jobs{{"local", {first, loopback(free_port())}}}},
+  server s1{cluster_spec{jobs{{"local", {loopback(free_port()),
+                                         loopback(free_port())}}}},
             "local", 1};
   graph g;
   auto as_default = g.as_default();

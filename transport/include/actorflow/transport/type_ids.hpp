@@ -430,6 +430,8 @@ inline constexpr leave_atom leave_atom_v = leave_atom{};
 using membership_update_atom = caf::atom_constant<caf::atom("mbr_upd")>;
 inline constexpr membership_update_atom membership_update_atom_v
   = membership_update_atom{};
+using member_check_atom = caf::atom_constant<caf::atom("mbr_chk")>;
+inline constexpr member_check_atom member_check_atom_v = member_check_atom{};
 
 // The monitor actor (monitor_actor below, actors/src/monitor_actor.cpp).
 using get_worker_atom = caf::atom_constant<caf::atom("get_worker")>;
@@ -669,12 +671,18 @@ using master_actor = caf::typed_actor<
   caf::reacts_to<cancel_step_atom, int64_t>,
   // Elastic membership: the current (version, name, address, name, ...);
   // a join (job, address: status, the new member's name, version,
-  // members); a leave (task); a newer membership to adopt.
+  // members); a leave (task); a newer membership to adopt; a task's view
+  // with its name (it reached the authority: the authority watches it
+  // through that connection); the authority's timer for a member it has
+  // not heard from.
   caf::replies_to<membership_atom>::with<int64_t, std::vector<std::string>>,
   caf::replies_to<join_atom, std::string, std::string>::with<
     status, std::string, int64_t, std::vector<std::string>>,
   caf::replies_to<leave_atom, std::string>::with<status>,
   caf::reacts_to<membership_update_atom, int64_t, std::vector<std::string>>,
+  caf::reacts_to<membership_update_atom, int64_t, std::vector<std::string>,
+                 std::string>,
+  caf::reacts_to<member_check_atom, std::string>,
   caf::reacts_to<caf::connect_atom, std::string, int64_t, int>,
   caf::reacts_to<check_deadlines_atom>,
   caf::reacts_to<step_reply_atom, int64_t, int64_t, run_graph_response>>;
