@@ -169,8 +169,9 @@ void watch_each(master_self self, Pred pred, bool at_once = false) {
 // while its peer was stopped (SIGSTOP) with the one the peer still holds.
 void reach_down_members(master_self self) {
   auto& st = self->state;
+  // Not one that greeted: it is being watched through its own connection.
   for (auto& [name, address] : st.members.directory())
-    if (st.members.down(name))
+    if (st.members.down(name) && st.greeted.count(name) == 0)
       resolve_peer(self, name, self->clock().now() + std::chrono::seconds(5),
                    [](status, worker_actor) {
                      // Still down: the next task that reaches us tries again.
@@ -365,13 +366,20 @@ void on_member_greeting(master_self self, int64_t version,
                         const std::string& task) {
   auto& st = self->state;
   auto master = caf::actor_cast<master_actor>(self->current_sender());
-  // The view first: a restarted authority learns the greeter from it.
+  // Whether the greeter is to be watched: one ask per task at a time,
+  // however many greetings come.
+  auto adopt = [&] {
+    return is_authority(st) && master && task != st.task_prefix
+           && st.peers.count(task) == 0
+           && st.members.directory().count(task) > 0
+           && st.greeted.insert(task).second;
+  };
+  // Before the view, when the greeter is known: an older view makes the
+  // authority reach the tasks that are down, and this one needs no dial.
+  // After it otherwise: a restarted authority learns the greeter from it.
+  bool known = adopt();
   on_membership_update(self, version, flat);
-  // One ask per task at a time, however many greetings come.
-  if (is_authority(st) && master && task != st.task_prefix
-      && st.peers.count(task) == 0
-      && st.members.directory().count(task) > 0
-      && st.greeted.insert(task).second)
+  if (known || adopt())
     // Its worker, asked over the connection it opened.
     self->request(master, reach_within, get_worker_atom_v)
       .then(

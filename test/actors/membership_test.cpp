@@ -1,8 +1,21 @@
 // Elastic membership's bookkeeping (issue 31 §2; actors/src/membership.hpp):
-// versions, names of joiners, who decides, and which view wins.
+// versions, names of joiners, who decides, and which view wins; then the
+// authority's greeting protocol under CAF's deterministic test coordinator
+// (a member greets the authority, which watches it through the greeting's
+// connection instead of dialing it).
 
 #include <catch2/catch.hpp>
 
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+
+#include "actorflow/actors/task.hpp"
+#include "actorflow/transport/type_ids.hpp"
+#include "common/test_system.hpp"
 #include "membership.hpp"
 
 using namespace actorflow;
@@ -121,4 +134,148 @@ TEST_CASE("membership: a malformed list of members is refused",
   membership m{{{"/job:worker/replica:0/task:0", "h:1"},
                 {"/job:chief/replica:0/task:0", "h:2"}}};
   CHECK(m.authority() == "/job:chief/replica:0/task:0");
+}
+
+namespace {
+
+constexpr const char* ps0 = "/job:ps/replica:0/task:0";
+constexpr const char* w0 = "/job:worker/replica:0/task:0";
+
+// The authority (ps 0) of a ps and a worker, as an in-process task under
+// the test coordinator: nothing runs until the test runs it, and time
+// moves only when the test moves it. The worker is the test's: a master
+// that greets and hands out a worker to watch. The system has no
+// middleman, so the authority cannot dial anyone: a dial would end its
+// master (CAF raises "module not loaded").
+class greeting_fixture {
+public:
+  greeting_fixture()
+    : sys_(config(cfg_)),
+      sched_(dynamic_cast<caf::scheduler::test_coordinator&>(sys_.scheduler())) {
+    task_options opts;
+    opts.job = "ps";
+    opts.task = 0;
+    opts.cluster[ps0] = "127.0.0.1:1";
+    opts.cluster[w0] = "127.0.0.1:2";
+    authority_ = caf::actor_cast<master_actor>(spawn_task(sys_, opts));
+    restart();
+  }
+
+  /// The member's master and worker, anew (the last ones end).
+  void restart() {
+    caf::anon_send_exit(greeter_, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(worker_, caf::exit_reason::user_shutdown);
+    worker_ = sys_.spawn([](caf::event_based_actor*) -> caf::behavior {
+      return {[](const std::string&) {}};
+    });
+    greeter_ = sys_.spawn(
+      [asked = asked_, w = worker_](caf::event_based_actor*) -> caf::behavior {
+        return {
+          [asked, w](get_worker_atom) {
+            ++*asked;
+            return caf::actor_cast<worker_actor>(w);
+          },
+          [](membership_update_atom, int64_t, std::vector<std::string>&) {
+            // The authority's newer view.
+          },
+        };
+      });
+    drain();
+  }
+
+  ~greeting_fixture() {
+    caf::anon_send_exit(authority_, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(greeter_, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(worker_, caf::exit_reason::user_shutdown);
+    drain();
+  }
+
+  void drain() {
+    while (sched_.try_run_once()) {
+      // next
+    }
+  }
+
+  /// The greeter's view (version 1: the ClusterSpec) with `name`.
+  void greet(const std::string& name) {
+    membership spec{{{ps0, "127.0.0.1:1"}, {w0, "127.0.0.1:2"}}};
+    caf::send_as(greeter_, authority_, membership_update_atom_v,
+                 spec.version(), spec.flat(), name);
+  }
+
+  /// The authority's (version, members).
+  std::pair<int64_t, membership::member_map> members() {
+    auto out = std::make_shared<std::pair<int64_t, membership::member_map>>();
+    sys_.spawn([a = authority_, out](caf::event_based_actor* self) {
+      self->request(a, caf::infinite, membership_atom_v)
+        .then([out](int64_t version, std::vector<std::string>& flat) {
+          out->first = version;
+          if (auto m = membership::from_flat(flat))
+            out->second = std::move(*m);
+        });
+    });
+    drain();
+    return *out;
+  }
+
+  static caf::actor_system_config& config(caf::actor_system_config& cfg) {
+    // No inbox either: the channel would listen on a socket.
+    caf::put(cfg.content, "actorflow.tensor-channel", false);
+    return actorflow::testing::deterministic(cfg);
+  }
+
+  caf::actor_system_config cfg_;
+  caf::actor_system sys_;
+  caf::scheduler::test_coordinator& sched_;
+  master_actor authority_;
+  caf::actor worker_;
+  caf::actor greeter_;
+  std::shared_ptr<int> asked_ = std::make_shared<int>(0);
+};
+
+} // namespace
+
+TEST_CASE_METHOD(greeting_fixture,
+                 "membership: the authority watches a greeting member "
+                 "through its connection, asks once however often it greets, "
+                 "and dials no one",
+                 "[membership][protocol]") {
+  // Two greetings before the authority runs: one ask for its worker.
+  greet(w0);
+  greet(w0);
+  drain();
+  CHECK(*asked_ == 1);
+  // Past the 30 s in which an unheard member would be dialed: it was
+  // heard, so nothing is dialed (the master, which could not dial, lives).
+  sched_.advance_time(std::chrono::seconds(31));
+  drain();
+  auto [version, now] = members();
+  CHECK(version == 1);
+  CHECK(now.count(w0) == 1);
+  // Watched: its worker ends, and it is down (a new version without it).
+  caf::anon_send_exit(worker_, caf::exit_reason::kill);
+  drain();
+  auto [after, left] = members();
+  CHECK(after == 2);
+  CHECK(left.count(w0) == 0);
+  // Started again, it greets again: watched again, a member again.
+  restart();
+  CHECK(members().first == 2);
+  greet(w0);
+  drain();
+  CHECK(*asked_ == 2);
+  auto [back, members_back] = members();
+  CHECK(back == 3);
+  CHECK(members_back.count(w0) == 1);
+}
+
+TEST_CASE_METHOD(greeting_fixture,
+                 "membership: a greeting under a name the cluster does not "
+                 "know, or the authority's own, is not watched",
+                 "[membership][protocol]") {
+  greet("/job:worker/replica:0/task:9");
+  greet(ps0);
+  drain();
+  CHECK(*asked_ == 0);
+  CHECK(members().first == 1);
 }
