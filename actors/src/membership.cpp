@@ -389,7 +389,9 @@ void on_member_greeting(master_self self, int64_t version,
             peer_found(self, task, master, worker);
         },
         [self, task](caf::error&) {
-          // Not answered: the check dials it (watch).
+          // Not answered (gone, or busy past 10 s): watched once it
+          // reaches this task anew, or when the check that follows a
+          // watch's start or a join dials it (watch).
           self->state.greeted.erase(task);
         });
 }
