@@ -368,18 +368,24 @@ void on_member_greeting(master_self self, int64_t version,
   auto master = caf::actor_cast<master_actor>(self->current_sender());
   // Whether the greeter is to be watched: one ask per task at a time,
   // however many greetings come.
-  auto adopt = [&] {
+  auto watchable = [&] {
     return is_authority(st) && master && task != st.task_prefix
-           && st.peers.count(task) == 0
-           && st.members.directory().count(task) > 0
-           && st.greeted.insert(task).second;
+           && st.peers.count(task) == 0 && st.greeted.count(task) == 0
+           && st.members.directory().count(task) > 0;
   };
-  // Before the view, when the greeter is known: an older view makes the
-  // authority reach the tasks that are down, and this one needs no dial.
-  // After it otherwise: a restarted authority learns the greeter from it.
-  bool known = adopt();
+  // Claimed before the view when the greeter is known (an older view
+  // makes the authority dial the tasks that are down, and this one needs
+  // no dial), after it otherwise (a restarted authority learns the
+  // greeter from it).
+  bool watch_it = watchable();
+  if (watch_it)
+    st.greeted.insert(task);
   on_membership_update(self, version, flat);
-  if (known || adopt())
+  if (!watch_it && watchable()) {
+    watch_it = true;
+    st.greeted.insert(task);
+  }
+  if (watch_it)
     // Its worker, asked over the connection it opened.
     self->request(master, reach_within, get_worker_atom_v)
       .then(

@@ -33,9 +33,11 @@ inline std::string device_name(const std::string& name, int i) {
   return name + "t" + std::to_string(i);
 }
 
-/// Debian's `ip` (iproute2); std::invalid_argument if there is none.
-inline std::string ip_binary() {
-  return support::find_program("ip", "", "");
+/// Debian's `ip` (iproute2), looked up once; std::invalid_argument if
+/// there is none.
+inline const std::string& ip_binary() {
+  static const std::string path = support::find_program("ip", "", "");
+  return path;
 }
 
 /// Runs `ip ARGS...` (at most 10 s), or throws std::runtime_error with

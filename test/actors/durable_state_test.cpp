@@ -208,12 +208,9 @@ struct answers {
   std::vector<std::vector<tensor>> outputs;
 };
 
-class durable_fixture {
+class durable_fixture : public actorflow::testing::coordinated_system {
 public:
-  durable_fixture()
-    : sys_(deterministic(cfg_)),
-      sched_(
-        dynamic_cast<caf::scheduler::test_coordinator&>(sys_.scheduler())) {
+  durable_fixture() {
     auto bytes = tensor_shape{{-1}};
     primary = spawn_variable(sys_, "_state/q", dtype::uint8, bytes,
                              {.name = "_state/q", .container = "", .task = ""},
@@ -231,12 +228,6 @@ public:
     for (auto& a : {primary, backup})
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     drain();
-  }
-
-  void drain() {
-    while (sched_.try_run_once()) {
-      // next
-    }
   }
 
   /// Sends `xs` to `dest` and runs everything; the answers land in the
@@ -289,9 +280,6 @@ public:
     return h;
   }
 
-  caf::actor_system_config cfg_;
-  caf::actor_system sys_;
-  caf::scheduler::test_coordinator& sched_;
   variable_actor primary;
   variable_actor backup;
   std::vector<caf::actor> actors;

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include <caf/all.hpp>
-#include <caf/scheduler/test_coordinator.hpp>
 
 #include "actorflow/actors/task.hpp"
 #include "actorflow/transport/type_ids.hpp"
@@ -147,11 +146,9 @@ constexpr const char* w0 = "/job:worker/replica:0/task:0";
 // that greets and hands out a worker to watch. The system has no
 // middleman, so the authority cannot dial anyone: a dial would end its
 // master (CAF raises "module not loaded").
-class greeting_fixture {
+class greeting_fixture : public actorflow::testing::coordinated_system {
 public:
-  greeting_fixture()
-    : sys_(config(cfg_)),
-      sched_(dynamic_cast<caf::scheduler::test_coordinator&>(sys_.scheduler())) {
+  greeting_fixture() : coordinated_system(without_channel) {
     task_options opts;
     opts.job = "ps";
     opts.task = 0;
@@ -190,12 +187,6 @@ public:
     drain();
   }
 
-  void drain() {
-    while (sched_.try_run_once()) {
-      // next
-    }
-  }
-
   /// The greeter's view (version 1: the ClusterSpec) with `name`.
   void greet(const std::string& name) {
     membership spec{{{ps0, "127.0.0.1:1"}, {w0, "127.0.0.1:2"}}};
@@ -218,15 +209,11 @@ public:
     return *out;
   }
 
-  static caf::actor_system_config& config(caf::actor_system_config& cfg) {
-    // No inbox either: the channel would listen on a socket.
+  // No inbox either: the channel would listen on a socket.
+  static void without_channel(caf::actor_system_config& cfg) {
     caf::put(cfg.content, "actorflow.tensor-channel", false);
-    return actorflow::testing::deterministic(cfg);
   }
 
-  caf::actor_system_config cfg_;
-  caf::actor_system sys_;
-  caf::scheduler::test_coordinator& sched_;
   master_actor authority_;
   caf::actor worker_;
   caf::actor greeter_;

@@ -75,12 +75,9 @@ struct replies {
   }
 };
 
-class replication_fixture {
+class replication_fixture : public actorflow::testing::coordinated_system {
 public:
-  replication_fixture()
-    : sys_(deterministic(cfg_)),
-      sched_(
-        dynamic_cast<caf::scheduler::test_coordinator&>(sys_.scheduler())) {
+  replication_fixture() {
     primary = spawn_variable(sys_, "v", dtype::float32, tensor_shape{},
                              {.name = "v", .container = "", .task = ""},
                              {replica_role::orphan, 1, "/job:ps/task:0", {}});
@@ -97,12 +94,6 @@ public:
     return spawn_variable(sys_, "v", dtype::float32, tensor_shape{},
                           {.name = "v backup", .container = "", .task = ""},
                           {replica_role::backup, 0, "/job:ps/task:0", {}});
-  }
-
-  void drain() {
-    while (sched_.try_run_once()) {
-      // next
-    }
   }
 
   /// Runs one message of `who`; false when it has none queued.
@@ -174,9 +165,6 @@ public:
     drain();
   }
 
-  caf::actor_system_config cfg_;
-  caf::actor_system sys_;
-  caf::scheduler::test_coordinator& sched_;
   variable_actor primary;
   variable_actor backup;
 };

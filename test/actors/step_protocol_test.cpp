@@ -41,11 +41,9 @@ struct answer {
 
 /// One in-process task (master and worker) in a system whose scheduler is
 /// the test's: nothing runs until the test runs it.
-class protocol_fixture {
+class protocol_fixture : public actorflow::testing::coordinated_system {
 public:
-  protocol_fixture()
-    : sys_(deterministic(cfg_)),
-      sched_(dynamic_cast<caf::scheduler::test_coordinator&>(sys_.scheduler())) {
+  protocol_fixture() {
     task_options opts;
     opts.job = "localhost";
     opts.task = 0;
@@ -76,12 +74,6 @@ public:
   }
 
   /// Runs jobs until none is left; time does not move.
-  void drain() {
-    while (sched_.try_run_once()) {
-      // next
-    }
-  }
-
   /// Runs jobs until only `who`'s is left (or none): everything else
   /// happens while `who`'s messages wait.
   template <class Handle>
@@ -181,9 +173,6 @@ public:
   }
 
 private:
-  caf::actor_system_config cfg_;
-  caf::actor_system sys_;
-  caf::scheduler::test_coordinator& sched_;
   master_actor master_;
   worker_actor worker_;
   std::string session_;

@@ -6,6 +6,7 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
 
 #include "actorflow/transport/type_ids.hpp"
 
@@ -26,6 +27,38 @@ inline caf::actor_system_config& deterministic(caf::actor_system_config& cfg) {
   add_options_impl(cfg);
   return cfg;
 }
+
+/// A fixture's actor system under the test coordinator (deterministic()):
+/// nothing runs until the test runs it, and time moves only when the test
+/// moves it. `configure`, when given, sets options first.
+class coordinated_system {
+public:
+  explicit coordinated_system(
+    void (*configure)(caf::actor_system_config&) = nullptr)
+    : sys_(init(cfg_, configure)),
+      sched_(dynamic_cast<caf::scheduler::test_coordinator&>(sys_.scheduler())) {
+  }
+
+  /// Runs jobs until none is left; time does not move.
+  void drain() {
+    while (sched_.try_run_once()) {
+      // next
+    }
+  }
+
+protected:
+  static caf::actor_system_config&
+  init(caf::actor_system_config& cfg,
+       void (*configure)(caf::actor_system_config&)) {
+    if (configure != nullptr)
+      configure(cfg);
+    return deterministic(cfg);
+  }
+
+  caf::actor_system_config cfg_;
+  caf::actor_system sys_;
+  caf::scheduler::test_coordinator& sched_;
+};
 
 inline caf::actor_system& test_system() {
   struct holder {

@@ -23,6 +23,7 @@
 
 #include "actorflow/support/process.hpp"
 #include "bench/link_model.hpp"
+#include "bench/netsim.hpp"
 #include "bench/raw_tcp.hpp"
 #include "integration_util.hpp"
 
@@ -135,17 +136,22 @@ bool can_simulate() {
   return false;
 }
 
-/// A switch named afsim<our pid> of two hosts (h0, h1) with links of
+/// The name of this test process's switch: afsim<our pid>.
+std::string switch_name() {
+  return "afsim" + std::to_string(::getpid());
+}
+
+/// A switch named switch_name() of two hosts (h0, h1) with links of
 /// `delay_us` one way and `rate_mbit`, started and ready (REQUIREd).
 std::unique_ptr<actorflow::support::child_process>
 two_hosts(const char* delay_us, const char* rate_mbit) {
   auto sw = std::make_unique<actorflow::support::child_process>(
     std::vector<std::string>{ACTORFLOW_BENCH_PATH, "--netsim-switch",
                              "--parent-pid", std::to_string(::getpid()),
-                             "--name", "afsim" + std::to_string(::getpid()),
+                             "--name", switch_name(),
                              "--hosts", "2", "--delay_us", delay_us,
                              "--rate_mbit", rate_mbit});
-  REQUIRE(sw->wait_for_line("netsim switch ready", 30s));
+  REQUIRE(sw->wait_for_line(actorflow::bench::switch_marker, 30s));
   return sw;
 }
 
@@ -157,8 +163,8 @@ TEST_CASE("netsim switch: TCP between two hosts takes the links' delay and "
   if (!can_simulate())
     return;
   namespace sp = actorflow::support;
-  auto name = "afsim" + std::to_string(::getpid());
-  auto ip = sp::find_program("ip", "", "");
+  auto name = switch_name();
+  auto ip = actorflow::bench::ip_binary();
   // 2 ms one way, 100 Mbit/s.
   auto sw = two_hosts("2000", "100");
   CHECK(netns_exists(name + "h0"));
@@ -351,8 +357,8 @@ TEST_CASE("netsim: 16 workers starting sessions on one ps at once across "
   if (!can_simulate())
     return;
   namespace sp = actorflow::support;
-  auto name = "afsim" + std::to_string(::getpid());
-  auto ip = sp::find_program("ip", "", "");
+  auto name = switch_name();
+  auto ip = actorflow::bench::ip_binary();
   auto sw = two_hosts("1000", "1000");
   sp::spawn_options no_ring;
   no_ring.env = {"ACTORFLOW_CHANNEL_RING_MIB=0"};
@@ -397,7 +403,7 @@ TEST_CASE("netsim switch: one host it cannot make fails it and removes "
     return;
   namespace sp = actorflow::support;
   auto name = "aftk" + std::to_string(::getpid());
-  auto ip = sp::find_program("ip", "", "");
+  auto ip = actorflow::bench::ip_binary();
   // Host 1's namespace exists already: the switch makes host 0, fails on
   // host 1, and takes host 0 away again; the one it did not make stays.
   REQUIRE(sp::run_process({ip, "netns", "add", name + "h1"}, 10s)
@@ -409,7 +415,7 @@ TEST_CASE("netsim switch: one host it cannot make fails it and removes "
   CHECK(res.status.exited);
   CHECK(res.status.code == 1);
   CHECK_THAT(res.err, Catch::Contains("netns add " + name + "h1"));
-  CHECK_THAT(res.out, !Catch::Contains("netsim switch ready"));
+  CHECK_THAT(res.out, !Catch::Contains(actorflow::bench::switch_marker));
   CHECK_FALSE(netns_exists(name + "h0"));
   CHECK_FALSE(netns_exists(name + "h2"));
   CHECK(netns_exists(name + "h1"));
